@@ -1,0 +1,1 @@
+"""so101 robot side: graph runtime, drivers, twin, launch and CLI."""

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``so101 bench ...``; results go to ``bench/results/*.json``."""

@@ -1,0 +1,54 @@
+"""Writing benchmark results with the machine they ran on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+
+def machine() -> dict[str, Any]:
+    """Where a figure was measured: host, CPU model, core count, memory, Python."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = None
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory_gb = round(pages / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    return {
+        "host": platform.node(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def results_dir() -> Path:
+    """``bench/results`` of the source tree (or ``$SO101_BENCH_RESULTS``)."""
+    env = os.environ.get("SO101_BENCH_RESULTS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[4] / "bench" / "results"
+
+
+def write_result(name: str, result: dict[str, Any]) -> Path:
+    """Write ``result`` (with machine and date) to ``bench/results/<name>.json``; returns the path."""
+    record = {"benchmark": name, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "machine": machine(), **result}  # fmt: skip
+    path = results_dir() / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path

@@ -1,0 +1,1 @@
+"""The ``so101`` command line (typer + rich)."""

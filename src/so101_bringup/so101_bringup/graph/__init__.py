@@ -1,0 +1,1 @@
+"""The node interface node logic is written against, implemented by the transport backends."""

@@ -1,0 +1,38 @@
+"""Quality-of-service profiles, with the values rmw uses for its enums."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Reliability = Literal["reliable", "best_effort"]
+Durability = Literal["volatile", "transient_local"]
+History = Literal["keep_last", "keep_all"]
+
+
+@dataclass(frozen=True)
+class QoS:
+    """A QoS profile: history depth, reliability and durability (deadline/lifespan/liveliness are defaults)."""
+
+    depth: int = 10
+    reliability: Reliability = "reliable"
+    durability: Durability = "volatile"
+    history: History = "keep_last"
+
+    def __post_init__(self) -> None:
+        if self.depth < 0:
+            raise ValueError(f"QoS depth must be >= 0, got {self.depth}")
+        if self.reliability not in ("reliable", "best_effort"):
+            raise ValueError(f"QoS reliability must be reliable|best_effort, got {self.reliability!r}")
+        if self.durability not in ("volatile", "transient_local"):
+            raise ValueError(f"QoS durability must be volatile|transient_local, got {self.durability!r}")
+        if self.history not in ("keep_last", "keep_all"):
+            raise ValueError(f"QoS history must be keep_last|keep_all, got {self.history!r}")
+
+
+DEFAULT = QoS()
+SENSOR_DATA = QoS(depth=5, reliability="best_effort")
+LATCHED = QoS(depth=1, durability="transient_local")
+SERVICES = QoS(depth=10)
+ACTION_STATUS = QoS(depth=1, durability="transient_local")
+CLOCK = QoS(depth=1, reliability="best_effort")

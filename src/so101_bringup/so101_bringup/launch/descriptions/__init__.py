@@ -1,0 +1,1 @@
+"""One module per launch, each defining ``DESCRIPTION``; registered in ``so101_bringup.launch.catalog``."""

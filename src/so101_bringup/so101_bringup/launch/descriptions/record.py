@@ -1,0 +1,23 @@
+"""``record``: record topics to a rosbag2 (MCAP) bag, e.g. ``so101 launch record topics:=[/joint_states]``."""
+
+from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+
+DESCRIPTION = LaunchDescriptionData(
+    name="record",
+    description="Record topics to a rosbag2 (MCAP) bag.",
+    arguments=(
+        LaunchArgument("topics", "[/joint_states]", "topics to record, as a YAML list"),
+        LaunchArgument("output", "", "bag directory (empty: the recorder picks a timestamped name)"),
+        LaunchArgument("namespace", "", "namespace of the recorder node"),
+    ),
+    nodes=(
+        NodeEntry(
+            package="so101_bringup",
+            executable="recorder",
+            name="recorder",
+            namespace="$(arg namespace)",
+            parameters=({"topics": "$(arg topics)", "output": "$(arg output)"},),
+            required=True,
+        ),
+    ),
+)

@@ -1,0 +1,109 @@
+"""Turn a ``LaunchDescriptionData`` into a ROS 2 ``launch.LaunchDescription`` for ``launch/*.launch.py``.
+
+Each argument becomes a ``DeclareLaunchArgument``, each node a ``launch_ros.actions.Node``; ``$(arg x)``
+becomes ``LaunchConfiguration("x")``, a condition ``IfCondition``/``UnlessCondition``, a required node gets
+``on_exit=Shutdown()``, and parameter files are joined to the package's ``config/`` directory.
+
+``launch`` and ``launch_ros`` are imported lazily: they exist only in a ROS 2 environment. This machine has
+none, so the tests check the mapping against a minimal stand-in of those two packages (the lowest boundary
+that can exist here); running the files for real needs ``ros2 launch``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from so101_bringup.launch import substitution
+from so101_bringup.launch.catalog import get_launch
+from so101_bringup.launch.description import LaunchDescriptionData, NodeEntry
+from so101_bringup.launch.paths import config_dir as default_config_dir
+
+
+def _ros(module: str) -> Any:
+    """Import a ``launch``/``launch_ros`` module at call time (they exist only where ROS 2 is installed)."""
+    return importlib.import_module(module)
+
+
+def _substitutions(text: str) -> str | list[Any]:
+    """A plain string, or a list of strings and ``LaunchConfiguration``s that concatenate."""
+    parts = substitution.parse(text)
+    if not any(isinstance(part, substitution.ArgRef) for part in parts):
+        return text
+    launch_configuration = _ros("launch.substitutions").LaunchConfiguration
+    return [part if isinstance(part, str) else launch_configuration(part.name) for part in parts]
+
+
+def _parameter_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _parameter_value(item) for key, item in value.items()}
+    if isinstance(value, str):
+        return _substitutions(value)
+    if isinstance(value, (list, tuple)) and any(
+        isinstance(item, str) and substitution.has_substitutions(item) for item in value
+    ):
+        # launch_ros reads a list of lists as a list of strings (a flat list would concatenate), so wrap
+        # plain items too.
+        wrapped = [_substitutions(item if isinstance(item, str) else str(item)) for item in value]
+        return [item if isinstance(item, list) else [item] for item in wrapped]
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _parameters(entry: NodeEntry, config: Path) -> list[Any]:
+    path_join = _ros("launch.substitutions").PathJoinSubstitution
+    out: list[Any] = []
+    for source in entry.parameters:
+        if isinstance(source, str):
+            subs = _substitutions(source)
+            out.append(str(config / source) if isinstance(subs, str) else path_join([str(config), subs]))
+        else:
+            out.append(_parameter_value(source))
+    return out
+
+
+def _node(entry: NodeEntry, config: Path) -> Any:
+    actions, conditions = _ros("launch.actions"), _ros("launch.conditions")
+    kwargs: dict[str, Any] = {
+        "package": entry.package,
+        "executable": entry.executable,
+        "name": entry.name,
+        "output": "screen",
+    }
+    if entry.namespace:
+        kwargs["namespace"] = _substitutions(entry.namespace)
+    if entry.parameters:
+        kwargs["parameters"] = _parameters(entry, config)
+    if entry.remappings:
+        kwargs["remappings"] = [(_substitutions(old), _substitutions(new)) for old, new in entry.remappings]
+    if entry.arguments:
+        kwargs["arguments"] = [_substitutions(argument) for argument in entry.arguments]
+    if (condition := entry.condition_argument()) is not None:
+        name, negated = condition
+        kind = conditions.UnlessCondition if negated else conditions.IfCondition
+        kwargs["condition"] = kind(_ros("launch.substitutions").LaunchConfiguration(name))
+    if entry.required:
+        kwargs["on_exit"] = actions.Shutdown(reason=f"required node {entry.name} exited")
+    return _ros("launch_ros.actions").Node(**kwargs)
+
+
+def to_launch_description(data: LaunchDescriptionData, *, config_dir: Path | None = None) -> Any:
+    """The ``launch.LaunchDescription`` equivalent of ``data``."""
+    if config_dir is None:
+        config_dir = default_config_dir() if data.uses_parameter_files() else Path("config")
+    actions: list[Any] = []
+    for argument in data.arguments:
+        kwargs: dict[str, Any] = {"description": argument.description}
+        if argument.default is not None:
+            kwargs["default_value"] = argument.default
+        if argument.choices is not None:
+            kwargs["choices"] = list(argument.choices)
+        actions.append(_ros("launch.actions").DeclareLaunchArgument(argument.name, **kwargs))
+    actions.extend(_node(entry, config_dir) for entry in data.nodes)
+    return _ros("launch").LaunchDescription(actions)
+
+
+def generate_for(name: str) -> Any:
+    """``generate_launch_description()`` body of ``launch/<name>.launch.py``."""
+    return to_launch_description(get_launch(name))

@@ -1,0 +1,220 @@
+"""``so101 launch NAME [arg:=value ...]`` without ROS: a zenoh router plus one process per node.
+
+The router is started on ``$SO101_ZENOH_ENDPOINT`` (default ``tcp/127.0.0.1:7447``) unless ``router=False``
+or something already listens there; nodes get the endpoint in ``SO101_ZENOH_ENDPOINT``. Output lines are
+prefixed ``[node]``. Ctrl-C/SIGTERM stops every node (SIGINT, then SIGTERM, then SIGKILL), then the router.
+
+Exit status: 0 when every node exits 0 on its own, or on Ctrl-C/SIGTERM; when a *required* node exits, the
+others are stopped and its exit code is returned (1 if it was killed by a signal; 0 if it exited 0); a
+non-required node dying is reported and the rest go on (the final status is then 1). 2: bad launch name or
+arguments; 1: router or executable problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+from so101_bringup.launch.catalog import get_launch
+from so101_bringup.launch.description import LaunchDescriptionData
+from so101_bringup.launch.errors import LaunchArgumentError, LaunchError, UnknownLaunchError
+from so101_bringup.launch.executables import EntryPointResolver, ExecutableResolver
+from so101_bringup.launch.output import PrefixedOutput
+from so101_bringup.launch.process import ManagedProcess, describe_exit, stop_processes
+from so101_bringup.launch.resolve import ResolvedLaunch, resolve_launch
+from so101_bringup.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
+from so101_bringup.transport.zenoh.router import RouterError, RouterProcess
+
+ROUTER_NAME = "zenoh_router"
+
+
+@dataclass
+class RunnerOptions:
+    """How to run a launch; the defaults are what ``so101 launch`` does."""
+
+    router: bool = True
+    """Start a router unless one already listens on the endpoint."""
+    endpoint: str | None = None
+    """Router endpoint; default ``$SO101_ZENOH_ENDPOINT`` or ``tcp/127.0.0.1:7447``."""
+    sigint_timeout_s: float = 5.0
+    sigterm_timeout_s: float = 5.0
+    resolver: ExecutableResolver = field(default_factory=EntryPointResolver)
+    config_dir: Path | None = None
+    stream: TextIO | None = None
+    colour: bool | None = None
+
+
+class LaunchRunner:
+    """Runs one resolved launch until it ends; ``run()`` returns the exit status."""
+
+    def __init__(self, launch: ResolvedLaunch, options: RunnerOptions | None = None) -> None:
+        self.launch = launch
+        self.options = options or RunnerOptions()
+        self.output = PrefixedOutput(self.options.stream, self.options.colour)
+        self.endpoint = self.options.endpoint or router_endpoint()
+        self._shutdown = threading.Event()
+        self._hurry = threading.Event()
+        self._router: RouterProcess | None = None
+        self._processes: list[ManagedProcess] = []
+        self._reported: set[str] = set()
+
+    def request_shutdown(self) -> None:
+        """Stop everything (what Ctrl-C does); a second call shortens the grace periods."""
+        if self._shutdown.is_set():
+            self._hurry.set()
+        self._shutdown.set()
+
+    def run(self) -> int:
+        with _signals_to(self.request_shutdown):
+            try:
+                commands = [(node, self.options.resolver(node.package, node.executable)) for node in self.launch.nodes]
+                for name in self.launch.skipped:
+                    self.output.info(f"skipping {name} (condition false)")
+                if not commands:
+                    self.output.info("no nodes to launch")
+                    return 0
+                self._start_router()
+                if self._shutdown.is_set():
+                    return 0
+                env = dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint})
+                for node, command in commands:
+                    process = ManagedProcess(
+                        node.name, [*command, *node.ros_arguments()], env, self.output, required=node.required
+                    )
+                    process.start()
+                    self._processes.append(process)
+                    self.output.info(f"started {node.fully_qualified_name} [pid {process.pid}]")
+                return self._supervise()
+            except (LaunchError, RouterError) as exc:
+                self.output.error(str(exc))
+                return 1
+            finally:
+                self._stop_all()
+
+    def _start_router(self) -> None:
+        if not self.options.router:
+            self.output.info(f"not starting a zenoh router; nodes connect to {self.endpoint}")
+            return
+        if endpoint_accepts_connections(self.endpoint):
+            self.output.info(f"using the zenoh router already listening on {self.endpoint}")
+            return
+        router = RouterProcess(self.endpoint, on_output=lambda text: self.output.line(ROUTER_NAME, text))
+        self._router = router.start()
+        self.output.info(f"started zenoh router on {self.endpoint} [pid {router.pid}]")
+
+    def _supervise(self) -> int:
+        while True:
+            if self._shutdown.is_set():
+                self.output.info("shutting down")
+                return 0
+            if self._router is not None and (code := self._router.poll()) is not None:
+                self.output.error(f"the zenoh router died ({describe_exit(code)}); shutting down")
+                return 1
+            for process in self._report_exits():
+                if process.required:
+                    code = process.poll() or 0
+                    self.output.info(f"required node {process.name} exited; shutting down")
+                    return code if 0 <= code < 256 else 1
+            if all(process.poll() is not None for process in self._processes):
+                failed = [p.name for p in self._processes if p.poll() != 0]
+                self.output.info("all nodes exited" + (f"; failed: {', '.join(failed)}" if failed else ""))
+                return 1 if failed else 0
+            self._shutdown.wait(0.1)
+
+    def _report_exits(self) -> list[ManagedProcess]:
+        exited = []
+        for process in self._processes:
+            code = process.poll()
+            if code is None or process.name in self._reported:
+                continue
+            self._reported.add(process.name)
+            process.finish_output()
+            message = f"{process.name} [pid {process.pid}] {describe_exit(code)}"
+            if code == 0:
+                self.output.info(f"process finished cleanly: {message}")
+            elif self._shutdown.is_set():
+                self.output.info(f"process stopped: {message}")
+            else:
+                self.output.error(f"process has died: {message}")
+            exited.append(process)
+        return exited
+
+    def _stop_all(self) -> None:
+        self._shutdown.set()
+        stop_processes(
+            self._processes,
+            self.output,
+            sigint_timeout_s=self.options.sigint_timeout_s,
+            sigterm_timeout_s=self.options.sigterm_timeout_s,
+            hurry=self._hurry,
+        )
+        self._report_exits()
+        if self._router is not None:
+            code = self._router.stop(self.options.sigint_timeout_s)
+            self.output.info(f"stopped zenoh router ({describe_exit(code or 0)})")
+            self._router = None
+
+
+@contextlib.contextmanager
+def _signals_to(callback: Callable[[], None]) -> Iterator[None]:
+    """Route SIGINT/SIGTERM to ``callback`` inside the block (only possible in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        callback()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_description(data: LaunchDescriptionData, args: Sequence[str] = (), options: RunnerOptions | None = None) -> int:
+    """Run ``data`` with ``name:=value`` arguments; returns the exit status (2 for bad arguments)."""
+    options = options or RunnerOptions()
+    try:
+        launch = resolve_launch(data, args, config_dir=options.config_dir)
+    except LaunchArgumentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return LaunchRunner(launch, options).run()
+
+
+def run_launch(name: str, args: Sequence[str] = (), options: RunnerOptions | None = None) -> int:
+    """What ``so101 launch NAME [arg:=value ...]`` does; returns the process exit status.
+
+    Errors the user can fix (unknown launch, bad arguments) print one line to stderr and return 2.
+    """
+    try:
+        data = get_launch(name)
+    except UnknownLaunchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run_description(data, args, options)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m so101_bringup.launch.runner", description=__doc__)
+    parser.add_argument("name", help="launch name")
+    parser.add_argument("args", nargs="*", help="launch arguments, name:=value")
+    parser.add_argument("--no-router", action="store_true", help="do not start a zenoh router")
+    parser.add_argument("--endpoint", help="zenoh router endpoint")
+    ns = parser.parse_args(argv)
+    return run_launch(ns.name, ns.args, RunnerOptions(router=not ns.no_router, endpoint=ns.endpoint))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Node logic: one class per node, written against the node interface (``graph.api.Node``)."""

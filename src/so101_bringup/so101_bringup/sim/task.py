@@ -1,0 +1,103 @@
+"""Task success for the vial-in-rack task: pure functions on poses plus a stateful per-step detector.
+
+Poses are world positions (..., 3) m and quaternions (..., 4) wxyz; functions broadcast over leading
+axes so SkillGen/evaluation can filter batches. The rack origin is its base-plate bottom centre.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .config import RackConfig, TaskConfig
+
+BoolArray = NDArray[np.bool_]
+
+
+def up_axis_z(quat: ArrayLike) -> NDArray[np.float64]:
+    """z component of the body's local +z axis in the world, (...,) from quaternions (..., 4) wxyz."""
+    q = np.asarray(quat, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    x, y = q[..., 1], q[..., 2]
+    return np.asarray(1.0 - 2.0 * (x * x + y * y))
+
+
+def geometric_filter(
+    vial_pos: ArrayLike,
+    vial_quat: ArrayLike,
+    rack_pos: ArrayLike,
+    rack_top_height: float,
+    task: TaskConfig,
+) -> BoolArray:
+    """SkillGen's filter: vial centre within ``xy_radius`` of the rack centre horizontally, between
+    ``z_min`` and ``z_max`` above the rack's top surface, and upright (up-axis z > ``upright_min``).
+    """
+    v = np.asarray(vial_pos, dtype=np.float64)
+    r = np.asarray(rack_pos, dtype=np.float64)
+    dxy = np.linalg.norm(v[..., :2] - r[..., :2], axis=-1)
+    dz = v[..., 2] - (r[..., 2] + rack_top_height)
+    upright = up_axis_z(vial_quat) > task.upright_min
+    return np.asarray((dxy <= task.xy_radius) & (dz >= task.z_min) & (dz <= task.z_max) & upright)
+
+
+def slot_centres(rack_pos: ArrayLike, rack_quat: ArrayLike, rack: RackConfig) -> NDArray[np.float64]:
+    """World xy (S, 2) of the rack's slot centres for one rack pose."""
+    q = np.asarray(rack_quat, dtype=np.float64)
+    w, z = q[0], q[3]
+    yaw = 2.0 * np.arctan2(z, w)  # the rack stays flat on the mat: its yaw is enough
+    c, s = np.cos(yaw), np.sin(yaw)
+    off = np.asarray(rack.slot_offsets(), dtype=np.float64)
+    rot = np.array([[c, -s], [s, c]])
+    return np.asarray(rack_pos, dtype=np.float64)[:2] + off @ rot.T
+
+
+def in_slot(vial_pos: ArrayLike, rack_pos: ArrayLike, rack_quat: ArrayLike, rack: RackConfig, tolerance: float) -> bool:
+    """True when the vial centre is within ``tolerance`` m (horizontally) of some slot centre."""
+    centres = slot_centres(rack_pos, rack_quat, rack)
+    d = np.linalg.norm(centres - np.asarray(vial_pos, dtype=np.float64)[:2], axis=1)
+    return bool(d.min() <= tolerance)
+
+
+def placed(
+    vial_pos: ArrayLike,
+    vial_quat: ArrayLike,
+    rack_pos: ArrayLike,
+    rack_quat: ArrayLike,
+    rack: RackConfig,
+    task: TaskConfig,
+) -> bool:
+    """Vial upright in a rack slot (geometric filter and slot check), ignoring the gripper."""
+    return bool(geometric_filter(vial_pos, vial_quat, rack_pos, rack.top_height, task)) and in_slot(
+        vial_pos, rack_pos, rack_quat, rack, task.slot_tolerance
+    )
+
+
+@dataclass
+class SuccessDetector:
+    """Success = :func:`placed` and released (not touching both jaws) for ``hold_steps`` consecutive steps."""
+
+    task: TaskConfig
+    rack: RackConfig
+    streak: int = 0
+    succeeded: bool = False
+
+    def reset(self) -> None:
+        self.streak = 0
+        self.succeeded = False
+
+    def update(
+        self,
+        vial_pos: ArrayLike,
+        vial_quat: ArrayLike,
+        rack_pos: ArrayLike,
+        rack_quat: ArrayLike,
+        held_by_both_jaws: bool,
+    ) -> bool:
+        """Feed one control step; returns True once success has been reached (latched)."""
+        ok = not held_by_both_jaws and placed(vial_pos, vial_quat, rack_pos, rack_quat, self.rack, self.task)
+        self.streak = self.streak + 1 if ok else 0
+        if self.streak >= self.task.hold_steps:
+            self.succeeded = True
+        return self.succeeded

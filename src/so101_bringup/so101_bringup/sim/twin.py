@@ -1,0 +1,281 @@
+"""The digital twin: compiled scene + ``MjData`` behind a joint-target interface (what a sim node wraps).
+
+Control: :meth:`Twin.step` holds the 6 joint targets (rad, :data:`JOINT_NAMES` order) for one control
+period. At 30 Hz with a 2 ms timestep a period is 16 or 17 physics steps, chosen so that sim time after
+k steps is exactly k / control_hz.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import mujoco
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
+from .config import SimConfig, load_sim_config
+from .errors import InvalidCommandError, UnknownNameError
+from .geometry import F64, yaw_quat
+from .grasp import GraspGeometry, grasp_geometry
+from .ik import ArmIK, AxisTarget
+from .randomization import DRConfig, EpisodeSample, ModelRandomizer, load_dr_config, sample_episode
+from .scene import OBJECT_NAMES, RACK, VIAL, SceneIndex, build_model, vial_lying_quat
+
+
+class Pose(NamedTuple):
+    """World pose: ``position`` (3,) m and ``quaternion`` (4,) wxyz."""
+
+    position: F64
+    quaternion: F64
+
+
+@dataclass(frozen=True)
+class ContactState:
+    """Whether each jaw pad touches the vial."""
+
+    fixed_jaw: bool
+    moving_jaw: bool
+
+    @property
+    def both(self) -> bool:
+        return self.fixed_jaw and self.moving_jaw
+
+
+GRIPPER_OPEN = 0.9  # rad, gripper target used to open the jaws
+GRIPPER_CLOSED = -0.17  # rad, squeezes anything between the pads
+
+
+class Twin:
+    """MuJoCo twin of the SO-101 vial-in-rack scene.
+
+    ``dr=None`` loads ``config/dr.yaml``; pass :meth:`DRConfig.disabled` for the nominal scene.
+    """
+
+    def __init__(self, sim: SimConfig | None = None, dr: DRConfig | None = None) -> None:
+        self.config = sim or load_sim_config()
+        self.dr = dr if dr is not None else load_dr_config()
+        self.model = build_model(self.config)
+        self.data = mujoco.MjData(self.model)
+        self.index = SceneIndex.of(self.model, self.config)
+        self._randomizer = ModelRandomizer(self.model, self.index)
+        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._ctrl_lo = self.model.actuator_ctrlrange[self.index.actuator_ids, 0].copy()
+        self._ctrl_hi = self.model.actuator_ctrlrange[self.index.actuator_ids, 1].copy()
+        self._ticks = 0
+        self._grasp: GraspGeometry | None = None
+        self.episode: EpisodeSample | None = None
+        self.reset(None)
+
+    # ------------------------------------------------------------------ timing
+    @property
+    def control_period(self) -> float:
+        """Seconds per :meth:`step` (1 / control_hz)."""
+        return 1.0 / self.config.physics.control_hz
+
+    @property
+    def time(self) -> float:
+        """Simulated time since reset (s)."""
+        return float(self.data.time)
+
+    @property
+    def ticks(self) -> int:
+        """Control steps since reset."""
+        return self._ticks
+
+    def _substeps(self, tick: int) -> int:
+        ratio = self.control_period / self.model.opt.timestep
+        return max(1, round((tick + 1) * ratio) - round(tick * ratio))
+
+    # ------------------------------------------------------------------ episode
+    def grasp_geometry(self) -> GraspGeometry:
+        """Planned vial grasp in the gripper (see :mod:`.grasp`)."""
+        if self._grasp is None:
+            self._grasp = grasp_geometry(self.model, self.index, self.config.vial.radius)
+        return self._grasp
+
+    def reset(self, seed: int | None = None) -> EpisodeSample:
+        """Start an episode: DR from ``seed`` (same seed → identical state), robot at home, objects placed."""
+        rng = np.random.default_rng(seed)
+        sample = sample_episode(self.config, self.dr, rng, seed)
+        self._randomizer.apply(sample, self.data)
+        mujoco.mj_resetData(self.model, self.data)
+        home = np.asarray(self.config.robot.home, dtype=np.float64)
+        self.data.qpos[self.index.qpos_adr] = home
+        self.data.ctrl[self.index.actuator_ids] = np.clip(home, self._ctrl_lo, self._ctrl_hi)
+        r, v = self.config.rack, self.config.vial
+        self._write_pose(RACK, np.array([*sample.rack_xy, 0.0]), yaw_quat(sample.rack_yaw))
+        self._write_pose(VIAL, np.array([*sample.vial_xy, v.radius]), vial_lying_quat(v.yaw, sample.vial_roll))
+        del r
+        if sample.partly_done:
+            self._start_in_hand(sample)
+        mujoco.mj_forward(self.model, self.data)
+        self.data.time = 0.0
+        self._ticks = 0
+        self.episode = sample
+        return sample
+
+    def _start_in_hand(self, sample: EpisodeSample) -> None:
+        """Partly-done start: the vial already grasped and lifted 6 cm above its sampled spot."""
+        g = self.grasp_geometry()
+        v = self.config.vial
+        axis = np.array([np.cos(v.yaw), np.sin(v.yaw), 0.0])
+        target = np.array([*sample.vial_xy, v.radius]) + g.along * axis + np.array([0.0, 0.0, 0.06])
+        ik = ArmIK(self.model, self.index.ee_site, self.index.qpos_adr[:5], self.index.dof_adr[:5])
+        q0 = np.asarray(self.config.robot.home[:5])
+        res = ik.solve(q0, target, g.point, [AxisTarget(g.axis, axis)])
+        q = np.array([*res.q, g.close_angle])
+        self.data.qpos[self.index.qpos_adr] = q
+        ctrl = q.copy()
+        ctrl[GRIPPER_INDEX] = GRIPPER_CLOSED
+        self.data.ctrl[self.index.actuator_ids] = ctrl
+        mujoco.mj_kinematics(self.model, self.data)
+        site = self.index.ee_site
+        pos, quat = g.vial_pose_in_hand(self.data.site_xpos[site].copy(), self.data.site_xmat[site].reshape(3, 3))
+        self._write_pose(VIAL, pos, quat)
+        mujoco.mj_step(self.model, self.data, nstep=150)  # let the grip settle (0.3 s)
+
+    # ------------------------------------------------------------------ control
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return JOINT_NAMES
+
+    def step(self, joint_targets: ArrayLike) -> None:
+        """Hold ``joint_targets`` (6,) rad (clipped to the servo range) for one control period."""
+        q = np.asarray(joint_targets, dtype=np.float64)
+        if q.shape != (len(JOINT_NAMES),):
+            raise InvalidCommandError(f"joint_targets must have shape (6,), got {q.shape}")
+        if not np.all(np.isfinite(q)):
+            raise InvalidCommandError(f"joint_targets must be finite, got {q.tolist()}")
+        self.data.ctrl[self.index.actuator_ids] = np.clip(q, self._ctrl_lo, self._ctrl_hi)
+        mujoco.mj_step(self.model, self.data, nstep=self._substeps(self._ticks))
+        self._ticks += 1
+
+    def joint_targets(self) -> F64:
+        """Currently applied targets (6,) rad."""
+        return self.data.ctrl[self.index.actuator_ids].copy()
+
+    def joint_positions(self) -> F64:
+        """Measured joint positions (6,) rad."""
+        return self.data.qpos[self.index.qpos_adr].copy()
+
+    def joint_velocities(self) -> F64:
+        """Joint velocities (6,) rad/s."""
+        return self.data.qvel[self.index.dof_adr].copy()
+
+    def joint_efforts(self) -> F64:
+        """Servo torques (6,) N·m."""
+        return self.data.actuator_force[self.index.actuator_ids].copy()
+
+    def set_joint_positions(self, q: ArrayLike) -> None:
+        """Write the joint state (6,) rad without physics (replay / rendering); targets follow."""
+        arr = np.asarray(q, dtype=np.float64)
+        if arr.shape != (len(JOINT_NAMES),) or not np.all(np.isfinite(arr)):
+            raise InvalidCommandError(f"joint positions must be 6 finite values, got {arr.tolist()}")
+        self.data.qpos[self.index.qpos_adr] = arr
+        self.data.qvel[self.index.dof_adr] = 0.0
+        self.data.ctrl[self.index.actuator_ids] = np.clip(arr, self._ctrl_lo, self._ctrl_hi)
+        mujoco.mj_forward(self.model, self.data)
+
+    # ------------------------------------------------------------------ objects
+    def _check_object(self, name: str) -> None:
+        if name not in OBJECT_NAMES:
+            raise UnknownNameError(f"unknown object {name!r} (known: {list(OBJECT_NAMES)})")
+
+    def _write_pose(self, name: str, pos: F64, quat: F64) -> None:
+        a = self.index.object_qpos_adr[name]
+        self.data.qpos[a : a + 3] = pos
+        self.data.qpos[a + 3 : a + 7] = np.asarray(quat) / np.linalg.norm(quat)
+        d = self.index.object_dof_adr[name]
+        self.data.qvel[d : d + 6] = 0.0
+
+    def object_poses(self) -> dict[str, Pose]:
+        """``{"vial": Pose, "rack": Pose}``; the rack origin is its base-plate bottom centre."""
+        out = {}
+        for name in OBJECT_NAMES:
+            a = self.index.object_qpos_adr[name]
+            out[name] = Pose(self.data.qpos[a : a + 3].copy(), self.data.qpos[a + 3 : a + 7].copy())
+        return out
+
+    def set_object_pose(self, name: str, pose: Pose | tuple[ArrayLike, ArrayLike]) -> None:
+        """Teleport an object (velocity zeroed) to position (3,) m / quaternion (4,) wxyz."""
+        self._check_object(name)
+        pos = np.asarray(pose[0], dtype=np.float64)
+        quat = np.asarray(pose[1], dtype=np.float64)
+        if pos.shape != (3,) or quat.shape != (4,) or not np.all(np.isfinite(pos)) or np.linalg.norm(quat) < 1e-9:
+            raise InvalidCommandError(f"bad pose for {name}: position {pos.tolist()}, quaternion {quat.tolist()}")
+        self._write_pose(name, pos, quat)
+        mujoco.mj_forward(self.model, self.data)
+
+    def ee_pose(self) -> Pose:
+        """End-effector site pose (position (3,) m, quaternion wxyz)."""
+        from .geometry import mat_to_quat
+
+        s = self.index.ee_site
+        return Pose(self.data.site_xpos[s].copy(), mat_to_quat(self.data.site_xmat[s].reshape(3, 3)))
+
+    def jaw_contacts(self) -> ContactState:
+        """Which jaw pads currently touch the vial."""
+        vial = set(self.index.object_geoms[VIAL])
+        fixed, moving = self.index.pad_geoms
+        hit = {fixed: False, moving: False}
+        for i in range(self.data.ncon):
+            c = self.data.contact[i]
+            g1, g2 = int(c.geom1), int(c.geom2)
+            for pad, other in ((g1, g2), (g2, g1)):
+                if pad in hit and other in vial and c.dist <= 0.0:
+                    hit[pad] = True
+        return ContactState(hit[fixed], hit[moving])
+
+    # ------------------------------------------------------------------ cameras
+    def _renderer(self, width: int, height: int) -> mujoco.Renderer:
+        key = (width, height)
+        if key not in self._renderers:
+            self._renderers[key] = mujoco.Renderer(self.model, height=height, width=width)
+        return self._renderers[key]
+
+    def _camera_id(self, camera: str) -> int:
+        if camera not in self.index.cameras:
+            raise UnknownNameError(f"unknown camera {camera!r} (known: {list(CAMERA_NAMES)})")
+        return self.index.cameras[camera]
+
+    def render(
+        self, camera: str, *, depth: bool = False, width: int | None = None, height: int | None = None
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """RGB (H, W, 3) uint8 of ``camera``; with ``depth`` also depth (H, W) uint16 in mm (0 = no hit)."""
+        cam = self._camera_id(camera)
+        w, h = width or self.config.width, height or self.config.height
+        r = self._renderer(w, h)
+        r.update_scene(self.data, camera=cam)
+        rgb = r.render().copy()
+        if not depth:
+            return rgb
+        r.enable_depth_rendering()
+        try:
+            r.update_scene(self.data, camera=cam)
+            d = r.render()
+        finally:
+            r.disable_depth_rendering()
+        far = self.model.stat.extent * self.model.vis.map.zfar
+        mm = np.where((d > 0) & (d < 0.99 * far), np.round(d * 1000.0), 0)
+        return rgb, np.clip(mm, 0, 65535).astype(np.uint16)
+
+    def camera_intrinsics(self, camera: str, width: int | None = None, height: int | None = None) -> F64:
+        """Pinhole K (3, 3) in pixels for CameraInfo (square pixels, principal point at the image centre)."""
+        cam = self._camera_id(camera)
+        w, h = width or self.config.width, height or self.config.height
+        fy = 0.5 * h / np.tan(np.radians(self.model.cam_fovy[cam]) / 2.0)
+        return np.array([[fy, 0.0, w / 2.0], [0.0, fy, h / 2.0], [0.0, 0.0, 1.0]])
+
+    def close(self) -> None:
+        """Free the OpenGL contexts (call before exit to avoid teardown noise)."""
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
+
+    def __enter__(self) -> Twin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Transport backends implementing the node interface (rclpy, zenoh)."""

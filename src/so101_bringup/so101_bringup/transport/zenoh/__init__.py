@@ -1,0 +1,1 @@
+"""ROS 2-compatible messaging over eclipse-zenoh, following rmw_zenoh_cpp's wire conventions."""

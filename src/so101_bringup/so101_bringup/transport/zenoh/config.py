@@ -1,0 +1,46 @@
+"""Where the zenoh router listens, shared by the router, the launcher and the nodes.
+
+``SO101_ZENOH_ENDPOINT`` overrides the default ``tcp/127.0.0.1:7447`` everywhere (rmw_zenoh_cpp's router
+port, bound to loopback only). Import-light on purpose: no zenoh import here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+
+ENDPOINT_ENV = "SO101_ZENOH_ENDPOINT"
+DEFAULT_ENDPOINT = "tcp/127.0.0.1:7447"
+
+
+class EndpointError(ValueError):
+    """A zenoh endpoint string cannot be used."""
+
+
+def router_endpoint(environ: Mapping[str, str] | None = None) -> str:
+    """The router endpoint: ``$SO101_ZENOH_ENDPOINT`` when set and non-empty, else ``DEFAULT_ENDPOINT``."""
+    env = os.environ if environ is None else environ
+    return env.get(ENDPOINT_ENV, "").strip() or DEFAULT_ENDPOINT
+
+
+def tcp_address(endpoint: str) -> tuple[str, int]:
+    """``tcp/HOST:PORT[?meta][#conf]`` → ``(HOST, PORT)``; IPv6 hosts in brackets (``tcp/[::1]:7447``)."""
+    proto, sep, rest = endpoint.partition("/")
+    if not sep or proto != "tcp":
+        raise EndpointError(f"expected a tcp/HOST:PORT endpoint, got {endpoint!r}")
+    address = rest.split("?", 1)[0].split("#", 1)[0]
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise EndpointError(f"expected a tcp/HOST:PORT endpoint, got {endpoint!r}")
+    return host.strip("[]"), int(port_text)
+
+
+def endpoint_accepts_connections(endpoint: str, timeout_s: float = 0.2) -> bool:
+    """True when something accepts TCP connections at ``endpoint`` (a router, or anything else)."""
+    host, port = tcp_address(endpoint)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,97 @@
+"""``so101 launch`` without ROS: the real runner in a child process, real node processes (fixture scripts).
+
+Every wait is bounded (the runner must be gone within 15 s); nothing asserts on how fast things happen.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+import pytest
+from launch_test_support import RunnerProcess, wait_gone
+from so101_bringup.launch.runner import run_launch
+from so101_bringup.transport.zenoh.config import endpoint_accepts_connections
+from so101_bringup.transport.zenoh.router import RouterProcess
+
+pytestmark = pytest.mark.timeout(60)
+READY = r"\] ready .*pid=(\d+)"
+
+
+def test_three_nodes_stop_cleanly_on_sigint(run_fixture: type[RunnerProcess], endpoint: str) -> None:
+    runner = run_fixture("three", "ns:=arm", "--endpoint", endpoint)
+    ready = runner.wait_for(READY, count=3)
+    router_pid = int(runner.wait_for(rf"started zenoh router on {endpoint} \[pid (\d+)\]")[0].group(1))
+    node_pids = [int(m.group(1)) for m in ready]
+    runner.wait_for(r"\] argv=", count=3)  # printed after the ready line
+    out = runner.output()
+    # Each node got its name, namespace, parameters, remappings and the router endpoint.
+    assert "[alpha] argv=--ros-args -r __node:=alpha -r __ns:=/arm -p rate:=30" in out
+    assert "[beta] argv=--ros-args -r __node:=beta -r chatter:=arm/chatter" in out
+    assert len(re.findall(rf"endpoint={endpoint}$", out, re.M)) == 3
+
+    runner.process.send_signal(signal.SIGINT)
+    assert runner.wait() == 0
+    assert not wait_gone([*node_pids, router_pid])
+    assert runner.output().count("] bye") == 3  # each node shut down through its own SIGINT handler
+    assert not endpoint_accepts_connections(endpoint)
+
+
+def test_required_node_crash_stops_the_others(run_fixture: type[RunnerProcess]) -> None:
+    runner = run_fixture("crash_required", "--no-router")
+    assert runner.wait(15.0) == 3  # the crasher's exit code
+    out = runner.output()
+    assert "process has died: crasher" in out and "exit code 3" in out
+    assert "required node crasher exited; shutting down" in out
+    assert not wait_gone(runner.pids())
+
+
+def test_optional_node_crash_is_reported_and_the_rest_go_on(run_fixture: type[RunnerProcess]) -> None:
+    runner = run_fixture("crash_optional", "--no-router")
+    runner.wait_for(r"process has died: crasher .*exit code 4")
+    alpha = int(runner.wait_for(r"\[alpha\] ready .*pid=(\d+)")[0].group(1))
+    assert runner.process.poll() is None and wait_gone([alpha], timeout_s=0.3) == [alpha]
+    runner.process.send_signal(signal.SIGINT)
+    assert runner.wait() == 0
+    assert not wait_gone(runner.pids())
+
+
+def test_nodes_that_finish_on_their_own_give_zero(run_fixture: type[RunnerProcess]) -> None:
+    runner = run_fixture("finish", "--no-router")
+    assert runner.wait() == 0
+    assert "all nodes exited" in runner.output()
+
+
+def test_sigterm_and_stubborn_nodes_escalate_to_sigkill(run_fixture: type[RunnerProcess]) -> None:
+    runner = run_fixture("stubborn", "--no-router", "--grace", "1")
+    pids = [int(m.group(1)) for m in runner.wait_for(READY, count=2)]
+    runner.process.send_signal(signal.SIGTERM)
+    assert runner.wait() == 0
+    out = runner.output()
+    assert "escalating to SIGKILL for: mule" in out
+    assert "process stopped: mule" in out and "killed by SIGKILL" in out
+    assert not wait_gone(pids)
+
+
+def test_an_existing_router_is_reused(run_fixture: type[RunnerProcess], endpoint: str) -> None:
+    with RouterProcess(endpoint) as router:
+        runner = run_fixture("finish", "--endpoint", endpoint)
+        assert runner.wait() == 0
+        assert f"using the zenoh router already listening on {endpoint}" in runner.output()
+        assert router.running  # the runner did not stop a router it did not start
+
+
+def test_bad_arguments_exit_2_before_starting_anything(run_fixture: type[RunnerProcess]) -> None:
+    runner = run_fixture("three", "nss:=arm", "--no-router")
+    assert runner.wait() == 2
+    assert "unknown argument 'nss' for launch 'three'; valid arguments: ns" in runner.output()
+    assert "started" not in runner.output()
+
+
+def test_run_launch_reports_unknown_launch_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_launch("nope", []) == 2
+    assert "no launch named 'nope'; available: demo, record" in capsys.readouterr().err
+    assert run_launch("demo", ["rate"]) == 2
+    assert "launch arguments are name:=value, got 'rate'" in capsys.readouterr().err
+    assert run_launch("demo", ["record:=maybe"]) == 2
+    assert "'maybe' is not one of ['true', 'false']" in capsys.readouterr().err

@@ -1,0 +1,174 @@
+"""The ROS 2 launch converter, checked against a minimal stand-in of ``launch``/``launch_ros``.
+
+ROS 2 cannot be installed here, so the real ``launch`` and ``launch_ros`` are swapped via ``sys.modules`` for
+recording classes: the lowest boundary that can exist on this machine. This checks the mapping only; running
+the launch files needs ``ros2 launch``.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from so101_bringup.launch.ros_launch import to_launch_description
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+class Recorded:
+    """Remembers its constructor arguments; equal to another of the same class and arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Recorded) or type(other) is not type(self):
+            return False
+        return (self.args, self.kwargs) == (other.args, other.kwargs)
+
+    def __hash__(self) -> int:
+        return hash(type(self).__name__)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(*{self.args!r}, **{self.kwargs!r})"
+
+
+class LaunchDescription(Recorded): ...
+
+
+class DeclareLaunchArgument(Recorded): ...
+
+
+class Shutdown(Recorded): ...
+
+
+class LaunchConfiguration(Recorded): ...
+
+
+class PathJoinSubstitution(Recorded): ...
+
+
+class IfCondition(Recorded): ...
+
+
+class UnlessCondition(Recorded): ...
+
+
+class Node(Recorded): ...
+
+
+def LC(name: str) -> LaunchConfiguration:  # noqa: N802 - reads like the class it builds
+    return LaunchConfiguration(name)
+
+
+@pytest.fixture(autouse=True)
+def fake_ros(monkeypatch: pytest.MonkeyPatch) -> None:
+    modules: dict[str, dict[str, Any]] = {
+        "launch": {"LaunchDescription": LaunchDescription},
+        "launch.actions": {"DeclareLaunchArgument": DeclareLaunchArgument, "Shutdown": Shutdown},
+        "launch.substitutions": {
+            "LaunchConfiguration": LaunchConfiguration,
+            "PathJoinSubstitution": PathJoinSubstitution,
+        },
+        "launch.conditions": {"IfCondition": IfCondition, "UnlessCondition": UnlessCondition},
+        "launch_ros": {},
+        "launch_ros.actions": {"Node": Node},
+    }
+    for name, attributes in modules.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_mapping_of_every_field(tmp_path: Path) -> None:
+    data = LaunchDescriptionData(
+        "t",
+        "test",
+        (
+            LaunchArgument("robot", None, "robot id"),
+            LaunchArgument("mode", "sim", "backend", choices=("sim", "real")),
+            LaunchArgument("gui", "false", "viewer"),
+        ),
+        (
+            NodeEntry(
+                "so101_bringup",
+                "driver",
+                "driver",
+                namespace="$(arg robot)",
+                parameters=("robot.yaml", "robots/$(arg robot).yaml", {"mode": "$(arg mode)", "hz": 30}),
+                remappings=(("joint_states", "/$(arg robot)/joint_states"),),
+                arguments=("--mode", "$(arg mode)"),
+                required=True,
+            ),
+            NodeEntry(
+                "so101_bringup",
+                "viewer",
+                "viewer",
+                parameters=({"topics": ["/a", "/$(arg robot)/b", 3], "plain": ["x", "y"], "n": {"k": "v"}},),
+                condition="not gui",
+            ),
+        ),
+    )
+    description = to_launch_description(data, config_dir=tmp_path)
+    assert isinstance(description, LaunchDescription)
+    declare, *_ = description.args
+    assert declare[:3] == [
+        DeclareLaunchArgument("robot", description="robot id"),
+        DeclareLaunchArgument("mode", description="backend", default_value="sim", choices=["sim", "real"]),
+        DeclareLaunchArgument("gui", description="viewer", default_value="false"),
+    ]
+    assert declare[3] == Node(
+        package="so101_bringup",
+        executable="driver",
+        name="driver",
+        output="screen",
+        namespace=[LC("robot")],
+        parameters=[
+            str(tmp_path / "robot.yaml"),
+            PathJoinSubstitution([str(tmp_path), ["robots/", LC("robot"), ".yaml"]]),
+            {"mode": [LC("mode")], "hz": 30},
+        ],
+        remappings=[("joint_states", ["/", LC("robot"), "/joint_states"])],
+        arguments=["--mode", [LC("mode")]],
+        on_exit=Shutdown(reason="required node driver exited"),
+    )
+    assert declare[4] == Node(
+        package="so101_bringup",
+        executable="viewer",
+        name="viewer",
+        output="screen",
+        parameters=[
+            {
+                # a list holding a substitution becomes a list of lists: launch_ros then gives a string list
+                "topics": [["/a"], ["/", LC("robot"), "/b"], ["3"]],
+                "plain": ["x", "y"],
+                "n": {"k": "v"},
+            }
+        ],
+        condition=UnlessCondition(LC("gui")),
+    )
+
+
+@pytest.mark.parametrize("name", ["demo", "record"])
+def test_launch_files_build_from_the_catalog(name: str) -> None:
+    namespace = runpy.run_path(str(REPO / "launch" / f"{name}.launch.py"))
+    description = namespace["generate_launch_description"]()
+    actions = description.args[0]
+    declared = [a.args[0] for a in actions if isinstance(a, DeclareLaunchArgument)]
+    nodes = [a for a in actions if isinstance(a, Node)]
+    assert "namespace" in declared and "output" in declared
+    assert all(n.kwargs["package"] == "so101_bringup" for n in nodes)
+    if name == "demo":
+        source, recorder = nodes
+        assert source.kwargs["parameters"] == [{"publish_rate_hz": [LC("rate")]}]
+        assert source.kwargs["on_exit"] == Shutdown(reason="required node joint_state_source exited")
+        assert recorder.kwargs["condition"] == IfCondition(LC("record"))
+        assert "on_exit" not in recorder.kwargs
+    else:
+        (recorder,) = nodes
+        assert recorder.kwargs["parameters"] == [{"topics": [LC("topics")], "output": [LC("output")]}]
