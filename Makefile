@@ -4,7 +4,7 @@ setup:
 	scripts/setup
 demo: setup
 	.venv/bin/so101 demo
-test: setup
+test:
 	scripts/test
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy

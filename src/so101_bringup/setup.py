@@ -25,6 +25,8 @@ setup(
             "so101 = so101_bringup.cli.main:main",
             "joint_state_source = so101_bringup.nodes.joint_state_source_node:main",
             "recorder = so101_bringup.nodes.recorder_node:main",
+            "sim = so101_bringup.nodes.sim_node:main",
+            "robot_state_publisher = so101_bringup.nodes.robot_state_publisher_node:main",
         ]
     },
 )

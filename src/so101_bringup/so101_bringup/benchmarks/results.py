@@ -46,8 +46,8 @@ def results_dir() -> Path:
 
 def write_result(name: str, result: dict[str, Any]) -> Path:
     """Write ``result`` (with machine and date) to ``bench/results/<name>.json``; returns the path."""
-    record = {"benchmark": name, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "machine": machine(), **result}  # fmt: skip
+    record = {"benchmark": name, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **result}
+    record["machine"] = {**machine(), **result.get("machine", {})}
     path = results_dir() / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n")

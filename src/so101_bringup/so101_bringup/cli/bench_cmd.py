@@ -34,3 +34,21 @@ def transport(
     from so101_bringup.benchmarks.transport import run_transport_benchmark
 
     _report("transport", run_transport_benchmark(seconds, port), as_json, save)
+
+
+@app.command()
+def sim(
+    episodes: int = typer.Option(100, "--episodes", help="randomized scripted episodes"),
+    render_frames: int = typer.Option(20, "--render-frames", help="three-camera frames to render"),
+    width: int = typer.Option(640, "--width"),
+    height: int = typer.Option(480, "--height"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: sim_<label>.json (e.g. cpu, h200)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/sim_<label>.json"),
+) -> None:
+    """Physics real-time factor, three-camera rendering rate, scripted-expert success over N episodes."""
+    from so101_bringup.sim.bench import run_sim_benchmark
+
+    result = run_sim_benchmark(episodes, render_frames=render_frames, width=width, height=height)
+    result["goals"] = {"physics_rtf_min": 50.0, "render_sets_per_s_min_gpu": 100.0, "success_rate_min": 0.95}
+    _report(f"sim_{label}", result, as_json, save)

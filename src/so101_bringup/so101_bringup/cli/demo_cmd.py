@@ -24,7 +24,7 @@ def demo(
     bag = out or Path("out") / dt.datetime.now().strftime("demo_%Y%m%d_%H%M%S")
     bag.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "so101_bringup.cli.main", "launch", "demo", f"output:={bag}"]
-    typer.echo(f"$ so101 launch demo output:={bag}  (recording {seconds:g} s)")
+    typer.echo(f"$ so101 launch demo output:={bag}  (running {seconds:g} s)")
     process = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         time.sleep(seconds)

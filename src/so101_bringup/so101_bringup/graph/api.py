@@ -37,6 +37,7 @@ class Publisher(Protocol):
     topic: str
 
     def publish(self, msg: Message) -> None: ...
+    def publish_raw(self, cdr: bytes) -> None: ...
 
 
 class Subscription(Protocol):
@@ -48,7 +49,8 @@ class Timer(Protocol):
 
 
 class Client(Protocol):
-    """Service client. ``call`` may be used from any callback (it never blocks the executor's deliveries)."""
+    """Service client. ``call`` blocks the calling thread until the answer (other callbacks of the same node
+    wait meanwhile on the zenoh backend); it cannot deadlock, since answers arrive on transport threads."""
 
     def wait_for_service(self, timeout_s: float) -> bool: ...
     def call(self, request: Message, timeout_s: float = 10.0) -> Message: ...

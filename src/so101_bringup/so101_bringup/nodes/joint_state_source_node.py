@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from so101_bringup.graph.api import Node
-from so101_bringup.hardware.joints import JOINT_NAMES
+from so101_bringup.robot_spec import JOINT_NAMES
 
 
 @dataclass(frozen=True)

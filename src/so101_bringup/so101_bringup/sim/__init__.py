@@ -17,17 +17,6 @@ import sys
 if "mujoco" not in sys.modules:
     os.environ.setdefault("MUJOCO_GL", "egl")
 
-JOINT_NAMES: tuple[str, ...] = (
-    "shoulder_pan",
-    "shoulder_lift",
-    "elbow_flex",
-    "wrist_flex",
-    "wrist_roll",
-    "gripper",
-)
-"""Canonical joint names, in order (gripper is index 5)."""
-
-GRIPPER_INDEX = 5
-CAMERA_NAMES: tuple[str, ...] = ("ego", "side", "top")
+from so101_bringup.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 
 __all__ = ["CAMERA_NAMES", "GRIPPER_INDEX", "JOINT_NAMES"]

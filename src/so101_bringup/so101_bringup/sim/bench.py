@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import time
 from typing import Any
 
@@ -30,7 +29,7 @@ def run_sim_benchmark(
     Returns a JSON-ready dict: ``physics_rtf`` (sim seconds per wall second while the scripted expert
     runs the randomized task, stepping only), ``render_fps`` (frames/s, three cameras at
     ``width``×``height``), ``render_sets_per_s``, ``success_rate`` over ``episodes`` seeds, failures,
-    and machine facts.
+    (the caller records the machine: ``benchmarks.results.write_result``).
     """
     task = task or load_task_config()
     twin = Twin(sim, dr)
@@ -77,9 +76,4 @@ def run_sim_benchmark(
         "render_resolution": [width, height],
         "cameras": cams,
         "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
     }

@@ -1,17 +1,19 @@
 """``RclpyNode``: the node interface (``so101_bringup.graph.api``) on a real ``rclpy.node.Node``.
 
-UNVERIFIED HERE: this machine has no ROS 2 (rclpy is in no reachable registry), so this module has never been
-imported, let alone run, where it was written; there are no tests of it on purpose (a fake rclpy would only
-test the fake). A ROS 2 Jazzy user verifies it with::
+UNVERIFIED HERE: this machine has no ROS 2 (rclpy is in no reachable registry), so this module has only been
+compiled, linted and type-checked (rclpy as ``Any``), never imported or run; it has no tests on purpose (a
+fake rclpy would only test the fake). A ROS 2 Jazzy user verifies it with::
 
     source /opt/ros/jazzy/setup.bash
     colcon build --symlink-install && source install/setup.bash
-    SO101_TRANSPORT=rclpy ros2 launch launch/demo.launch.py rate:=50     # nodes come up on rclpy
+    python3 -c "from so101_bringup.transport.runtime import backend_name as b; print(b())"   # rclpy
+    SO101_TRANSPORT=rclpy ros2 launch launch/demo.launch.py rate:=50
     ros2 node list; ros2 topic hz /joint_states; ros2 param get /joint_state_source publish_rate_hz
-    # then Ctrl-C: every node must exit with code 0, and a node given a bad parameter with code 1
+    # Ctrl-C the launch: every node exits with code 0 and the recorder's bag is closed (ros2 bag info)
+    ros2 run so101_bringup joint_state_source --ros-args -p publish_rate_hz:=-1; echo $?     # 1, error logged
 
-plus, for actions and services, ``ros2 action send_goal`` / ``ros2 service call`` against a node that offers
-them (cancel with Ctrl-C during the goal: the server must report CANCELED).
+and, for services and actions, ``ros2 service call`` / ``ros2 action send_goal --feedback`` against a node
+offering them (Ctrl-C during a goal: the server reports CANCELED).
 
 How the interface maps onto rclpy, written the way ros2/examples and ros2/demos write nodes:
 
@@ -40,6 +42,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import rclpy
 from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
@@ -116,6 +119,15 @@ def to_qos_profile(qos: QoS) -> QoSProfile:
 
 def _is_message(value: Any) -> bool:
     return hasattr(type(value), "get_fields_and_field_types")
+
+
+def _typed_array(typecode: str, value: Any) -> array.array[Any]:
+    """``value`` (numpy array or bytes, which count as uint8 values) as an ``array.array`` of ``typecode``."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        value = np.frombuffer(value, dtype=np.uint8)
+    out: array.array[Any] = array.array(typecode)
+    out.frombytes(np.ascontiguousarray(value, dtype=np.dtype(typecode)).reshape(-1).tobytes())
+    return out
 
 
 def _wait(future: Any, timeout_s: float | None) -> bool:
@@ -406,14 +418,17 @@ class RclpyNode:
         if unknown:
             raise ValueError(f"{type_name} has no field(s) {sorted(unknown)}; fields: {sorted(known)}")
         msg = cls()
-        # set_message_fields converts scalars, arrays and nested dicts, but not lists of message objects
-        messages = {
-            k: list(v)
-            for k, v in fields.items()
-            if isinstance(v, list | tuple) and v and all(_is_message(e) for e in v)
-        }
-        set_message_fields(msg, {k: v for k, v in fields.items() if k not in messages})
-        for key, value in messages.items():
+        # set_message_fields converts scalars, arrays and nested dicts, but not lists of message objects, and
+        # it fills sequences element by element (slow for an image): those two are set here directly
+        direct: dict[str, Any] = {}
+        for key, value in fields.items():
+            default = getattr(msg, key)
+            if isinstance(default, array.array) and isinstance(value, np.ndarray | bytes | bytearray | memoryview):
+                direct[key] = _typed_array(default.typecode, value)
+            elif isinstance(value, list | tuple) and value and all(_is_message(e) for e in value):
+                direct[key] = list(value)
+        set_message_fields(msg, {k: v for k, v in fields.items() if k not in direct})
+        for key, value in direct.items():
             setattr(msg, key, value)
         return msg
 
@@ -464,8 +479,8 @@ class RclpyNode:
             try:
                 return callback(request, response)
             except Exception:
-                self._logger.error(f"{name}: service callback raised; answering the default response\n"
-                                   f"{traceback.format_exc()}")  # fmt: skip
+                details = traceback.format_exc()
+                self._logger.error(f"{name}: service callback raised; answering the default response\n{details}")
                 return type(response)()
 
         return self._node.create_service(

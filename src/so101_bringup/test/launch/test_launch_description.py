@@ -162,7 +162,7 @@ def test_catalog_launches_resolve_with_their_defaults() -> None:
         assert resolved.nodes, name
     demo = resolve_launch(get_launch("demo"), ["rate:=30", "namespace:=arm", "record:=false"])
     assert [(n.fully_qualified_name, n.parameters) for n in demo.nodes] == [
-        ("/arm/joint_state_source", ({"publish_rate_hz": 30},))
+        ("/arm/joint_state_source", ({"rate_hz": 30},))
     ]
     record = resolve_launch(get_launch("record"), ["topics:=[/joint_states, /tf]", "output:=bags/x"])
     assert record.nodes[0].parameters == ({"topics": ["/joint_states", "/tf"], "output": "bags/x"},)

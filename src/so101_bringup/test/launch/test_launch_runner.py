@@ -5,11 +5,13 @@ Every wait is bounded (the runner must be gone within 15 s); nothing asserts on 
 
 from __future__ import annotations
 
+import io
 import re
 import signal
 
 import pytest
 from launch_test_support import RunnerProcess, wait_gone
+from so101_bringup.launch.output import PrefixedOutput
 from so101_bringup.launch.runner import run_launch
 from so101_bringup.transport.zenoh.config import endpoint_accepts_connections
 from so101_bringup.transport.zenoh.router import RouterProcess
@@ -95,3 +97,15 @@ def test_run_launch_reports_unknown_launch_and_arguments(capsys: pytest.CaptureF
     assert "launch arguments are name:=value, got 'rate'" in capsys.readouterr().err
     assert run_launch("demo", ["record:=maybe"]) == 2
     assert "'maybe' is not one of ['true', 'false']" in capsys.readouterr().err
+
+
+def test_output_prefixes_and_colours() -> None:
+    plain, coloured = io.StringIO(), io.StringIO()
+    PrefixedOutput(plain, colour=False).line("alpha", "hello")
+    out = PrefixedOutput(coloured, colour=True)
+    out.line("alpha", "hello")
+    out.line("beta", "hi")
+    assert plain.getvalue() == "[alpha] hello\n"
+    first, second = coloured.getvalue().splitlines()
+    assert first.startswith("\x1b[") and first.endswith("[alpha]\x1b[0m hello")
+    assert first.split("m", 1)[0] != second.split("m", 1)[0]  # a different colour per node

@@ -165,7 +165,7 @@ def test_launch_files_build_from_the_catalog(name: str) -> None:
     assert all(n.kwargs["package"] == "so101_bringup" for n in nodes)
     if name == "demo":
         source, recorder = nodes
-        assert source.kwargs["parameters"] == [{"publish_rate_hz": [LC("rate")]}]
+        assert source.kwargs["parameters"] == [{"rate_hz": [LC("rate")]}]
         assert source.kwargs["on_exit"] == Shutdown(reason="required node joint_state_source exited")
         assert recorder.kwargs["condition"] == IfCondition(LC("record"))
         assert "on_exit" not in recorder.kwargs

@@ -17,7 +17,7 @@ DESCRIPTION = LaunchDescriptionData(
             executable="joint_state_source",
             name="joint_state_source",
             namespace="$(arg namespace)",
-            parameters=({"publish_rate_hz": "$(arg rate)"},),
+            parameters=({"rate_hz": "$(arg rate)"},),
             required=True,
         ),
         NodeEntry(

@@ -103,8 +103,10 @@ class Context:
     _instance: Context | None = None
     _instance_lock = threading.Lock()
 
-    def __init__(self, endpoint: str | None = None) -> None:
+    def __init__(self, endpoint: str | None = None, *, owned_by_nodes: bool = False) -> None:
         self.endpoint = endpoint or router_endpoint()
+        self._owned_by_nodes = owned_by_nodes
+        self._nodes = 0
         self.domain_id = domain_id()
         self.session = zenoh.open(session_config(self.endpoint))
         self.zid = str(self.session.zid())
@@ -127,8 +129,21 @@ class Context:
     def get(cls) -> Context:
         with cls._instance_lock:
             if cls._instance is None or cls._instance._closed.is_set():
-                cls._instance = Context()
+                cls._instance = Context(owned_by_nodes=True)
             return cls._instance
+
+    def attach(self) -> None:
+        """A node starts using this context."""
+        with self._ids_lock:
+            self._nodes += 1
+
+    def detach(self) -> None:
+        """A node is done with this context; the process-wide context closes when its last node is."""
+        with self._ids_lock:
+            self._nodes -= 1
+            last = self._nodes <= 0
+        if last and self._owned_by_nodes:
+            self.close()
 
     def next_entity_id(self) -> int:
         with self._ids_lock:

@@ -64,6 +64,7 @@ class ZenohNode:
         self._parameters = ParameterStore(overrides)
         self._logger = node_logger(fqn, ros.log_level)
         self.context = context or Context.get()
+        self.context.attach()
         self.token = NodeToken(
             self.context.domain_id,
             self.context.zid,
@@ -198,7 +199,8 @@ class ZenohNode:
         self._shutdown.set()
 
     def shutdown(self) -> None:
-        """Stop the executor, undeclare every entity and the node token, close the session if last."""
+        """Stop the executor, undeclare every entity and the node token; the process-wide context closes
+        with its last node (an explicitly given context is closed by its owner)."""
         if getattr(self, "_closed", False):
             return
         self._closed = True
@@ -210,7 +212,7 @@ class ZenohNode:
             except Exception as exc:  # the session may already be gone
                 self._logger.debug(f"closing {entity}: {exc!r}")
         self._token.undeclare()
-        self.context.close()
+        self.context.detach()
 
     def __enter__(self) -> ZenohNode:
         return self

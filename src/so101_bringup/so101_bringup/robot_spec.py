@@ -1,0 +1,13 @@
+"""Canonical names of the SO-101 shared by sim, real and every consumer (SPEC "Standard interfaces")."""
+
+from __future__ import annotations
+
+from typing import Final
+
+JOINT_NAMES: Final = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+"""Joint names, in order; the gripper is index 5."""
+ARM_JOINTS: Final = JOINT_NAMES[:5]
+GRIPPER: Final = "gripper"
+GRIPPER_INDEX: Final = 5
+CAMERA_NAMES: Final = ("ego", "side", "top")
+"""Camera names: ``ego`` on the wrist, ``side`` and ``top`` fixed."""
