@@ -52,3 +52,17 @@ def sim(
     result = run_sim_benchmark(episodes, render_frames=render_frames, width=width, height=height)
     result["goals"] = {"physics_rtf_min": 50.0, "render_sets_per_s_min_gpu": 100.0, "success_rate_min": 0.95}
     _report(f"sim_{label}", result, as_json, save)
+
+
+@app.command()
+def driver(
+    seconds: float = typer.Option(10.0, "--seconds", help="measurement time, s"),
+    rate_hz: float = typer.Option(100.0, "--rate", help="driver control rate, Hz"),
+    samples: int = typer.Option(100, "--samples", help="command-to-bus latency samples"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/driver.json"),
+) -> None:
+    """Driver over the Feetech emulator: loop rate and jitter (sync read + write of 6 servos), command→bus latency."""
+    from so101_bringup.benchmarks.driver import run_driver_benchmark
+
+    _report("driver", run_driver_benchmark(seconds, rate_hz, samples), as_json, save)

@@ -6,7 +6,16 @@ import os
 
 import typer
 
-from so101_bringup.cli import action_cmd, bag_cmd, bench_cmd, demo_cmd, graph_cmd, launch_cmd, topic_cmd
+from so101_bringup.cli import (
+    action_cmd,
+    bag_cmd,
+    bench_cmd,
+    calibrate_cmd,
+    demo_cmd,
+    graph_cmd,
+    launch_cmd,
+    topic_cmd,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -20,6 +29,7 @@ app = typer.Typer(
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(launch_cmd.launch)
 app.command()(graph_cmd.graph)
 app.command()(demo_cmd.demo)
+app.command()(calibrate_cmd.calibrate)
 app.add_typer(topic_cmd.app, name="topic")
 app.add_typer(action_cmd.app, name="action")
 app.add_typer(bag_cmd.app, name="bag")

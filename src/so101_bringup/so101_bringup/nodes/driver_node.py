@@ -19,7 +19,8 @@ it, after which a fresh command is needed before the arm moves).
 Parameters: ``robot_config`` (path of robot.yaml; "" = the config directory's), ``port`` ("" = from the
 config), ``calibration`` (LeRobot calibration JSON; "" = from the config), ``rate_hz`` (Hz, 100),
 ``diagnostics_period_s`` (s, 1.0), ``max_consecutive_failures`` (5), ``reconnect_period_s`` (s, 1.0),
-``hold_on_servo_fault`` (true), ``goal_tolerance_rad`` (rad, 0.05), ``goal_time_tolerance_s`` (s, 1.0),
+``hold_on_servo_fault`` (true), ``goal_tolerance_rad`` (rad, 0.05; a goal's ``goal_tolerance`` overrides it per
+joint), ``goal_time_tolerance_s`` (s, 1.0; used when the goal's is 0),
 ``shutdown_behavior`` ("hold" | "torque_off"), ``ease_to_rest`` (false: on shutdown, first move to
 ``rest_pose``, 6 values in rad, default all 0, over ``rest_ease_s`` s, default 2.0).
 """
@@ -32,42 +33,45 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from so101_bringup.graph.api import Message, Node, ServerGoalHandle
-from so101_bringup.graph.qos import QoS
-from so101_bringup.hardware.calibration import ArmCalibration, Role, load_calibration
-from so101_bringup.hardware.config import ArmEntry, SafetyConfig, load_robot_config
-from so101_bringup.hardware.errors import BusError, HardwareError, PortError, ServoFault
+from so101_bringup.hardware.errors import HardwareError
 from so101_bringup.hardware.joints import JOINT_NAMES, twin_ranges
-from so101_bringup.hardware.robot import ArmConfig, ArmState, ServoHealth, SO101Arm
+from so101_bringup.hardware.robot import ArmState, SO101Arm
 from so101_bringup.hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
+from so101_bringup.nodes.arm_link import ArmLink, load_arm
+from so101_bringup.nodes.diagnostics import (
+    DIAGNOSTICS_QOS,
+    ERROR,
+    OK,
+    WARN,
+    diagnostic_array,
+    status_message,
+)
+from so101_bringup.nodes.joint_messages import joint_state_message, joint_vector
+from so101_bringup.nodes.trajectory import (
+    ACTION_NAME,
+    FJT,
+    GOAL_TOLERANCE_VIOLATED,
+    INVALID_GOAL,
+    OLD_HEADER_TIMESTAMP,
+    PATH_TOLERANCE_VIOLATED,
+    SUCCESSFUL,
+    Trajectory,
+    TrajectoryError,
+    duration_msg,
+    duration_s,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
-FJT = "control_msgs/action/FollowJointTrajectory"
-ACTION_NAME = "arm_controller/follow_joint_trajectory"
 SHUTDOWN_BEHAVIORS = ("hold", "torque_off")
 FEEDBACK_EVERY = 5  # action feedback every N control cycles
-DIAGNOSTICS_QOS = QoS(depth=10)
-
-# diagnostic_msgs/msg/DiagnosticStatus levels
-OK, WARN, ERROR, STALE = 0, 1, 2, 3
-# control_msgs/action/FollowJointTrajectory result codes
-SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP = 0, -1, -2, -3
-PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED = -4, -5
-
-
-def default_robot_config() -> Path:
-    """``robot.yaml`` of the so101 config directory (``$SO101_CONFIG_DIR`` or the checkout's ``config/``)."""
-    from so101_bringup.launch.paths import config_dir
-
-    return config_dir() / "robot.yaml"
 
 
 @dataclass(frozen=True)
@@ -133,127 +137,6 @@ class DriverParams:
             raise ValueError(f"driver: rest_pose needs {len(JOINT_NAMES)} finite values (rad), got {self.rest_pose}")
 
 
-def _duration_s(duration: Any) -> float:
-    return float(duration.sec) + float(duration.nanosec) * 1e-9
-
-
-def _duration_msg(node: Node, seconds: float) -> Message:
-    ns = max(0, round(seconds * 1e9))
-    return node.message("builtin_interfaces/msg/Duration", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-class TrajectoryError(ValueError):
-    """A FollowJointTrajectory goal is invalid; ``code`` is the action's result error code."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    """A joint trajectory over all six joints, canonical order, starting at ``times[0] = 0``.
-
-    Attributes:
-        times: (K,) s from the start, strictly increasing.
-        positions: (K, 6) rad.
-        velocities: (K, 6) rad/s, or ``None`` for linear interpolation (cubic Hermite otherwise).
-        joints: indices of the joints the goal named (the others stay at their start value).
-    """
-
-    times: FloatArray
-    positions: FloatArray
-    velocities: FloatArray | None
-    joints: tuple[int, ...]
-
-    @property
-    def duration_s(self) -> float:
-        return float(self.times[-1])
-
-    @property
-    def final(self) -> FloatArray:
-        return self.positions[-1]
-
-    def sample(self, t_s: float) -> FloatArray:
-        """Positions (6,) rad at ``t_s`` seconds from the start (held at the ends)."""
-        if t_s <= 0.0:
-            return self.positions[0].copy()
-        if t_s >= self.duration_s:
-            return self.positions[-1].copy()
-        k = int(np.searchsorted(self.times, t_s, side="right")) - 1
-        t0, t1 = self.times[k], self.times[k + 1]
-        h = t1 - t0
-        s = (t_s - t0) / h
-        p0, p1 = self.positions[k], self.positions[k + 1]
-        if self.velocities is None:
-            return np.asarray(p0 + s * (p1 - p0), dtype=np.float64)
-        v0, v1 = self.velocities[k], self.velocities[k + 1]
-        h00, h10 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s
-        h01, h11 = -2 * s**3 + 3 * s**2, s**3 - s**2
-        return np.asarray(h00 * p0 + h10 * h * v0 + h01 * p1 + h11 * h * v1, dtype=np.float64)
-
-    @classmethod
-    def from_goal(cls, goal: Any, start: FloatArray, limits: JointLimits) -> Trajectory:
-        """Validate a FollowJointTrajectory goal and build the trajectory from ``start`` (6,) rad.
-
-        Raises:
-            TrajectoryError: unknown / duplicate joints (INVALID_JOINTS), no points, wrong lengths,
-                non-finite values, times not increasing, positions outside ``limits`` (INVALID_GOAL).
-        """
-        traj = goal.trajectory
-        names = list(traj.joint_names)
-        if len(goal.multi_dof_trajectory.points):
-            raise TrajectoryError("multi-DOF trajectories are not supported", INVALID_GOAL)
-        unknown = [n for n in names if n not in JOINT_NAMES]
-        if not names or unknown or len(set(names)) != len(names):
-            raise TrajectoryError(
-                f"joint_names must be distinct names of {list(JOINT_NAMES)}, got {names}", INVALID_JOINTS
-            )
-        if not len(traj.points):
-            raise TrajectoryError("trajectory has no points", INVALID_GOAL)
-        index = tuple(JOINT_NAMES.index(n) for n in names)
-        times = [0.0]
-        rows = [np.array(start, dtype=np.float64)]
-        vel_rows: list[FloatArray] = [np.zeros(len(JOINT_NAMES))]
-        with_velocities = all(len(pt.velocities) for pt in traj.points)
-        for i, pt in enumerate(traj.points):
-            t = _duration_s(pt.time_from_start)
-            pos = np.asarray(pt.positions, dtype=np.float64)
-            if pos.shape != (len(names),) or not np.all(np.isfinite(pos)):
-                raise TrajectoryError(
-                    f"point {i}: need {len(names)} finite positions, got {pos.tolist()}", INVALID_GOAL
-                )
-            if t < times[-1] or (t == times[-1] and i > 0):
-                raise TrajectoryError(f"point {i}: time_from_start {t:.3f} s is not increasing", INVALID_GOAL)
-            row = rows[-1].copy()
-            row[list(index)] = pos
-            for j in index:
-                if not limits.lower[j] <= row[j] <= limits.upper[j]:
-                    raise TrajectoryError(
-                        f"point {i}: {JOINT_NAMES[j]}={row[j]:.3f} rad outside "
-                        f"[{limits.lower[j]:.3f}, {limits.upper[j]:.3f}]",
-                        INVALID_GOAL,
-                    )
-            vrow = np.zeros(len(JOINT_NAMES))
-            if with_velocities:
-                vel = np.asarray(pt.velocities, dtype=np.float64)
-                if vel.shape != (len(names),) or not np.all(np.isfinite(vel)):
-                    raise TrajectoryError(f"point {i}: need {len(names)} finite velocities", INVALID_GOAL)
-                vrow[list(index)] = vel
-            if t == 0.0:  # a point at t=0 replaces the start
-                rows[0], vel_rows[0] = row, vrow
-                continue
-            times.append(t)
-            rows.append(row)
-            vel_rows.append(vrow)
-        return cls(
-            np.array(times),
-            np.vstack(rows),
-            np.vstack(vel_rows) if with_velocities else None,
-            index,
-        )
-
-
 @dataclass
 class _ActiveGoal:
     """The trajectory being executed; shared by the goal thread and the control loop (under the lock)."""
@@ -262,256 +145,6 @@ class _ActiveGoal:
     start: float  # time.monotonic() of t = 0
     abort_reason: str | None = None
     done: bool = False
-
-
-def servo_status(node: Node, health: ServoHealth, hardware_id: str, safety: SafetyConfig, stale: bool) -> Message:
-    """One DiagnosticStatus for one servo: ERROR on error bits, WARN over the safety thresholds."""
-    level, problems = OK, []
-    if health.faults != ServoFault.NONE:
-        level = ERROR
-        problems.append(health.faults.describe())
-    if health.temperature_c > safety.max_temperature_c:
-        level = max(level, WARN)
-        problems.append(f"hot ({health.temperature_c} °C)")
-    if health.voltage_v < safety.min_voltage_v:
-        level = max(level, WARN)
-        problems.append(f"low voltage ({health.voltage_v:.1f} V)")
-    if abs(health.load) > safety.max_load:
-        level = max(level, WARN)
-        problems.append(f"high load ({health.load:+.2f})")
-    if stale:
-        level, problems = STALE, ["no fresh data", *problems]
-    values = {
-        "servo_id": str(health.servo_id),
-        "temperature_c": str(health.temperature_c),
-        "voltage_v": f"{health.voltage_v:.1f}",
-        "load": f"{health.load:+.3f}",
-        "current_ma": f"{health.current_ma:.0f}",
-        "error_bits": f"0x{int(health.faults):02x}",
-        "faults": health.faults.describe(),
-        "moving": str(health.moving).lower(),
-    }
-    return node.message(
-        "diagnostic_msgs/msg/DiagnosticStatus",
-        level=level,
-        name=f"{node.name}: {health.joint}",
-        message="; ".join(problems) if problems else "ok",
-        hardware_id=hardware_id,
-        values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
-    )
-
-
-def joint_vector(msg: Any, base: FloatArray) -> FloatArray:
-    """(6,) rad from a JointState: by name (others keep ``base``) or, without names, in canonical order.
-
-    Raises:
-        ValueError: unknown or duplicate names, wrong length, non-finite positions.
-    """
-    names = list(msg.name)
-    pos = np.asarray(msg.position, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(pos)):
-        raise ValueError(f"non-finite positions {pos.tolist()}")
-    if not names:
-        if pos.shape != (len(JOINT_NAMES),):
-            raise ValueError(f"without names, need {len(JOINT_NAMES)} positions in canonical order, got {pos.size}")
-        return pos.copy()
-    if len(names) != pos.size:
-        raise ValueError(f"{len(names)} names but {pos.size} positions")
-    unknown = [n for n in names if n not in JOINT_NAMES]
-    if unknown or len(set(names)) != len(names):
-        raise ValueError(f"names must be distinct joints of {list(JOINT_NAMES)}, got {names}")
-    out = np.array(base, dtype=np.float64)
-    for n, v in zip(names, pos, strict=True):
-        out[JOINT_NAMES.index(n)] = v
-    return out
-
-
-def load_arm(
-    robot_config: str, port: str, calibration: str, role: Role = "follower"
-) -> tuple[ArmEntry, ArmCalibration, SafetyConfig]:
-    """One arm of ``robot_config`` (robot.yaml; the default one when empty), its calibration (the
-    ``calibration`` file when given, else the config's) and the safety section; ``port`` overrides the bus port.
-
-    Raises:
-        ConfigError / CalibrationError: invalid config or calibration; ``ValueError`` when a leader is asked
-            for and the config has none.
-    """
-    path = Path(robot_config) if robot_config else default_robot_config()
-    config = load_robot_config(path)
-    entry = config.follower if role == "follower" else config.leader
-    if entry is None:
-        raise ValueError(f"{path}: no robot.{role} section")
-    entry = replace(entry, arm=with_port(entry.arm, port))
-    cal = load_calibration(Path(calibration).expanduser()) if calibration else entry.load_calibration()
-    return entry, cal, config.safety
-
-
-def with_port(arm: ArmConfig, port: str) -> ArmConfig:
-    """``arm`` with its bus port replaced (when ``port`` is non-empty)."""
-    return replace(arm, bus=replace(arm.bus, port=port)) if port else arm
-
-
-class ArmLink:
-    """Supervised connection to one arm: (re)connect, reads and writes that report instead of raising, and the
-    bus health for ``/diagnostics``. Used from one thread at a time (the node's control-loop timer).
-
-    Args:
-        node: the owning node (logger, messages).
-        arm: the arm (follower or leader), not yet connected.
-        reconnect_period_s: s between connection attempts while disconnected.
-        max_consecutive_failures: failed transactions in a row that make the link ``failing`` (ERROR).
-    """
-
-    def __init__(self, node: Node, arm: SO101Arm, reconnect_period_s: float, max_consecutive_failures: int) -> None:
-        self.node = node
-        self.arm = arm
-        self.port = arm.config.bus.port
-        self.reconnect_period_s = reconnect_period_s
-        self.max_consecutive_failures = max_consecutive_failures
-        self.consecutive_failures = 0
-        self.total_failures = 0
-        self.last_error = ""
-        self.failed_servo: int | None = None
-        self.last_state: ArmState | None = None
-        self._next_connect = 0.0
-        self._log_times: dict[str, float] = {}
-
-    @property
-    def connected(self) -> bool:
-        return self.arm.is_connected
-
-    @property
-    def failing(self) -> bool:
-        """``max_consecutive_failures`` or more transactions failed in a row."""
-        return self.consecutive_failures >= self.max_consecutive_failures
-
-    def log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
-        """Warn at most once per ``period_s`` per ``key``."""
-        now = time.monotonic()
-        if now - self._log_times.get(key, -math.inf) >= period_s:
-            self._log_times[key] = now
-            self.node.logger.warning(msg)
-
-    def ensure_connected(self) -> bool:
-        """True when connected; otherwise try to connect (at most every ``reconnect_period_s``)."""
-        if self.connected:
-            return True
-        now = time.monotonic()
-        if now < self._next_connect:
-            return False
-        self._next_connect = now + self.reconnect_period_s
-        try:
-            self.arm.connect()
-        except HardwareError as exc:
-            self.last_error = f"connect: {exc}"
-            self.log_throttled("connect", f"cannot connect to the arm on {self.port}: {exc}; retrying")
-            return False
-        self.consecutive_failures, self.failed_servo = 0, None
-        self.node.logger.info(f"arm connected on {self.port}")
-        return True
-
-    def read(self) -> ArmState | None:
-        """One sync read; ``None`` (failure recorded) when it failed after the bus's retries."""
-        try:
-            state = self.arm.read()
-        except HardwareError as exc:
-            self._failed(exc)
-            return None
-        if self.failing:
-            self.node.logger.info(f"bus recovered after {self.consecutive_failures} failed transactions")
-        self.consecutive_failures, self.failed_servo = 0, None
-        self.last_state = state
-        return state
-
-    def write(self, goal: FloatArray) -> bool:
-        """Sync-write goal positions (rad); False (failure recorded) when it failed."""
-        try:
-            self.arm.write(goal)
-        except HardwareError as exc:
-            self._failed(exc)
-            return False
-        return True
-
-    def _failed(self, exc: HardwareError) -> None:
-        self.consecutive_failures += 1
-        self.total_failures += 1
-        self.last_error = str(exc)
-        self.failed_servo = exc.servo_id if isinstance(exc, BusError) else None
-        self.log_throttled("bus", f"bus error ({self.consecutive_failures} in a row): {exc}")
-        if isinstance(exc, PortError):  # the adapter is gone: close, reopen later
-            self.node.logger.error(f"serial port {self.port} failed; reconnecting every {self.reconnect_period_s:g} s")
-            self.close(disable_torque=False)
-            self._next_connect = time.monotonic() + self.reconnect_period_s
-
-    def problem(self) -> tuple[int, str] | None:
-        """(level, message) of a link problem (not connected, failing, retrying), ``None`` when healthy."""
-        if not self.connected:
-            return ERROR, f"arm not connected on {self.port}: {self.last_error}"
-        if self.failing:
-            return ERROR, f"{self.consecutive_failures} consecutive bus failures: {self.last_error}"
-        if self.consecutive_failures:
-            return WARN, f"bus error, retrying: {self.last_error}"
-        return None
-
-    def values(self) -> dict[str, str]:
-        """Key/values of the link for a DiagnosticStatus."""
-        return {
-            "port": self.port,
-            "consecutive_failures": str(self.consecutive_failures),
-            "total_failures": str(self.total_failures),
-            "last_error": self.last_error,
-        }
-
-    def servo_statuses(self, safety: SafetyConfig) -> list[Message]:
-        """One DiagnosticStatus per servo from the last read: STALE while reads fail, ERROR for a silent servo."""
-        state = self.last_state
-        if state is None:
-            return []
-        stale = self.consecutive_failures > 0 or not self.connected
-        out = []
-        for health in state.health:
-            status = servo_status(self.node, health, f"feetech:{self.port}:{health.servo_id}", safety, stale)
-            if stale and self.failed_servo == health.servo_id:
-                status.level, status.message = ERROR, f"not answering: {self.last_error}"
-            out.append(status)
-        return out
-
-    def close(self, disable_torque: bool) -> None:
-        """Close the bus (optionally torque off first), never raising."""
-        with contextlib.suppress(HardwareError, OSError):
-            self.arm.bus.disconnect(disable_torque=disable_torque)
-
-
-def diagnostic_array(node: Node, statuses: list[Message]) -> Message:
-    """A stamped DiagnosticArray of ``statuses``."""
-    header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
-    return node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=statuses)
-
-
-def status_message(
-    node: Node, name: str, level: int, message: str, hardware_id: str, values: dict[str, str]
-) -> Message:
-    """One DiagnosticStatus named ``<node>: <name>``."""
-    return node.message(
-        "diagnostic_msgs/msg/DiagnosticStatus",
-        level=level,
-        name=f"{node.name}: {name}",
-        message=message,
-        hardware_id=hardware_id,
-        values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
-    )
-
-
-def joint_state_message(node: Node, state: ArmState) -> Message:
-    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, stamped now."""
-    header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
-    return node.message(
-        "sensor_msgs/msg/JointState",
-        header=header,
-        name=list(JOINT_NAMES),
-        position=state.positions.astype(np.float64),
-        velocity=state.velocities.astype(np.float64),
-    )
 
 
 class Driver:
@@ -715,7 +348,7 @@ class Driver:
         joints = list(traj.joints)
         goal_tol = self._tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad)
         path_tol = self._tolerances(goal.path_tolerance, math.inf)
-        time_tol = _duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s
+        time_tol = duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s
         names = [JOINT_NAMES[j] for j in joints]
         cycle = 0
         while True:
@@ -742,7 +375,7 @@ class Driver:
             desired = traj.sample(t)
             if state is not None:
                 actual = state.positions
-                error = actual - desired
+                error = desired - actual  # the sign control_msgs uses
                 if cycle % FEEDBACK_EVERY == 0:
                     handle.publish_feedback(self._feedback(names, joints, desired, actual, error, t))
                 if t <= traj.duration_s and np.any(np.abs(error[joints]) > path_tol[joints]):
@@ -777,7 +410,7 @@ class Driver:
             return self.node.message(
                 "trajectory_msgs/msg/JointTrajectoryPoint",
                 positions=values[joints].astype(np.float64),
-                time_from_start=_duration_msg(self.node, t),
+                time_from_start=duration_msg(self.node, t),
             )
 
         header = self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")
@@ -829,7 +462,8 @@ class Driver:
                 return
             self._closed = True
             for timer in self._timers:
-                timer.cancel()
+                with contextlib.suppress(Exception):  # the node may already be destroyed
+                    timer.cancel()
             if self._active is not None and self._active.abort_reason is None:
                 self._active.abort_reason = "driver shutting down"
             if not self.link.connected:

@@ -52,7 +52,9 @@ import numpy as np
 from so101_bringup.graph.api import Message, Node, ServerGoalHandle
 from so101_bringup.graph.qos import QoS
 from so101_bringup.hardware.safety import JointLimits
-from so101_bringup.nodes.driver_node import (
+from so101_bringup.nodes.joint_messages import joint_vector
+from so101_bringup.nodes.trajectory import (
+    ACTION_NAME,
     FJT,
     GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
@@ -61,7 +63,7 @@ from so101_bringup.nodes.driver_node import (
     SUCCESSFUL,
     Trajectory,
     TrajectoryError,
-    joint_vector,
+    duration_s,
 )
 from so101_bringup.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_bringup.sim.config import load_sim_config
@@ -71,7 +73,6 @@ from so101_bringup.sim.randomization import DRConfig, load_dr_config
 from so101_bringup.sim.scene import OBJECT_NAMES
 from so101_bringup.sim.twin import Twin
 
-ACTION_NAME = "arm_controller/follow_joint_trajectory"
 WORLD_FRAME = "world"
 FEEDBACK_PERIOD_S = 0.05
 MAX_STAMP_AHEAD_S = 3600.0  # a trajectory stamp further ahead of sim time is wall-clock time, not sim time
@@ -81,10 +82,6 @@ RELIABLE_LATEST = QoS(depth=1)
 
 def _ns_to_time(node: Node, ns: int) -> Message:
     return node.message("builtin_interfaces/msg/Time", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-def _duration_s(duration: Any) -> float:
-    return float(duration.sec) + float(duration.nanosec) * 1e-9
 
 
 @dataclass(frozen=True)
@@ -651,7 +648,7 @@ class SimNode:
                 start_ns=now_ns + max(0, round(delay * 1e9)),
                 goal_tol=_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad),
                 path_tol=_tolerances(goal.path_tolerance, math.inf),
-                time_tol=_duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s,
+                time_tol=duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s,
             )
             if self._stop.is_set():
                 active.finish("abort", INVALID_GOAL, "aborted: sim shutting down")

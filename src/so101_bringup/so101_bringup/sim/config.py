@@ -6,11 +6,12 @@ world frame whose origin is the robot base on the mat surface (z up, x forward).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from so101_bringup.config_paths import ConfigDirNotFoundError, config_dir
 
 from . import CAMERA_NAMES, JOINT_NAMES
 from .errors import ConfigError
@@ -203,14 +204,11 @@ class TaskConfig:
 
 
 def default_config_dir() -> Path:
-    """``$SO101_CONFIG_DIR`` or the nearest ``config/`` (holding ``sim.yaml``) above this file."""
-    env = os.environ.get("SO101_CONFIG_DIR")
-    if env:
-        return Path(env)
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "config" / "sim.yaml").is_file():
-            return parent / "config"
-    raise ConfigError("sim", "no config/ directory found; set SO101_CONFIG_DIR")
+    """The configuration directory (``so101_bringup.config_paths.config_dir``)."""
+    try:
+        return config_dir()
+    except ConfigDirNotFoundError as exc:
+        raise ConfigError("sim", str(exc)) from exc
 
 
 def load_sim_config(path: str | Path | None = None) -> SimConfig:

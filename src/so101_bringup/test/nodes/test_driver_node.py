@@ -7,7 +7,6 @@ service, action) and reads servo registers straight from the emulator.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import threading
 import time
@@ -17,44 +16,32 @@ from typing import Any
 
 import numpy as np
 import pytest
+from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, wait_until, write_calibration
 from graph_testing import endpoint, router  # noqa: F401
-from so101_bringup.hardware.calibration import ArmCalibration, load_calibration
+from so101_bringup.benchmarks.driver import run_driver_benchmark
+from so101_bringup.hardware.calibration import ArmCalibration
 from so101_bringup.hardware.feetech import protocol as p
 from so101_bringup.hardware.feetech.emulator import FeetechEmulator
 from so101_bringup.hardware.joints import JOINT_NAMES
-from so101_bringup.nodes.driver_node import (
+from so101_bringup.hardware.safety import JointLimits
+from so101_bringup.nodes.arm_link import load_arm
+from so101_bringup.nodes.driver_node import Driver, DriverParams
+from so101_bringup.nodes.trajectory import (
     FJT,
     GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
     INVALID_JOINTS,
     SUCCESSFUL,
-    Driver,
+    Trajectory,
+    TrajectoryError,
 )
 from so101_bringup.transport.zenoh.actions import ABORTED, CANCELED, SUCCEEDED
 from so101_bringup.transport.zenoh.context import Context
 from so101_bringup.transport.zenoh.node import ZenohNode
 from so101_bringup.transport.zenoh.router import RouterProcess
 
-# A realistic LeRobot calibration (as `lerobot-calibrate` writes it for an SO-101 follower).
-CALIBRATION = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 158, "range_min": 858, "range_max": 3250},
-    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": 1106, "range_min": 898, "range_max": 3093},
-    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1155, "range_min": 873, "range_max": 3205},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": -1491, "range_min": 0, "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": -1209, "range_min": 2031, "range_max": 3486},
-}
-RAD_PER_COUNT = 2 * math.pi / 4095
 MAX_STEP_RAD = 0.02  # per 10 ms cycle: at most 2 rad/s, slow enough to observe holds and cancels
 WATCHDOG_S = 0.3
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout_s} s")
-        time.sleep(0.02)
 
 
 class Rig:
@@ -80,8 +67,7 @@ class Rig:
 
     def position(self, joint: str) -> float:
         """Present position of ``joint`` read from the emulator's register, rad."""
-        m = self.cal[joint]
-        return (self.emu.present_position(m.id) - m.mid) * RAD_PER_COUNT
+        return joint_position(self.emu, self.cal, joint)
 
     def latest(self) -> Any:
         with self.lock:
@@ -130,10 +116,7 @@ RigFactory = Callable[..., Rig]
 @pytest.fixture
 def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]:  # noqa: F811
     """``rig_factory(port=None, **parameters)``: a rig whose driver has these parameter overrides."""
-    cal_path = tmp_path / "calibration" / "robots" / "so_follower" / "test_arm.json"
-    cal_path.parent.mkdir(parents=True)
-    cal_path.write_text(json.dumps(CALIBRATION, indent=4))
-    cal = load_calibration(cal_path)
+    cal_path, cal = write_calibration(tmp_path, "test_arm")
     config = tmp_path / "robot.yaml"
     config.write_text(
         "robot:\n"
@@ -147,11 +130,7 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
 
         def make(port: str | None = None, **parameters: Any) -> Rig:
             emu = stack.enter_context(FeetechEmulator(seed=7))
-            for m in cal.motors.values():  # the arm parked at its calibrated middle pose
-                emu.write_register(m.id, p.HOMING_OFFSET, m.homing_offset)
-                emu.write_register(m.id, p.MIN_POSITION_LIMIT, m.range_min)
-                emu.write_register(m.id, p.MAX_POSITION_LIMIT, m.range_max)
-                emu.set_present_position(m.id, round(m.mid))
+            park_at_middle(emu, cal)
             contexts = [Context(router.endpoint), Context(router.endpoint)]
             for ctx in contexts:
                 stack.callback(ctx.close)
@@ -326,3 +305,78 @@ def test_shutdown_hold_keeps_torque(rig_factory: RigFactory) -> None:
     rig.driver.node.shutdown()
     rig.driver.close()
     assert all(rig.emu.read_register(sid, p.TORQUE_ENABLE) == 1 for sid in range(1, 7))
+
+
+def _goal(points: list[tuple[float, list[float], list[float] | None]], names: list[str]) -> Any:
+    """A FollowJointTrajectory goal built without a graph (interpolation tests)."""
+    from so101_bringup.interfaces.messages import make
+
+    pts = [
+        make(
+            "trajectory_msgs/msg/JointTrajectoryPoint",
+            positions=pos,
+            velocities=vel or [],
+            time_from_start=make("builtin_interfaces/msg/Duration", sec=int(t), nanosec=round((t % 1) * 1e9)),
+        )
+        for t, pos, vel in points
+    ]
+    traj = make("trajectory_msgs/msg/JointTrajectory", joint_names=names, points=pts)
+    return make(f"{FJT}_Goal", trajectory=traj)
+
+
+def test_trajectory_interpolation_and_validation() -> None:
+    limits = JointLimits((-2.0,) * 6, (2.0,) * 6)
+    start = np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.5])
+    linear = Trajectory.from_goal(_goal([(1.0, [1.0], None), (2.0, [0.0], None)], ["shoulder_pan"]), start, limits)
+    assert linear.sample(0.5)[0] == pytest.approx(0.5) and linear.sample(1.5)[0] == pytest.approx(0.5)
+    assert linear.sample(5.0)[0] == 0.0 and linear.sample(0.5)[1:].tolist() == start[1:].tolist()
+    cubic = Trajectory.from_goal(_goal([(1.0, [1.0], [0.0])], ["shoulder_pan"]), start, limits)
+    assert cubic.sample(0.5)[0] == pytest.approx(0.5) and cubic.sample(0.25)[0] == pytest.approx(0.15625)
+    cases = [
+        (_goal([(1.0, [0.0], None)], ["elbow"]), INVALID_JOINTS),
+        (_goal([(1.0, [0.0, 0.0], None)], ["gripper", "gripper"]), INVALID_JOINTS),
+        (_goal([], ["gripper"]), INVALID_GOAL),
+        (_goal([(1.0, [0.0], None), (1.0, [0.1], None)], ["gripper"]), INVALID_GOAL),
+        (_goal([(1.0, [math.nan], None)], ["gripper"]), INVALID_GOAL),
+        (_goal([(1.0, [2.5], None)], ["gripper"]), INVALID_GOAL),
+    ]
+    for goal, code in cases:
+        with pytest.raises(TrajectoryError) as exc:
+            Trajectory.from_goal(goal, start, limits)
+        assert exc.value.code == code
+
+
+def test_driver_benchmark_reports_loop_and_latency() -> None:
+    result = run_driver_benchmark(seconds=0.5, samples=5)
+    assert result["joint_states"]["received"] > 20 and result["latency_samples"] == 5
+    assert 0 < result["command_to_bus_ms"]["p50"] < 200 and result["bus"]["errors"] == 0
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (DriverParams(rate_hz=0.0), "rate_hz must be > 0"),
+        (DriverParams(shutdown_behavior="drop"), "shutdown_behavior must be one of"),
+        (DriverParams(rest_pose=(0.0,) * 5), "rest_pose needs 6 finite values"),
+        (DriverParams(max_consecutive_failures=0), "max_consecutive_failures must be >= 1"),
+    ],
+)
+def test_invalid_parameters_are_named(params: DriverParams, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        params.validate()
+
+
+def test_config_without_leader_is_a_clear_error(tmp_path: Path) -> None:
+    config = tmp_path / "robot.yaml"
+    config.write_text("robot:\n  follower: {id: f, bus: {port: /dev/ttyACM0}}\n")
+    with pytest.raises(ValueError, match=r"no robot\.leader section"):
+        load_arm(str(config), "", "", role="leader")
+
+
+def test_port_failure_reports_and_keeps_running(rig: Rig) -> None:
+    rig.emu.stop()  # the USB adapter is unplugged
+    arm = rig.wait_status("arm", lambda s: s.level == 2 and "not connected" in s.message)
+    assert rig.driver.link.total_failures >= 1 and not rig.driver.link.connected
+    count = len(rig.diagnostics)
+    wait_until(lambda: len(rig.diagnostics) > count + 2, 5.0, "diagnostics keep coming")
+    assert "/dev/pts/" in arm.message

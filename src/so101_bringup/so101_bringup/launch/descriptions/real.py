@@ -1,0 +1,87 @@
+"""``real``: the real SO-101 — Feetech driver, cameras of ``config/cameras.yaml``, robot state publisher, and
+optionally the leader arm + teleop and the recorder. Same topics as the ``sim`` launch."""
+
+from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from so101_bringup.robot_spec import CAMERA_NAMES
+
+
+def camera_node(name: str) -> NodeEntry:
+    """The camera node for camera ``name`` of config/cameras.yaml, enabled by the ``<name>_camera`` argument."""
+    return NodeEntry(
+        package="so101_bringup",
+        executable="camera",
+        name=f"{name}_camera",
+        namespace="$(arg namespace)",
+        parameters=({"config": "$(arg cameras_config)", "camera": name},),
+        condition=f"{name}_camera",
+    )
+
+
+DESCRIPTION = LaunchDescriptionData(
+    name="real",
+    description="Real arm: driver (joint_states, joint_commands, FollowJointTrajectory, diagnostics), cameras, "
+    "robot state publisher; optional leader/teleop and recorder.",
+    arguments=(
+        LaunchArgument("port", "", "serial port of the follower's bus (empty: from config/robot.yaml)"),
+        LaunchArgument("robot_config", "", "robot.yaml (empty: config/robot.yaml)"),
+        LaunchArgument("calibration", "", "LeRobot calibration JSON (empty: LeRobot's location for the robot id)"),
+        LaunchArgument("rate", "100.0", "driver control rate [Hz]"),
+        LaunchArgument("cameras_config", "", "cameras.yaml (empty: config/cameras.yaml)"),
+        *(
+            LaunchArgument(f"{name}_camera", "true", f"start the {name} camera", choices=("true", "false"))
+            for name in CAMERA_NAMES
+        ),
+        LaunchArgument("teleop", "false", "start the leader arm and teleop", choices=("true", "false")),
+        LaunchArgument("leader_port", "", "serial port of the leader arm (empty: from config/robot.yaml)"),
+        LaunchArgument("record", "false", "record the standard topics to a bag", choices=("true", "false")),
+        LaunchArgument("output", "", "bag directory when recording (empty: timestamped name)"),
+        LaunchArgument("namespace", "", "namespace pushed onto every node"),
+    ),
+    nodes=(
+        NodeEntry(
+            package="so101_bringup",
+            executable="driver",
+            name="driver",
+            namespace="$(arg namespace)",
+            parameters=(
+                {
+                    "port": "$(arg port)",
+                    "robot_config": "$(arg robot_config)",
+                    "calibration": "$(arg calibration)",
+                    "rate_hz": "$(arg rate)",
+                },
+            ),
+            required=True,
+        ),
+        *(camera_node(name) for name in CAMERA_NAMES),
+        NodeEntry(
+            package="so101_bringup",
+            executable="robot_state_publisher",
+            name="robot_state_publisher",
+            namespace="$(arg namespace)",
+        ),
+        NodeEntry(
+            package="so101_bringup",
+            executable="leader",
+            name="leader",
+            namespace="$(arg namespace)",
+            parameters=({"port": "$(arg leader_port)", "robot_config": "$(arg robot_config)"},),
+            condition="teleop",
+        ),
+        NodeEntry(
+            package="so101_bringup",
+            executable="teleop",
+            name="teleop",
+            namespace="$(arg namespace)",
+            condition="teleop",
+        ),
+        NodeEntry(
+            package="so101_bringup",
+            executable="recorder",
+            name="recorder",
+            namespace="$(arg namespace)",
+            parameters=({"all": True, "exclude": ["/robot_description"], "output": "$(arg output)"},),
+            condition="record",
+        ),
+    ),
+)

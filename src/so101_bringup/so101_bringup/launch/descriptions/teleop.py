@@ -1,0 +1,35 @@
+"""``teleop``: the leader arm (torque off) publishing ``leader/joint_states`` and the teleop node forwarding it
+to ``joint_commands`` — for the real follower (``real`` launch) or the twin (``sim`` launch), started beside it."""
+
+from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+
+DESCRIPTION = LaunchDescriptionData(
+    name="teleop",
+    description="Leader arm and teleop (leader/joint_states -> joint_commands) for the real arm or the twin.",
+    arguments=(
+        LaunchArgument("leader_port", "", "serial port of the leader arm's bus (empty: from config/robot.yaml)"),
+        LaunchArgument("robot_config", "", "robot.yaml (empty: config/robot.yaml)"),
+        LaunchArgument("rate", "100.0", "leader read / command rate [Hz]"),
+        LaunchArgument("namespace", "", "namespace pushed onto every node"),
+    ),
+    nodes=(
+        NodeEntry(
+            package="so101_bringup",
+            executable="leader",
+            name="leader",
+            namespace="$(arg namespace)",
+            parameters=(
+                {"port": "$(arg leader_port)", "robot_config": "$(arg robot_config)", "rate_hz": "$(arg rate)"},
+            ),
+            required=True,
+        ),
+        NodeEntry(
+            package="so101_bringup",
+            executable="teleop",
+            name="teleop",
+            namespace="$(arg namespace)",
+            parameters=({"rate_hz": "$(arg rate)"},),
+            required=True,
+        ),
+    ),
+)

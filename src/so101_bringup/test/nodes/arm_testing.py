@@ -1,0 +1,62 @@
+"""Helpers of the node tests that drive arms: a LeRobot calibration on disk, an emulator parked at it, polling."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from so101_bringup.hardware.calibration import ArmCalibration, load_calibration
+from so101_bringup.hardware.feetech import protocol as p
+from so101_bringup.hardware.feetech.emulator import FeetechEmulator
+
+# A realistic LeRobot calibration (as `lerobot-calibrate` writes it for an SO-101 follower).
+CALIBRATION = {
+    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
+    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 158, "range_min": 858, "range_max": 3250},
+    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": 1106, "range_min": 898, "range_max": 3093},
+    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1155, "range_min": 873, "range_max": 3205},
+    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": -1491, "range_min": 0, "range_max": 4095},
+    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": -1209, "range_min": 2031, "range_max": 3486},
+}
+RAD_PER_COUNT = 2 * math.pi / 4095
+
+
+def write_calibration(root: Path, robot_id: str, folder: str = "robots/so_follower") -> tuple[Path, ArmCalibration]:
+    """Write :data:`CALIBRATION` where LeRobot keeps it under ``root``; returns its path and the parsed file."""
+    path = root / "calibration" / folder / f"{robot_id}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(CALIBRATION, indent=4))
+    return path, load_calibration(path)
+
+
+def park_at_middle(emu: FeetechEmulator, cal: ArmCalibration) -> None:
+    """Give the emulated servos the calibration's EEPROM values and park each joint at its range middle."""
+    for m in cal.motors.values():
+        emu.write_register(m.id, p.HOMING_OFFSET, m.homing_offset)
+        emu.write_register(m.id, p.MIN_POSITION_LIMIT, m.range_min)
+        emu.write_register(m.id, p.MAX_POSITION_LIMIT, m.range_max)
+        emu.set_present_position(m.id, round(m.mid))
+
+
+def joint_position(emu: FeetechEmulator, cal: ArmCalibration, joint: str) -> float:
+    """Present position of an arm joint read from the emulator's register, rad."""
+    m = cal[joint]
+    return (emu.present_position(m.id) - m.mid) * RAD_PER_COUNT
+
+
+def move_by_hand(emu: FeetechEmulator, cal: ArmCalibration, joint: str, rad: float) -> None:
+    """Set an arm joint's present position to ``rad`` as if moved by hand."""
+    m = cal[joint]
+    emu.set_present_position(m.id, round(m.mid + rad / RAD_PER_COUNT))
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+    """Poll ``predicate`` every 20 ms; fail only if it never holds within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout_s} s")
+        time.sleep(0.02)

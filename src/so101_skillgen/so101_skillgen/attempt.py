@@ -1,0 +1,287 @@
+"""One generation attempt in the twin: randomized scene → per-subtask source selection → retarget →
+transit + IK tracking → physics rollout at the control rate → task success; then Savitzky–Golay
+smoothing of the arm commands and a verification replay of exactly the commands that are kept.
+
+Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
+``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
+``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
+``not_released`` (placed but still held), ``filter`` (geometric filter fails), ``replay_mismatch``
+(the smoothed commands no longer succeed on replay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from so101_bringup.robot_spec import GRIPPER_INDEX
+from so101_bringup.sim.config import TaskConfig
+from so101_bringup.sim.geometry import F64
+from so101_bringup.sim.task import SuccessDetector, geometric_filter
+from so101_bringup.sim.twin import Twin
+
+from .config import SkillGenConfig
+from .frames import object_frame, pose_to_matrix, rigid_inverse
+from .library import SeedLibrary
+from .segmentation import GRASP
+from .selection import select_source
+from .smoothing import smooth_joints
+from .tracking import Tracker
+from .transit import CollisionChecker, HeldObject, joint_path, safe_height, transit_waypoints
+
+FAILURE_REASONS: tuple[str, ...] = (
+    "ik_divergence", "collision", "miss", "drop", "place_miss", "not_released", "filter", "replay_mismatch",
+)  # fmt: skip
+MAX_JOINT_JUMP = 0.35  # rad between consecutive commands: more is an IK branch flip (ik_divergence)
+
+
+class AttemptFailed(Exception):
+    """Internal control flow: the attempt stops with ``reason`` (one of :data:`FAILURE_REASONS`)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """Result of one attempt. Arrays per control step (T rows): ``actions`` / ``joint_positions`` (T, 6)
+    rad (commanded / measured before the command), ``object_poses`` name → (T, 7) xyz + wxyz, world.
+    ``sources``: per executed subtask, the source seed and the k candidates."""
+
+    success: bool
+    reason: str | None
+    detail: str
+    actions: F64
+    joint_positions: F64
+    object_poses: dict[str, F64]
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Recorder:
+    def __init__(self, twin: Twin, task: TaskConfig) -> None:
+        self.twin = twin
+        self.detector = SuccessDetector(task, twin.config.rack)
+        self.qs: list[F64] = []
+        self.acts: list[F64] = []
+        self.poses: dict[str, list[F64]] = {n: [] for n in twin.object_poses()}
+
+    def step(self, cmd: F64) -> bool:
+        tw = self.twin
+        self.qs.append(tw.joint_positions())
+        for name, pose in tw.object_poses().items():
+            self.poses[name].append(np.concatenate(pose))
+        self.acts.append(np.asarray(cmd, dtype=np.float64).copy())
+        tw.step(cmd)
+        p = tw.object_poses()
+        return self.detector.update(
+            p["vial"].position, p["vial"].quaternion, p["rack"].position, p["rack"].quaternion, tw.jaw_contacts().both
+        )
+
+    def arrays(self) -> tuple[F64, F64, dict[str, F64]]:
+        if not self.acts:
+            z = np.zeros((0, 6))
+            return z, z, {n: np.zeros((0, 7)) for n in self.poses}
+        return np.asarray(self.acts), np.asarray(self.qs), {n: np.asarray(v) for n, v in self.poses.items()}
+
+
+def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple[bool, _Recorder]:
+    """Reset ``twin`` with ``scene_seed`` and play ``actions`` (T, 6); returns (task success, recording)."""
+    twin.reset(scene_seed)
+    rec = _Recorder(twin, task)
+    ok = False
+    for a in actions:
+        ok = rec.step(a)
+    return ok, rec
+
+
+class AttemptRunner:
+    """Runs attempts on one twin with one library (not thread-safe: one twin per worker)."""
+
+    def __init__(self, twin: Twin, tracker: Tracker, library: SeedLibrary, cfg: SkillGenConfig, task: TaskConfig):
+        self.twin = twin
+        self.tracker = tracker
+        self.library = library
+        self.cfg = cfg
+        self.task = task
+        self.checker = CollisionChecker(twin)
+        self._hz = twin.config.physics.control_hz
+
+    # ------------------------------------------------------------------ helpers
+    def _ee(self, q_arm: F64) -> F64:
+        return self.tracker.fk(np.asarray(q_arm)[None])[0]
+
+    def _held(self, name: str, q_arm: F64) -> HeldObject:
+        obj = pose_to_matrix(np.concatenate(self.twin.object_poses()[name]))
+        return HeldObject(name, rigid_inverse(self._ee(q_arm)) @ obj)
+
+    def _in_hand(self, held: HeldObject) -> bool:
+        """The held object is still where the hand (measured joints) says, within 2.5 cm."""
+        expect = self._ee(self.twin.joint_positions()[:GRIPPER_INDEX]) @ held.ee_to_object
+        pos = self.twin.object_poses()[held.name].position
+        return bool(np.linalg.norm(expect[:3, 3] - pos) < 0.025)
+
+    def _track(self, q0: F64, points: F64, axes: F64, tool_p: F64, tool_a: F64, what: str) -> F64:
+        """IK along the targets, warm-started; (N, 5) rad or :class:`AttemptFailed` (``ik_divergence``)."""
+        out = np.empty((len(points), GRIPPER_INDEX))
+        q = np.asarray(q0, dtype=np.float64)
+        tol = self.cfg.ik.tolerance
+        for i, (p, a) in enumerate(zip(points, axes, strict=True)):
+            res = self.tracker.solve(q, p, a, tool_p, tool_a)
+            if res.pos_error > tol:
+                raise AttemptFailed("ik_divergence", f"{what} step {i}: tracking error {res.pos_error:.4f} m > {tol}")
+            if np.max(np.abs(res.q - q)) > MAX_JOINT_JUMP:
+                raise AttemptFailed("ik_divergence", f"{what} step {i}: joint jump {np.max(np.abs(res.q - q)):.2f} rad")
+            q = res.q
+            out[i] = q
+        return out
+
+    def _solve_multistart(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> tuple[F64, float]:
+        best = self.tracker.solve(q0, p, a, tool_p, tool_a)
+        if best.pos_error <= self.cfg.ik.tolerance and best.axis_error < 0.1:
+            return best.q, best.pos_error
+        home = np.asarray(self.twin.config.robot.home[:GRIPPER_INDEX], dtype=np.float64)
+        for roll in (-1.5, 0.0, 1.5):
+            for base in (q0, home):
+                res = self.tracker.solve(np.array([*base[:4], roll]), p, a, tool_p, tool_a)
+                if res.pos_error + 0.05 * res.axis_error < best.pos_error + 0.05 * best.axis_error:
+                    best = res
+        return best.q, best.pos_error
+
+    def _transit(
+        self, q0: F64, p0: F64, a0: F64, p1: F64, a1: F64, safe: float, tool_p: F64, tool_a: F64, kind: str
+    ) -> F64:
+        """Joint path (N, 5) from ``q0`` to the IK solution at the segment's first target, through the
+        safe-height waypoints; raises ``ik_divergence`` when a waypoint cannot be reached."""
+        q_way = [np.asarray(q0, dtype=np.float64)]
+        lengths = []
+        prev = p0
+        for p, a in transit_waypoints(p0, a0, p1, a1, safe):
+            q, err = self._solve_multistart(q_way[-1], p, a, tool_p, tool_a)
+            if err > self.cfg.ik.tolerance:
+                raise AttemptFailed("ik_divergence", f"transit to {kind}: waypoint {np.round(p, 3).tolist()} "
+                                    f"unreachable ({err:.4f} m)")  # fmt: skip
+            q_way.append(q)
+            lengths.append(float(np.linalg.norm(p - prev)))
+            prev = p
+        return joint_path(q_way, lengths, self.cfg.transit, self._hz)
+
+    # ------------------------------------------------------------------ attempt
+    def run(self, scene_seed: int, rng: np.random.Generator) -> AttemptOutcome:
+        """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest."""
+        tw, cfg = self.twin, self.cfg
+        tw.reset(scene_seed)
+        rec = _Recorder(tw, self.task)
+        sources: list[dict[str, Any]] = []
+        try:
+            self._execute(rec, rng, sources)
+        except AttemptFailed as fail:
+            a, q, p = rec.arrays()
+            return AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources)
+        a, _, _ = rec.arrays()
+        smoothed = smooth_joints(a, cfg.smoothing.window, cfg.smoothing.order)
+        ok, rep = replay(tw, self.task, scene_seed, smoothed)
+        a2, q2, p2 = rep.arrays()
+        if not ok:
+            return AttemptOutcome(False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources)
+        v, r = p2["vial"][-1], p2["rack"][-1]
+        if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
+            return AttemptOutcome(False, "filter", "final state fails the geometric filter", a2, q2, p2, sources)
+        return AttemptOutcome(True, None, "", a2, q2, p2, sources)
+
+    def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
+        tw, cfg, lib = self.twin, self.cfg, self.library
+        sym = set(cfg.symmetric_objects)
+        q_cmd = tw.joint_targets()
+        rack0 = tw.object_poses()["rack"].position.copy()
+        held: HeldObject | None = None
+        if tw.jaw_contacts().both:  # partly-done start: the vial is already in the hand
+            held = self._held("vial", tw.joint_positions()[:GRIPPER_INDEX])
+        for slot, (kind, obj, _held_name) in enumerate(lib.signature):
+            if kind == GRASP and held is not None and held.name == obj:
+                continue
+            pose = tw.object_poses()[obj]
+            query = object_frame(np.concatenate(pose), obj in sym)
+            j, near = select_source(lib.candidates(slot), query, cfg.selection.k, cfg.selection.rotation_weight, rng)
+            seg = lib.slots[slot][j]
+            sources.append(
+                {"slot": slot, "kind": kind, "object": obj, "seed": seg.seed_name,
+                 "candidates": [lib.slots[slot][i].seed_name for i in near]}
+            )  # fmt: skip
+            points, axes = seg.retarget(query)
+            if kind == GRASP:
+                tool_p, tool_a = seg.tool_points[0], seg.tool_axes[0]
+            else:
+                if held is None or held.name != seg.subtask.held:
+                    raise AttemptFailed("drop", f"nothing held at the start of the place onto {obj}")
+                held = self._held(held.name, tw.joint_positions()[:GRIPPER_INDEX])
+                tool_p, tool_a = held.ee_to_object[:3, 3], held.ee_to_object[:3, 2]
+            ee = self._ee(q_cmd[:GRIPPER_INDEX])
+            p0, a0 = ee[:3, :3] @ tool_p + ee[:3, 3], ee[:3, :3] @ tool_a
+            safe = safe_height(tw, held, a0 if held is not None else None, cfg.transit.height)
+            grip = float(q_cmd[GRIPPER_INDEX]) if held is not None else float(seg.gripper[0])
+            q_tr = self._transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], safe, tool_p, tool_a, kind)
+            hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every)
+            if hit is not None:
+                raise AttemptFailed("collision", f"transit to {kind} of {obj} collides at step {hit}")
+            dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)
+            for q in np.concatenate([q_tr, dwell]):
+                q_cmd = np.array([*q, grip])
+                rec.step(q_cmd)
+                self._monitor(held, rack0)
+            if held is not None:  # servo sag / grasp offset: shift the targets by the measured miss
+                points = points - (tw.object_poses()[held.name].position - points[0])
+            q_seg = self._track(q_tr[-1], points, axes, tool_p, tool_a, f"{kind} of {obj}")
+            z0 = tw.object_poses()[obj].position[2]
+            closed_below = cfg.segmentation.gripper_closed_below
+            for q, g in zip(q_seg, seg.gripper, strict=True):
+                q_cmd = np.array([*q, g])
+                rec.step(q_cmd)
+                if kind == GRASP:
+                    self._monitor(None, rack0)
+                elif g < closed_below:
+                    self._monitor(held, None)
+            if kind == GRASP:
+                lifted = tw.object_poses()[obj].position[2] - z0 >= 0.5 * cfg.segmentation.lift_height
+                if not (lifted and tw.jaw_contacts().both):
+                    raise AttemptFailed("miss", f"grasp of {obj} did not lift it (source {seg.seed_name})")
+                held = self._held(obj, tw.joint_positions()[:GRIPPER_INDEX])
+            else:
+                held = None
+        self._settle(rec, q_cmd)
+
+    def _monitor(self, held: HeldObject | None, rack0: F64 | None) -> None:
+        if held is not None and not self._in_hand(held):
+            raise AttemptFailed("drop", f"{held.name} left the hand")
+        if rack0 is not None:
+            moved = float(np.linalg.norm(self.twin.object_poses()["rack"].position[:2] - rack0[:2]))
+            if moved > self.cfg.rollout.rack_push_tolerance:
+                raise AttemptFailed("collision", f"rack pushed {moved:.3f} m")
+
+    def _settle(self, rec: _Recorder, q_cmd: F64) -> None:
+        margin = 5
+        left = -1
+        for _ in range(self.cfg.rollout.settle_steps + self.task.hold_steps + margin):
+            ok = rec.step(q_cmd)
+            if ok and left < 0:
+                left = margin
+            if left == 0:
+                return
+            if left > 0:
+                left -= 1
+        if rec.detector.succeeded:
+            return
+        self._classify()
+
+    def _classify(self) -> None:
+        tw = self.twin
+        p = tw.object_poses()
+        v, r = p["vial"], p["rack"]
+        if tw.jaw_contacts().both:
+            raise AttemptFailed("not_released", "the vial is still held at the end")
+        if bool(geometric_filter(v.position, v.quaternion, r.position, tw.config.rack.top_height, self.task)):
+            raise AttemptFailed("place_miss", "vial upright near the rack but not in a slot")
+        raise AttemptFailed("place_miss", f"vial at {np.round(v.position, 3).tolist()} not placed")

@@ -1,0 +1,226 @@
+"""The SkillGen generation loop (generation_guarantee): attempts in the twin until ``num_demos`` are kept
+or ``num_demos · num_trials`` attempts are spent; resumable through :class:`~.output.OutputDir`.
+
+Attempt ``i`` is fully determined by ``(random_seed, i)``: its scene seed (domain randomization) and the
+RNG that draws sources among the k nearest. Kept demos are :class:`SeedDemo` (``source="skillgen"``)
+with provenance in ``extra``: ``attempt``, ``scene_seed``, ``random_seed``, ``sources`` (per subtask:
+kind, object, source seed, the k candidates).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from so101_bringup.seeds.format import SeedDemo, load_seed
+from so101_bringup.sim.config import SimConfig, TaskConfig, load_task_config
+from so101_bringup.sim.randomization import DRConfig
+from so101_bringup.sim.twin import Twin
+
+from .attempt import AttemptOutcome, AttemptRunner
+from .config import SkillGenConfig
+from .errors import SkillGenError
+from .library import SeedLibrary, build_library
+from .output import OutputDir
+from .reach import check_reachability
+from .tracking import make_tracker
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """Reported after every attempt: ``attempt`` index, its ``reason`` (None = kept), running totals."""
+
+    attempt: int
+    reason: str | None
+    attempted: int
+    kept: int
+    target: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class GenerationSummary:
+    """Totals of a run (including what a resumed run found already done). ``yield_`` = kept ÷ attempted."""
+
+    out_dir: str
+    target: int
+    kept: int
+    attempted: int
+    failures_by_reason: dict[str, int]
+    wall_s: float
+    attempts_this_run: int
+    kept_this_run: int
+    complete: bool
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def yield_(self) -> float:
+        return self.kept / self.attempted if self.attempted else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "out_dir": self.out_dir,
+            "target": self.target,
+            "kept": self.kept,
+            "attempted": self.attempted,
+            "yield": round(self.yield_, 4),
+            "failures_by_reason": self.failures_by_reason,
+            "wall_s_this_run": round(self.wall_s, 3),
+            "attempts_this_run": self.attempts_this_run,
+            "kept_this_run": self.kept_this_run,
+            "kept_per_min_this_run": round(60.0 * self.kept_this_run / self.wall_s, 2) if self.wall_s > 0 else None,
+            "complete": self.complete,
+            "source_seeds": self.sources,
+        }
+
+
+def attempt_seeds(random_seed: int, attempt: int) -> tuple[int, np.random.Generator]:
+    """Scene seed (for ``Twin.reset``) and source-selection RNG of attempt ``attempt``."""
+    scene = int(np.random.SeedSequence([random_seed, attempt]).generate_state(1, dtype=np.uint32)[0])
+    return scene, np.random.default_rng([random_seed, attempt, 1])
+
+
+def load_seed_dir(directory: str | Path) -> tuple[list[SeedDemo], list[str]]:
+    """Every ``*.npz`` seed under ``directory`` with its relative path as name (raises when none)."""
+    root = Path(directory)
+    files = sorted(p for p in root.glob("**/*.npz") if ".tmp" not in p.name)
+    if not files:
+        raise SkillGenError(f"{directory}: no seed files (*.npz)")
+    return [load_seed(f) for f in files], [str(f.relative_to(root)) for f in files]
+
+
+def _fingerprint(cfg: SkillGenConfig, names: Sequence[str], demos: Sequence[SeedDemo]) -> dict[str, Any]:
+    h = hashlib.sha256()
+    for n, d in zip(names, demos, strict=True):
+        h.update(n.encode())
+        h.update(np.ascontiguousarray(d.actions).tobytes())
+    return {"random_seed": cfg.random_seed, "seeds_sha256": h.hexdigest()[:16]}
+
+
+def _demo(outcome: AttemptOutcome, attempt: int, scene_seed: int, cfg: SkillGenConfig, hz: float, task: str) -> SeedDemo:
+    steps = len(outcome.actions)
+    return SeedDemo(
+        t=np.arange(steps, dtype=np.float64) / hz,
+        joint_positions=outcome.joint_positions,
+        actions=outcome.actions,
+        object_poses=outcome.object_poses,
+        success=True,
+        task=task,
+        source="skillgen",
+        seed=scene_seed,
+        control_hz=hz,
+        extra={
+            "attempt": attempt,
+            "scene_seed": scene_seed,
+            "random_seed": cfg.random_seed,
+            "sources": outcome.sources,
+            "smoothing": {"window": cfg.smoothing.window, "order": cfg.smoothing.order, "joints": "arm"},
+        },
+    )
+
+
+class Generator:
+    """Seeds + configs → a prepared twin, tracker, library and attempt runner (reachability checked)."""
+
+    def __init__(
+        self,
+        demos: Sequence[SeedDemo],
+        cfg: SkillGenConfig,
+        *,
+        names: Sequence[str] | None = None,
+        sim: SimConfig | None = None,
+        dr: DRConfig | None = None,
+        task: TaskConfig | None = None,
+        config_dir: Path | None = None,
+        check_reach: bool = True,
+    ) -> None:
+        self.cfg = cfg
+        self.names = list(names) if names is not None else [f"seed_{i}" for i in range(len(demos))]
+        self.demos = list(demos)
+        self.task = task or load_task_config()
+        self.twin = Twin(sim, dr)
+        self.tracker = make_tracker(self.twin, cfg.ik, config_dir)
+        self.library: SeedLibrary = build_library(
+            self.demos, self.tracker, cfg, self.twin.grasp_geometry().point, self.names
+        )
+        if check_reach:
+            check_reachability(self.twin, self.twin.dr, self.library, self.tracker, cfg)
+        self.runner = AttemptRunner(self.twin, self.tracker, self.library, cfg, self.task)
+
+    def attempt(self, index: int) -> tuple[int, AttemptOutcome]:
+        """Run attempt ``index``; returns (scene seed, outcome)."""
+        scene, rng = attempt_seeds(self.cfg.random_seed, index)
+        return scene, self.runner.run(scene, rng)
+
+    def run(
+        self,
+        out_dir: str | Path,
+        num_demos: int | None = None,
+        progress: Callable[[ProgressEvent], None] | None = None,
+    ) -> GenerationSummary:
+        """Generate into ``out_dir`` (resuming it) until ``num_demos`` (default ``cfg.num_demos``) are kept
+        or the attempt budget is spent; writes ``summary.json`` and returns the summary."""
+        cfg = self.cfg
+        target = num_demos if num_demos is not None else cfg.num_demos
+        budget = target * cfg.num_trials if cfg.generation_guarantee else target
+        out = OutputDir.open(out_dir, _fingerprint(cfg, self.names, self.demos))
+        hz = self.twin.config.physics.control_hz
+        t0 = time.perf_counter()
+        runs = kept_run = 0
+        while out.kept < target and out.next_attempt < budget:
+            i = out.next_attempt
+            scene, outcome = self.attempt(i)
+            runs += 1
+            if outcome.success:
+                out.add_demo(_demo(outcome, i, scene, cfg, hz, "vial_to_rack"), i)
+                kept_run += 1
+            else:
+                record = {
+                    "attempt": i, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail,
+                    "steps": len(outcome.actions), "sources": outcome.sources,
+                }  # fmt: skip
+                out.add_failure(record, i)
+            if progress is not None:
+                progress(ProgressEvent(i, outcome.reason, out.next_attempt, out.kept, target, budget))
+        reasons = Counter(str(f["reason"]) for f in out.failures)
+        summary = GenerationSummary(
+            out_dir=str(out.root),
+            target=target,
+            kept=out.kept,
+            attempted=out.next_attempt,
+            failures_by_reason=dict(sorted(reasons.items())),
+            wall_s=time.perf_counter() - t0,
+            attempts_this_run=runs,
+            kept_this_run=kept_run,
+            complete=out.kept >= target,
+            sources=list(self.library.seed_names),
+        )
+        out.write_summary(summary.to_json())
+        return summary
+
+
+def generate(
+    seeds: str | Path | Sequence[SeedDemo],
+    out_dir: str | Path,
+    cfg: SkillGenConfig,
+    *,
+    num_demos: int | None = None,
+    sim: SimConfig | None = None,
+    dr: DRConfig | None = None,
+    task: TaskConfig | None = None,
+    progress: Callable[[ProgressEvent], None] | None = None,
+) -> GenerationSummary:
+    """One call: load seeds (a directory or demos), prepare, generate into ``out_dir`` (resumable)."""
+    if isinstance(seeds, str | Path):
+        demos, names = load_seed_dir(seeds)
+    else:
+        demos, names = list(seeds), None
+    gen = Generator(demos, cfg, names=names, sim=sim, dr=dr, task=task)
+    return gen.run(out_dir, num_demos, progress)

@@ -1,0 +1,219 @@
+"""Batched multi-seed IK (cuRobo-style) in one torch program: B targets × S seeds, CPU or CUDA.
+
+Every (target, seed) pair runs damped Gauss-Newton (Levenberg–Marquardt with fixed λ) on
+
+    cost(q) = ‖W·e(q)‖²            pose error, base frame, position first; partial pose drops roll
+            + w_l² Σ soft_limit(q)² joint-limit cost inside ``joint_limit_margin`` of each limit
+            + w_c² Σ penetration²   self-collision between spheres on non-adjacent links
+
+with the same W and adaptive rotation scaling as the DLS backend, steps clamped to ``max_step`` rad and
+joints clipped to their limits. Every ``check_every`` iterations the loop stops once every target has a
+converged seed. The best seed per target is kept: among the successful ones the closest to the caller's
+seed (when given, for smooth trajectories), otherwise the smallest error.
+"""
+
+# ruff: noqa: N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ..kinematics import ArmKinematics
+from .base import IKConfig, IKResult
+from .jacobian import check_inputs
+from .pose_error import pose_error, project_angular
+
+__all__ = ["BatchedIK", "SphereModel"]
+
+
+class SphereModel:
+    """Self-collision spheres along the links of an :class:`ArmKinematics`.
+
+    Link k (0 = base, k = i + 1 the child of arm joint i, the last one carrying the EE frame) is the segment
+    from its frame origin to the next frame origin (fixed in link k); spheres of ``radius`` m sit at
+    ``fractions`` of that segment. Pairs of spheres on links at least two apart are checked.
+    """
+
+    def __init__(
+        self,
+        kinematics: ArmKinematics,
+        radius: float = 0.02,
+        fractions: tuple[float, ...] = (0.3, 0.7),
+    ) -> None:
+        n = kinematics.dof
+        dt, dev = kinematics.dtype, kinematics.device
+        self.links = n + 1
+        self.radius = radius
+        per = len(fractions)
+        link_of = torch.arange(self.links).repeat_interleave(per)
+        frac = torch.tensor(fractions, dtype=torch.float64).repeat(self.links)
+        # centres = M @ (0, o_1, …, o_n, o_ee): start + f·(end − start) of each link's segment
+        M = torch.zeros(len(link_of), self.links + 1, dtype=torch.float64)
+        M[torch.arange(len(link_of)), link_of] = 1.0 - frac
+        M[torch.arange(len(link_of)), link_of + 1] += frac
+        self.M = M[:, 1:].to(dev, dt)  # the base origin is 0
+        ia, ib = torch.triu_indices(len(link_of), len(link_of), offset=1)
+        keep = (link_of[ib] - link_of[ia]) >= 2
+        ia, ib = ia[keep], ib[keep]
+        self.pair_a, self.pair_b = ia.to(dev), ib.to(dev)
+        eye = torch.eye(len(link_of), dtype=torch.float64)
+        self.Sa, self.Sb = eye[ia].to(dev, dt), eye[ib].to(dev, dt)  # (K, P) selection matrices
+        self.link_of = link_of.to(dev)
+        # joint i moves link k iff i < k
+        moves = (torch.arange(n)[None, :] < link_of[:, None]).to(torch.float64)
+        self.moves_a, self.moves_b = moves[ia].to(dev, dt), moves[ib].to(dev, dt)  # (K, n)
+
+    def centers(self, frames: Tensor) -> Tensor:
+        """Sphere centres (..., P, 3) in base from :meth:`ArmKinematics.link_frames` output (..., n + 1, 4, 4)."""
+        return self.M @ frames[..., :3, 3]
+
+    def penetration(self, frames: Tensor, axes: Tensor, margin: float) -> tuple[Tensor, Tensor]:
+        """``(pen (..., K) m ≥ 0, grad (..., K, n))``: overlap of each checked pair and d(distance)/dq.
+
+        With the pair's unit direction ν = (c_a − c_b)/|c_a − c_b| and joint i's axis z_i through o_i,
+        ∂|c_a − c_b|/∂q_i = ν·(z_i × (c_a − o_i)) − ν·(z_i × (c_b − o_i)) (the latter only for joints that
+        move each sphere); ν·(z × (c − o)) = z·(c × ν) − ν·(z × o) turns it into batched matmuls.
+        """
+        n = axes.shape[0]
+        c = self.centers(frames)  # (..., P, 3)
+        ca, cb = self.Sa @ c, self.Sb @ c  # (..., K, 3)
+        d = ca - cb
+        dist = torch.linalg.vector_norm(d, dim=-1)
+        unit = d / torch.clamp(dist, min=1e-9)[..., None]
+        z = (frames[..., :n, :3, :3] @ axes[..., None]).squeeze(-1)  # (..., n, 3)
+        o = frames[..., :n, :3, 3]
+        zt = z.transpose(-1, -2)
+        nw = unit @ torch.linalg.cross(z, o, dim=-1).transpose(-1, -2)  # (..., K, n)
+        ga = torch.linalg.cross(ca, unit, dim=-1) @ zt - nw
+        gb = torch.linalg.cross(cb, unit, dim=-1) @ zt - nw
+        grad = self.moves_a * ga - self.moves_b * gb
+        pen = torch.clamp(2 * self.radius + margin - dist, min=0.0)
+        return pen, grad
+
+
+class BatchedIK:
+    """Multi-seed batched IK (see module docstring); ``device`` defaults to the kinematics' device."""
+
+    def __init__(
+        self,
+        config: IKConfig,
+        kinematics: ArmKinematics | None = None,
+        device: str | torch.device | None = None,
+    ) -> None:
+        self.config = config
+        kin = kinematics if kinematics is not None else ArmKinematics.from_urdf()
+        self.kinematics = kin.to(device=device) if device is not None else kin
+        self.device = self.kinematics.device
+        self.spheres = SphereModel(self.kinematics)
+        self._w = torch.tensor(config.weights, dtype=self.kinematics.dtype, device=self.device)
+
+    def self_collision(self, q: Tensor) -> Tensor:
+        """(...,) bool: whether joints ``q`` (..., 5) put two non-adjacent link spheres in contact."""
+        frames = self.kinematics.link_frames(q)
+        pen, _ = self.spheres.penetration(frames, self.kinematics.axes, self.config.batched.collision_margin)
+        return (pen > 1e-6).any(-1)
+
+    def _initial(self, b: int, seed: Tensor | None, s: int) -> Tensor:
+        kin = self.kinematics
+        gen = torch.Generator(device="cpu").manual_seed(self.config.batched.random_seed)
+        u = torch.rand((b, s, kin.dof), generator=gen, dtype=kin.dtype).to(self.device)
+        q0 = kin.lower + u * (kin.upper - kin.lower)
+        if seed is not None:
+            q0[:, 0] = torch.maximum(torch.minimum(seed.to(self.device, kin.dtype), kin.upper), kin.lower)
+        return q0
+
+    def _step_terms(self, q: Tensor, target: Tensor, partial: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """(H (N, 5, 5), g (N, 5), position_error (N,), rotation_error (N,), max penetration (N,))."""
+        cfg, bc, kin = self.config, self.config.batched, self.kinematics
+        frames = kin.link_frames(q)
+        T = frames[..., -1, :, :]
+        J = kin.jacobian_from_frames(frames)
+        e, pe, re = pose_error(target, T, kin.approach_axis, partial)
+        R = T[..., :3, :3]
+        if partial:
+            J = project_angular(J, R, kin.approach_axis)
+        thr = cfg.rotation_scaling_threshold
+        scale = torch.where(pe > thr, torch.clamp(thr / torch.clamp(pe, min=1e-12), min=cfg.rotation_scaling_min), 1.0)
+        # weights in EE axes for rotation: rotate error and Jacobian rows into the EE frame
+        Rt = R.transpose(-1, -2)
+        e_loc = torch.cat([e[..., :3], (Rt @ e[..., 3:, None]).squeeze(-1)], -1)
+        J_loc = torch.cat([J[..., :3, :], Rt @ J[..., 3:, :]], -2)
+        w = self._w * torch.cat([torch.ones_like(scale)[..., None].expand(*scale.shape, 3),
+                                 scale[..., None].expand(*scale.shape, 3)], -1)  # fmt: skip
+        Jw = J_loc * w[..., :, None]
+        H = J_loc.transpose(-1, -2) @ Jw
+        g = (Jw.transpose(-1, -2) @ e_loc[..., None]).squeeze(-1)
+        # soft joint limits
+        if bc.joint_limit_weight > 0:
+            m = bc.joint_limit_margin
+            below = torch.clamp(kin.lower + m - q, min=0.0)
+            above = torch.clamp(q - (kin.upper - m), min=0.0)
+            active = ((below > 0) | (above > 0)).to(q.dtype)
+            wl2 = bc.joint_limit_weight**2
+            H = H + torch.diag_embed(wl2 * active)
+            g = g + wl2 * (below - above)
+        # error-scaled Levenberg–Marquardt damping: λ² shrinks with the weighted error (full λ above 1 cm),
+        # which keeps the weakly actuated direction (wrist roll moving the jaw centre on its ~8 mm lever
+        # in partial pose) converging instead of stalling under a fixed λ = 0.05
+        werr = torch.linalg.vector_norm(e_loc * w.sqrt(), dim=-1)
+        lam2 = bc.damping**2 * torch.clamp(werr / thr, min=1e-4, max=1.0) if cfg.adaptive_damping else (
+            torch.full_like(werr, bc.damping**2))  # fmt: skip
+        H = H + torch.diag_embed(lam2[..., None].expand(*lam2.shape, kin.dof))
+        maxpen = torch.zeros_like(pe)
+        if bc.self_collision and bc.collision_weight > 0:
+            pen, grad = self.spheres.penetration(frames, kin.axes, bc.collision_margin)
+            act = (pen > 0).to(q.dtype)[..., None]
+            gr = grad * act
+            wc2 = bc.collision_weight**2
+            H = H + wc2 * gr.transpose(-1, -2) @ gr
+            g = g + wc2 * (gr * pen[..., None]).sum(-2)
+            maxpen = pen.amax(-1)
+        return H, g, pe, re, maxpen
+
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+        """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
+        tie-breaker among successful seeds (closest wins)."""
+        kin, cfg, bc = self.kinematics, self.config, self.config.batched
+        b = check_inputs(target, seed, kin.dof)
+        s = bc.seeds
+        tgt = target.detach().to(self.device, kin.dtype)
+        q = self._initial(b, None if seed is None else seed.detach(), s).reshape(b * s, kin.dof)
+        tgt_rep = tgt[:, None].expand(b, s, 4, 4).reshape(b * s, 4, 4)
+        it = 0
+        tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
+        while it < bc.iterations:
+            H, g, pe, re, pen = self._step_terms(q, tgt_rep, partial_pose)
+            if it % bc.check_every == 0 and it > 0:
+                ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(b, s).any(-1)
+                if bool(ok.all()):
+                    break
+            dq = torch.linalg.solve(H, g)
+            big = dq.abs().amax(-1, keepdim=True)
+            dq = dq * torch.clamp(bc.max_step / torch.clamp(big, min=1e-12), max=1.0)
+            q = torch.maximum(torch.minimum(q + dq, kin.upper), kin.lower)
+            it += 1
+        frames = kin.link_frames(q)
+        _, pe, re = pose_error(tgt_rep, frames[..., -1, :, :], kin.approach_axis, partial_pose)
+        if bc.self_collision:
+            pen, _ = self.spheres.penetration(frames, kin.axes, bc.collision_margin)
+            free = pen.amax(-1) <= 1e-6
+        else:
+            free = torch.ones_like(pe, dtype=torch.bool)
+        succ = (pe <= tol_p) & (re <= tol_r) & free
+        err = pe + 0.05 * re
+        if seed is not None:
+            dist = torch.linalg.vector_norm(q - seed.to(self.device, kin.dtype).repeat_interleave(s, 0), dim=-1)
+            score = torch.where(succ, dist, 1e3 + err)
+        else:
+            score = torch.where(succ, err, 1e3 + err)
+        best = score.reshape(b, s).argmin(-1)
+        idx = torch.arange(b, device=self.device) * s + best
+        dev, dt = target.device, target.dtype
+        return IKResult(
+            q=q[idx].to(dev, dt),
+            success=succ[idx].to(dev),
+            position_error=pe[idx].to(dev, dt),
+            rotation_error=re[idx].to(dev, dt),
+            iterations=it,
+        )

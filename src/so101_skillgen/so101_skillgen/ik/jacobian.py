@@ -1,0 +1,238 @@
+"""Damped-least-squares IK (SPEC step 2), single seed per target; a numpy fast path on the CPU.
+
+Per iteration, base frame, position first::
+
+    e  = (p* − p, rotation error)          (partial pose: swing of the approach axis only)
+    Δq = Jᵀ (J Jᵀ + λ² I)⁻¹ · W · e        λ = 0.05, W = diag(1, 1, 1, 0.5, 0.5, 0.2)
+    rotation weights × max(0.01 / |e_p|, 0.05) while |e_p| > 1 cm      (adaptive rotation scaling)
+    Δq ← Δq · min(1, 0.1 / max|Δq_i|)     (clamp: no joint moves more than 0.1 rad, direction kept)
+    q  ← clip(q + Δq, lower, upper)        (joint limits hold after every step)
+
+The rotation weights act along the EE axes (x, y, approach), so 0.2 is the weight of roll about the jaws
+(moot with partial pose, where that component is removed). A target that fails from its seed is retried
+from ``restarts`` random joint vectors (reproducible); the best attempt is returned.
+
+A 6-row solve on 4×4 matrices is dominated by per-call overhead, so this backend runs in numpy on float64
+whatever the device of the inputs (results come back on the target's device and dtype).
+"""
+
+# ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor
+
+from ..kinematics import ArmKinematics
+from .base import IKConfig, IKError, IKResult
+
+__all__ = ["JacobianIK"]
+
+F64 = npt.NDArray[np.float64]
+SingleSolution = tuple[F64, bool, float, float, int]
+"""``(q (5,) rad, success, position_error m, rotation_error rad, iterations)`` of one target."""
+
+
+def check_inputs(target: Tensor, seed: Tensor | None, dof: int) -> int:
+    """Validate shapes; returns the batch size B."""
+    if not isinstance(target, Tensor) or target.dim() != 3 or tuple(target.shape[1:]) != (4, 4):
+        shape = tuple(target.shape) if isinstance(target, Tensor) else type(target).__name__
+        raise IKError(f"target must be a tensor of shape (B, 4, 4), got {shape}")
+    if not bool(torch.isfinite(target).all()):
+        raise IKError("target must be finite")
+    b = int(target.shape[0])
+    if seed is not None:
+        if not isinstance(seed, Tensor) or tuple(seed.shape) != (b, dof):
+            shape = tuple(seed.shape) if isinstance(seed, Tensor) else type(seed).__name__
+            raise IKError(f"seed must be a tensor of shape ({b}, {dof}), got {shape}")
+        if not bool(torch.isfinite(seed).all()):
+            raise IKError("seed must be finite")
+    return b
+
+
+class JacobianIK:
+    """DLS IK on the URDF kinematics (see module docstring)."""
+
+    def __init__(self, config: IKConfig, kinematics: ArmKinematics | None = None) -> None:
+        self.config = config
+        self.kinematics = kinematics if kinematics is not None else ArmKinematics.from_urdf()
+        origins, axes, tail, lower, upper, approach = self.kinematics.numpy_params()
+        self._OR = np.ascontiguousarray(origins[:, :3, :3])
+        self._Op = np.ascontiguousarray(origins[:, :3, 3])
+        self._axes = axes
+        self._tailR = np.ascontiguousarray(tail[:3, :3])
+        self._tailp = np.ascontiguousarray(tail[:3, 3])
+        self._lo, self._hi = lower, upper
+        self._approach = approach
+        basis = np.eye(3)
+        perp = np.cross(approach, basis[int(np.argmin(np.abs(approach)))])
+        self._perp = perp / np.linalg.norm(perp)
+        a = axes
+        zero = np.zeros(len(a))
+        self._K = np.stack(
+            [np.stack([zero, -a[:, 2], a[:, 1]], -1), np.stack([a[:, 2], zero, -a[:, 0]], -1),
+             np.stack([-a[:, 1], a[:, 0], zero], -1)], -2)  # fmt: skip
+        self._AA = a[:, :, None] * a[:, None, :]
+        self._I3 = np.eye(3)
+        self._I6 = np.eye(6)
+        self._w = np.asarray(config.weights, dtype=np.float64)
+        self._n = len(a)
+
+    # ------------------------------------------------------------------ numpy kinematics
+    def fk_jacobian_np(self, q: F64) -> tuple[F64, F64, F64]:
+        """``(R (3, 3), p (3,), J (6, 5))`` of the EE in the base frame at ``q`` (5,) rad (numpy)."""
+        c, s = np.cos(q)[:, None, None], np.sin(q)[:, None, None]
+        rots = c * self._I3 + s * self._K + (1.0 - c) * self._AA
+        R = self._I3
+        p = np.zeros(3)
+        n = self._n
+        z = np.empty((n, 3))
+        o = np.empty((n, 3))
+        for i in range(n):
+            p = R @ self._Op[i] + p
+            R = R @ self._OR[i] @ rots[i]
+            z[i] = R @ self._axes[i]
+            o[i] = p
+        p_ee = R @ self._tailp + p
+        R_ee = R @ self._tailR
+        d = p_ee - o
+        J = np.empty((6, n))
+        J[0] = z[:, 1] * d[:, 2] - z[:, 2] * d[:, 1]
+        J[1] = z[:, 2] * d[:, 0] - z[:, 0] * d[:, 2]
+        J[2] = z[:, 0] * d[:, 1] - z[:, 1] * d[:, 0]
+        J[3:] = z.T
+        return R_ee, p_ee, J
+
+    def _error(self, Rt: F64, pt: F64, R: F64, p: F64, partial: bool) -> tuple[F64, float, float, F64]:
+        """(e (6,), |e_p|, |e_r|, current approach direction (3,))."""
+        e = np.empty(6)
+        e[:3] = pt - p
+        a_cur = R @ self._approach
+        if partial:
+            a_tgt = Rt @ self._approach
+            cr = np.array(
+                [
+                    a_cur[1] * a_tgt[2] - a_cur[2] * a_tgt[1],
+                    a_cur[2] * a_tgt[0] - a_cur[0] * a_tgt[2],
+                    a_cur[0] * a_tgt[1] - a_cur[1] * a_tgt[0],
+                ]
+            )
+            s = math.sqrt(float(cr @ cr))
+            d = float(a_cur @ a_tgt)
+            angle = math.atan2(s, d)
+            if s > 1e-9:
+                e[3:] = cr * (angle / s)
+            elif d > 0:
+                e[3:] = 0.0
+            else:
+                e[3:] = (R @ self._perp) * angle
+        else:
+            e[3:] = _log_rotation(Rt @ R.T)
+        return e, math.sqrt(float(e[:3] @ e[:3])), math.sqrt(float(e[3:] @ e[3:])), a_cur
+
+    def _attempt(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
+        cfg = self.config
+        lam2 = cfg.damping**2
+        tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
+        w = self._w
+        q = np.clip(q, self._lo, self._hi)
+        R, p, J = self.fk_jacobian_np(q)
+        e, ep, er, a = self._error(Rt, pt, R, p, partial)
+        it = 0
+        while it < iterations and not (ep <= tol_p and er <= tol_r):
+            it += 1
+            scale = max(cfg.rotation_scaling_threshold / ep, cfg.rotation_scaling_min) if (
+                ep > cfg.rotation_scaling_threshold) else 1.0  # fmt: skip
+            we = np.empty(6)
+            we[:3] = w[:3] * e[:3]
+            we[3:] = R @ ((R.T @ e[3:]) * w[3:] * scale)
+            if partial:
+                J[3:] = J[3:] - np.outer(a, a @ J[3:])
+            if cfg.adaptive_damping:
+                werr = math.sqrt(float(we @ e)) / cfg.rotation_scaling_threshold
+                lam2 = cfg.damping**2 * min(max(werr, 1e-4), 1.0)
+            dq = J.T @ np.linalg.solve(J @ J.T + lam2 * self._I6, we)
+            big = float(np.max(np.abs(dq)))
+            if big > cfg.max_step:
+                dq *= cfg.max_step / big
+            q = np.clip(q + dq, self._lo, self._hi)
+            R, p, J = self.fk_jacobian_np(q)
+            e, ep, er, a = self._error(Rt, pt, R, p, partial)
+        return q, ep, er, it
+
+    def solve_np(self, target: F64, seed: F64 | None = None, *, partial_pose: bool = True) -> SingleSolution:
+        """One target (4, 4) → ``(q (5,), success, position_error m, rotation_error rad, iterations)``."""
+        cfg = self.config
+        Rt, pt = np.ascontiguousarray(target[:3, :3]), np.ascontiguousarray(target[:3, 3])
+        q0 = np.zeros(self._n) if seed is None else np.asarray(seed, dtype=np.float64)
+        iters = cfg.jacobian.iterations
+        best = self._attempt(Rt, pt, q0, partial_pose, iters)
+        total = best[3]
+        ok = best[1] <= cfg.position_tolerance and best[2] <= cfg.rotation_tolerance
+        rng: np.random.Generator | None = None
+        for _ in range(cfg.jacobian.restarts):
+            if ok:
+                break
+            if rng is None:
+                rng = np.random.default_rng(cfg.jacobian.restart_seed)
+            res = self._attempt(Rt, pt, rng.uniform(self._lo, self._hi), partial_pose, iters)
+            total += res[3]
+            if res[1] + 0.05 * res[2] < best[1] + 0.05 * best[2]:
+                best = res
+            ok = best[1] <= cfg.position_tolerance and best[2] <= cfg.rotation_tolerance
+        return best[0], ok, best[1], best[2], total
+
+    # ------------------------------------------------------------------ IKSolver
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+        """Solve each target (B, 4, 4) from its seed (B, 5) (default: all joints 0), one after the other."""
+        b = check_inputs(target, seed, self._n)
+        tg = target.detach().to("cpu", torch.float64).numpy()
+        sd = seed.detach().to("cpu", torch.float64).numpy() if seed is not None else None
+        q = np.empty((b, self._n))
+        ok = np.empty(b, dtype=bool)
+        pe = np.empty(b)
+        re = np.empty(b)
+        iters = 0
+        for i in range(b):
+            q[i], ok[i], pe[i], re[i], it = self.solve_np(
+                tg[i], None if sd is None else sd[i], partial_pose=partial_pose
+            )
+            iters = max(iters, it)
+        dev, dt = target.device, target.dtype
+        return IKResult(
+            q=torch.as_tensor(q, dtype=dt).to(dev),
+            success=torch.as_tensor(ok).to(dev),
+            position_error=torch.as_tensor(pe, dtype=dt).to(dev),
+            rotation_error=torch.as_tensor(re, dtype=dt).to(dev),
+            iterations=iters,
+        )
+
+
+def _log_rotation(R: F64) -> F64:
+    """Axis-angle (3,) of a rotation matrix (3, 3), accurate near 0 and π (via Shepperd's quaternion)."""
+    m = R
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    k = int(np.argmax((tr, m[0, 0], m[1, 1], m[2, 2])))
+    if k == 0:
+        s = 2.0 * math.sqrt(max(1.0 + tr, 1e-300))
+        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    elif k == 1:
+        s = 2.0 * math.sqrt(max(1.0 + m[0, 0] - m[1, 1] - m[2, 2], 1e-300))
+        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    elif k == 2:
+        s = 2.0 * math.sqrt(max(1.0 + m[1, 1] - m[0, 0] - m[2, 2], 1e-300))
+        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    else:
+        s = 2.0 * math.sqrt(max(1.0 + m[2, 2] - m[0, 0] - m[1, 1], 1e-300))
+        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s
+    if w < 0:
+        w, x, y, z = -w, -x, -y, -z
+    v = np.array([x, y, z])
+    sn = math.sqrt(x * x + y * y + z * z)
+    if sn < 1e-12:
+        return 2.0 * v / max(w, 1e-12)
+    return v * (2.0 * math.atan2(sn, w) / sn)

@@ -1,0 +1,78 @@
+"""Pose error, weighting and the partial-pose projection used by the IK backends (torch, batched).
+
+All vectors are in the robot base frame, position first: ``e = (e_p, e_r)`` with ``e_p = p* − p`` (m) and
+``e_r`` the axis-angle (rad) of the rotation taking the current EE orientation to the target one.
+
+Partial pose (5-DOF arm): the rotation about the approach axis ``a`` (EE frame; URDF z along the jaws) is
+not controllable, so ``e_r`` is the *swing* part only — the rotation taking the current approach direction
+``R·a`` onto the target one ``R*·a`` — which is perpendicular to ``R·a`` (the projection of the error onto
+the plane ⟂ approach axis, exact even for large roll), and the angular Jacobian rows are projected onto that
+plane too, so the solver neither chases nor resists roll.
+"""
+
+# ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ..se3 import rotation_error
+
+__all__ = ["perpendicular_unit", "pose_error", "project_angular", "weight_error"]
+
+
+def perpendicular_unit(axis: Tensor) -> Tensor:
+    """A unit vector (3,) perpendicular to the unit ``axis`` (3,)."""
+    basis = torch.eye(3, dtype=axis.dtype, device=axis.device)
+    other = basis[int(torch.argmin(axis.abs()))]
+    v = torch.linalg.cross(axis, other, dim=-1)
+    return v / torch.linalg.vector_norm(v)
+
+
+def pose_error(
+    target: Tensor, current: Tensor, approach_axis: Tensor, partial_pose: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(e (..., 6), position_error (...) m, rotation_error (...) rad)`` of ``current`` (..., 4, 4)
+    relative to ``target`` (..., 4, 4), base frame, position first."""
+    e_p = target[..., :3, 3] - current[..., :3, 3]
+    R, Rt = current[..., :3, :3], target[..., :3, :3]
+    if partial_pose:
+        a_cur = R @ approach_axis
+        a_tgt = Rt @ approach_axis
+        c = torch.linalg.cross(a_cur, a_tgt, dim=-1)
+        s = torch.linalg.vector_norm(c, dim=-1, keepdim=True)
+        d = (a_cur * a_tgt).sum(-1, keepdim=True)
+        angle = torch.atan2(s, d)
+        # anti-parallel approach axes: any axis ⟂ the current approach direction will do
+        fallback = R @ perpendicular_unit(approach_axis)
+        unit = torch.where(s > 1e-9, c / torch.clamp(s, min=1e-12), torch.where(d > 0, torch.zeros_like(c), fallback))
+        e_r = unit * angle
+    else:
+        e_r = rotation_error(Rt, R)
+    e = torch.cat([e_p, e_r], dim=-1)
+    return e, torch.linalg.vector_norm(e_p, dim=-1), torch.linalg.vector_norm(e_r, dim=-1)
+
+
+def weight_error(
+    e: Tensor,
+    R: Tensor,
+    weights: Tensor,
+    pos_err: Tensor,
+    threshold: float,
+    min_scale: float,
+) -> Tensor:
+    """``W·e`` (..., 6): position weights in base axes; rotation weights along the EE axes (x, y, z of
+    ``R`` (..., 3, 3)), scaled by max(threshold / e_pos, min_scale) while e_pos > ``threshold`` m."""
+    scale = torch.where(
+        pos_err > threshold, torch.clamp(threshold / torch.clamp(pos_err, min=1e-12), min=min_scale), 1.0
+    ).unsqueeze(-1)
+    e_r_local = (R.transpose(-1, -2) @ e[..., 3:, None]).squeeze(-1) * weights[3:] * scale
+    return torch.cat([e[..., :3] * weights[:3], (R @ e_r_local[..., None]).squeeze(-1)], dim=-1)
+
+
+def project_angular(J: Tensor, R: Tensor, approach_axis: Tensor) -> Tensor:
+    """Jacobian (..., 6, n) with its angular rows projected onto the plane ⟂ the approach direction."""
+    a = R @ approach_axis  # (..., 3)
+    P = torch.eye(3, dtype=J.dtype, device=J.device) - a[..., :, None] * a[..., None, :]
+    return torch.cat([J[..., :3, :], P @ J[..., 3:, :]], dim=-2)

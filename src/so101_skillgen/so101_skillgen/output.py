@@ -1,0 +1,101 @@
+"""The generation output directory: kept demos, failures, progress (resume) and summary.
+
+Layout: ``demo_000000.npz`` … (:func:`~so101_bringup.seeds.format.save_seed`, atomic), ``failures.json``
+(every failed attempt and its reason), ``progress.json`` (next attempt index, run fingerprint) and
+``summary.json``. Every JSON file is replaced atomically, a demo is written *before* the progress that
+counts it, so a crash at any point resumes after the last complete demo: nothing duplicated or corrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from so101_bringup.seeds.format import SeedDemo, SeedFormatError, load_seed, save_seed
+
+from .errors import ResumeError
+
+DEMO_GLOB = "demo_*.npz"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic JSON write (temp file + rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class OutputDir:
+    """State of one output directory; :meth:`open` resumes what an earlier (crashed) run left."""
+
+    def __init__(self, root: Path, fingerprint: dict[str, Any]) -> None:
+        self.root = root
+        self.fingerprint = fingerprint
+        self.next_attempt = 0
+        self.kept = 0
+        self.failures: list[dict[str, Any]] = []
+
+    @classmethod
+    def open(cls, root: str | Path, fingerprint: dict[str, Any]) -> OutputDir:
+        """Create or resume ``root``. Raises :class:`ResumeError` if it was written with another fingerprint."""
+        out = cls(Path(root), fingerprint)
+        out.root.mkdir(parents=True, exist_ok=True)
+        for stale in [*out.root.glob("*.tmp.npz"), *out.root.glob("*.tmp")]:
+            stale.unlink()  # half-written by a crash; the final names are untouched
+        progress = out.root / "progress.json"
+        if progress.is_file():
+            try:
+                state = json.loads(progress.read_text(encoding="utf-8"))
+                old_fp, next_attempt = state["fingerprint"], int(state["next_attempt"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ResumeError(f"{progress}: unreadable progress file ({exc}); use a new output directory") from exc
+            if old_fp != fingerprint:
+                raise ResumeError(
+                    f"{out.root} was generated with {old_fp}, not {fingerprint}; use a new output directory"
+                )
+            out.next_attempt = next_attempt
+        last_attempt = -1
+        for i, path in enumerate(sorted(out.root.glob(DEMO_GLOB))):
+            if path.name != out.demo_name(i):
+                raise ResumeError(f"{path}: unexpected demo file name (expected {out.demo_name(i)})")
+            try:
+                demo = load_seed(path)
+            except SeedFormatError as exc:
+                raise ResumeError(f"{path}: corrupt demo ({exc})") from exc
+            last_attempt = max(last_attempt, int(demo.extra.get("attempt", -1)))
+            out.kept = i + 1
+        out.next_attempt = max(out.next_attempt, last_attempt + 1)
+        failures = out.root / "failures.json"
+        if failures.is_file():
+            try:
+                loaded = json.loads(failures.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ResumeError(f"{failures}: unreadable ({exc})") from exc
+            out.failures = [f for f in loaded if int(f["attempt"]) < out.next_attempt]
+        return out
+
+    @staticmethod
+    def demo_name(index: int) -> str:
+        return f"demo_{index:06d}.npz"
+
+    def add_demo(self, demo: SeedDemo, attempt: int) -> Path:
+        path = save_seed(demo, self.root / self.demo_name(self.kept))
+        self.kept += 1
+        self._advance(attempt)
+        return path
+
+    def add_failure(self, record: dict[str, Any], attempt: int) -> None:
+        self.failures.append(record)
+        write_json(self.root / "failures.json", self.failures)
+        self._advance(attempt)
+
+    def _advance(self, attempt: int) -> None:
+        self.next_attempt = attempt + 1
+        write_json(self.root / "progress.json", {"fingerprint": self.fingerprint, "next_attempt": self.next_attempt})
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        path = self.root / "summary.json"
+        write_json(path, summary)
+        return path

@@ -1,0 +1,44 @@
+"""Scripted seeds without hardware: :class:`~so101_bringup.sim.rollout.EpisodeRecord` → :class:`SeedDemo`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from so101_bringup.seeds.format import SeedDemo
+from so101_bringup.sim.rollout import EpisodeRecord, run_scripted_episode
+from so101_bringup.sim.scene import RACK, VIAL
+from so101_bringup.sim.twin import Twin
+
+from .errors import SkillGenError
+
+
+def seed_from_record(record: EpisodeRecord, control_hz: float = 30.0, source: str = "scripted") -> SeedDemo:
+    """Convert a recorded episode (``record=True``) into a seed demo (timestamps k / control_hz)."""
+    if len(record.actions) == 0:
+        raise SkillGenError(f"episode with seed {record.seed} was not recorded (run it with record=True)")
+    steps = len(record.actions)
+    return SeedDemo(
+        t=np.arange(steps, dtype=np.float64) / control_hz,
+        joint_positions=np.asarray(record.joint_positions, dtype=np.float64),
+        actions=np.asarray(record.actions, dtype=np.float64),
+        object_poses={VIAL: np.asarray(record.vial_poses), RACK: np.asarray(record.rack_poses)},
+        success=bool(record.success),
+        seed=record.seed,
+        source=source,
+        control_hz=control_hz,
+        extra={"partly_done": bool(record.partly_done)},
+    )
+
+
+def scripted_seeds(twin: Twin, seeds: list[int], *, only_successful: bool = True) -> list[SeedDemo]:
+    """Run the scripted expert once per scene seed and return the (successful) episodes as seeds.
+
+    Episodes that start partly done (vial already in hand) are skipped: they hold no grasp to learn from.
+    """
+    out = []
+    for s in seeds:
+        rec = run_scripted_episode(twin, s, record=True)
+        if rec.partly_done or (only_successful and not rec.success):
+            continue
+        out.append(seed_from_record(rec, twin.config.physics.control_hz))
+    return out

@@ -1,0 +1,145 @@
+"""FK replay and IK tracking behind one small interface, backend chosen by ``skillgen.ik.backend``.
+
+Frames: everything is in the world (= robot base) frame; the end effector is the twin's
+``gripperframe`` site (x along the jaws = approach axis, z from the fixed toward the moving jaw).
+Partial-pose tracking: a *tool point* (3,) and a *tool axis* (3,), both in the EE frame, are driven to a
+world point and a world direction; rotation about the tool axis stays free (5 arm joints).
+
+- ``mujoco``: damped least squares Δq = Jᵀ(JJᵀ + λ²I)⁻¹·W·e on MuJoCo's Jacobian (position rows first,
+  adaptive rotation scaling max(0.01 / |e_pos|, 0.05) above 1 cm), |Δq| ≤ ``max_step`` per iteration —
+  :class:`so101_bringup.sim.ik.ArmIK` on a private ``MjData``.
+- ``skillgen``: :mod:`so101_skillgen.ik` (torch, configured by ``ik.yaml``), given the full EE pose
+  whose tool axis is aligned; its URDF ``gripper_frame_link`` is the site rotated by Ry(+90°).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from so101_bringup.sim.config import default_config_dir
+from so101_bringup.sim.geometry import F64
+from so101_bringup.sim.ik import ArmIK, AxisTarget, IKSettings
+from so101_bringup.sim.twin import Twin
+
+from .config import IK_BACKENDS, IKConfig
+from .errors import SkillGenConfigError
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    """``q`` (5,) rad; ``pos_error`` m of the tool point; ``axis_error`` rad of the tool axis."""
+
+    q: F64
+    pos_error: float
+    axis_error: float
+
+
+class Tracker(Protocol):
+    """What generation needs from kinematics."""
+
+    def fk(self, q: F64) -> F64:
+        """EE frames (N, 4, 4) of arm joints ``q`` (N, 5) rad."""
+        ...
+
+    def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
+        """Joints (5,) moving ``tool_point`` (EE frame) to ``point`` (world) and ``tool_axis`` onto ``axis``."""
+        ...
+
+
+class MujocoTracker:
+    """The ``mujoco`` backend on the twin's model (its simulation state is never touched)."""
+
+    def __init__(self, twin: Twin, cfg: IKConfig) -> None:
+        settings = IKSettings(damping=cfg.damping, max_step=cfg.max_step, iterations=cfg.iterations)
+        ix = twin.index
+        self._ik = ArmIK(twin.model, ix.ee_site, ix.qpos_adr[:5], ix.dof_adr[:5], settings)
+
+    def fk(self, q: F64) -> F64:
+        qs = np.asarray(q, dtype=np.float64).reshape(-1, 5)
+        out = np.tile(np.eye(4), (len(qs), 1, 1))
+        for i, row in enumerate(qs):
+            pos, rot = self._ik.forward(row)
+            out[i, :3, :3] = rot
+            out[i, :3, 3] = pos
+        return out
+
+    def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
+        res = self._ik.solve(q_init, point, tool_point, [AxisTarget(tool_axis, axis)])
+        return TrackResult(res.q, res.pos_error, res.axis_error)
+
+
+_RY90 = np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+
+def _align(r: F64, a_from: F64, a_to: F64) -> F64:
+    """Rotation (3, 3) ``R' = Q·r`` with the smallest Q turning world direction ``a_from`` onto ``a_to``."""
+    u, v = a_from / np.linalg.norm(a_from), a_to / np.linalg.norm(a_to)
+    c = float(u @ v)
+    w = np.cross(u, v)
+    s = float(np.linalg.norm(w))
+    if s < 1e-12:
+        return r.copy()
+    k = w / s
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    q = np.eye(3) + s * kx + (1 - c) * kx @ kx
+    return np.asarray(q @ r)
+
+
+class SkillgenTracker:
+    """The ``skillgen`` backend: :func:`so101_skillgen.ik.load_ik_solver` and ``ArmKinematics`` (torch)."""
+
+    def __init__(self, twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> None:
+        try:
+            import torch
+
+            from so101_skillgen import ik as ik_mod
+            from so101_skillgen.kinematics import ArmKinematics
+        except ImportError as exc:  # pragma: no cover - depends on the colleague's package state
+            raise SkillGenConfigError("skillgen.ik.backend", f"backend 'skillgen' is unavailable: {exc}") from exc
+        path = Path(cfg.config)
+        if not path.is_absolute():
+            path = (config_dir or default_config_dir()) / path
+        loader: Any = getattr(ik_mod, "load_ik_solver", None)
+        if loader is None:  # pragma: no cover
+            raise SkillGenConfigError("skillgen.ik.backend", "so101_skillgen.ik has no load_ik_solver")
+        try:
+            self._solver = loader(ik_mod.load_ik_config(path))
+        except Exception as exc:  # the colleague's config errors carry their own field names
+            raise SkillGenConfigError("skillgen.ik.config", f"{path}: {exc}") from exc
+        self._torch = torch
+        self._kin = ArmKinematics.from_urdf()
+        self._mj = MujocoTracker(twin, cfg)
+
+    def fk(self, q: F64) -> F64:
+        t = self._kin.fk(self._torch.as_tensor(np.asarray(q).reshape(-1, 5), dtype=self._torch.float64))
+        return np.asarray(t.detach().cpu().numpy()) @ np.linalg.inv(_RY90)
+
+    def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
+        cur = self._mj.fk(q_init)[0]
+        rot = _align(cur[:3, :3], cur[:3, :3] @ tool_axis, axis)
+        target = np.eye(4)
+        target[:3, :3] = rot
+        target[:3, 3] = point - rot @ tool_point
+        tt = self._torch.as_tensor((target @ _RY90)[None], dtype=self._torch.float64)
+        seed = self._torch.as_tensor(np.asarray(q_init)[None], dtype=self._torch.float64)
+        res = self._solver.solve(tt, seed, partial_pose=True)
+        q = np.asarray(res.q.detach().cpu().numpy()[0], dtype=np.float64)
+        got = self._mj.fk(q)[0]
+        pos_err = float(np.linalg.norm(got[:3, :3] @ tool_point + got[:3, 3] - point))
+        ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ (axis / np.linalg.norm(axis)), -1.0, 1.0)))
+        return TrackResult(q, pos_err, ang)
+
+
+def make_tracker(twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> Tracker:
+    """The tracker for ``cfg.backend``; an unknown name raises :class:`SkillGenConfigError` (``skillgen.ik.backend``)."""
+    if cfg.backend == "mujoco":
+        return MujocoTracker(twin, cfg)
+    if cfg.backend == "skillgen":
+        return SkillgenTracker(twin, cfg, config_dir)
+    raise SkillGenConfigError(
+        "skillgen.ik.backend", f"unknown IK backend {cfg.backend!r} (known: {list(IK_BACKENDS)})"
+    )

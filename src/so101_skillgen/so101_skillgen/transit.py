@@ -1,0 +1,139 @@
+"""Transit motions between subtasks: lift to a safe height, move across, descend (IK at the waypoints,
+min-jerk joint interpolation between them) — then checked
+against the twin's collision geometry (table, mat, rack, the held object carried rigidly in the hand).
+
+Points are tool points in the world frame (m); axes are unit world directions of the tool axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from so101_bringup.robot_spec import GRIPPER_INDEX
+from so101_bringup.sim.geometry import F64, mat_to_quat
+from so101_bringup.sim.scripted_expert import min_jerk
+from so101_bringup.sim.twin import Twin
+
+from .config import TransitConfig
+
+TOOL_EXTENT = 0.02
+"""m the open jaws reach below the tool point (clearance reference when nothing is held)."""
+
+
+@dataclass(frozen=True)
+class HeldObject:
+    """An object carried rigidly: its ``name`` and pose in the EE frame ``ee_to_object`` (4, 4)."""
+
+    name: str
+    ee_to_object: F64
+
+
+def transit_waypoints(p0: F64, a0: F64, p1: F64, a1: F64, safe_z: float) -> list[tuple[F64, F64]]:
+    """Tool-point waypoints (point (3,), axis (3,)) after the start: above ``p0`` at the safe height (if
+    ``p0`` is below it), above ``p1``, then ``p1``. The axis turns to ``a1`` on the move across."""
+    z = max(safe_z, float(p1[2]))
+    out: list[tuple[F64, F64]] = []
+    if p0[2] < z - 1e-4:
+        out.append((np.array([p0[0], p0[1], z]), np.asarray(a0, float)))
+    if np.linalg.norm(np.asarray(p1[:2]) - np.asarray(p0[:2])) > 1e-4 or not out:
+        out.append((np.array([p1[0], p1[1], z]), np.asarray(a1, float)))
+    if z - p1[2] > 1e-4:
+        out.append((np.asarray(p1, float), np.asarray(a1, float)))
+    return out
+
+
+def joint_path(q_way: list[F64], lengths: list[float], cfg: TransitConfig, control_hz: float) -> F64:
+    """Min-jerk joint interpolation (N, 5) through waypoint configurations ``q_way`` (first = start,
+    excluded from the output); leg k lasts ``lengths[k] / cfg.speed`` s (at least ``cfg.min_steps`` steps)."""
+    rows: list[F64] = []
+    for k in range(1, len(q_way)):
+        a, b = q_way[k - 1], q_way[k]
+        n = max(cfg.min_steps, int(np.ceil(lengths[k - 1] / cfg.speed * control_hz)))
+        rows.extend(a + min_jerk(i / n) * (b - a) for i in range(1, n + 1))
+    return np.asarray(rows)
+
+
+def safe_height(twin: Twin, held: HeldObject | None, held_axis: F64 | None, clearance: float) -> float:
+    """Tool-point height (m) that keeps the jaws (or the held object's lowest point) ``clearance`` above
+    the tops of the objects not held (rack top; a lying vial's top)."""
+    tops = []
+    poses = twin.object_poses()
+    rack, vial = twin.config.rack, twin.config.vial
+    for name, pose in poses.items():
+        if held is not None and name == held.name:
+            continue
+        tops.append(pose.position[2] + (rack.top_height if name == "rack" else vial.radius))
+    below = TOOL_EXTENT
+    if held is not None and held_axis is not None:
+        c = abs(float(held_axis[2]) / np.linalg.norm(held_axis))
+        below = max(below, vial.half_length * c + vial.radius * np.sqrt(max(0.0, 1 - c * c)))  # tool = centre
+    return max(tops, default=0.0) + clearance + below
+
+
+class CollisionChecker:
+    """Kinematic collision check of joint paths on a scratch ``MjData`` of the twin's model.
+
+    A configuration collides when a pair of bodies touches (penetration ≤ 0) that did not already touch
+    at the path's start (the rack on the mat is allowed, a pad rubbing the rack is not); contacts between
+    the held object and the gripper are allowed.
+    """
+
+    def __init__(self, twin: Twin) -> None:
+        self._twin = twin
+        self._m = twin.model
+        self._d = mujoco.MjData(twin.model)
+        ix = twin.index
+        grip_bodies = {int(self._m.geom_bodyid[g]) for g in ix.pad_geoms}
+        grip_bodies.add(ix.ee_body)
+        self._grip_bodies = grip_bodies
+
+    def _pairs(self, held_body: int | None) -> set[tuple[int, int]]:
+        mujoco.mj_kinematics(self._m, self._d)
+        mujoco.mj_collision(self._m, self._d)
+        out = set()
+        for i in range(self._d.ncon):
+            c = self._d.contact[i]
+            if c.dist > 0.0:
+                continue
+            b1, b2 = int(self._m.geom_bodyid[c.geom1]), int(self._m.geom_bodyid[c.geom2])
+            pair = (min(b1, b2), max(b1, b2))
+            if held_body is not None and held_body in pair and (pair[0] in self._grip_bodies or pair[1] in self._grip_bodies):
+                continue
+            out.add(pair)
+        return out
+
+    def first_collision(self, q_arm: F64, gripper: float, held: HeldObject | None, every: int = 1) -> int | None:
+        """Index of the first colliding row of ``q_arm`` (N, 5) rad (checking every ``every``-th and the
+        last), or None. ``gripper`` rad is the jaw opening used for the whole path."""
+        tw = self._twin
+        ix = tw.index
+        self._d.qpos[:] = tw.data.qpos
+        self._d.qpos[ix.qpos_adr[GRIPPER_INDEX]] = gripper
+        held_body = ix.object_bodies[held.name] if held is not None else None
+        site = ix.ee_site
+
+        def place(q: F64) -> None:
+            self._d.qpos[ix.qpos_adr[:GRIPPER_INDEX]] = q
+            if held is not None:
+                mujoco.mj_kinematics(self._m, self._d)
+                ee = np.eye(4)
+                ee[:3, :3] = self._d.site_xmat[site].reshape(3, 3)
+                ee[:3, 3] = self._d.site_xpos[site]
+                obj = ee @ held.ee_to_object
+                a = ix.object_qpos_adr[held.name]
+                self._d.qpos[a : a + 3] = obj[:3, 3]
+                self._d.qpos[a + 3 : a + 7] = mat_to_quat(obj[:3, :3])
+
+        place(np.asarray(tw.data.qpos[ix.qpos_adr[:GRIPPER_INDEX]]))
+        base = self._pairs(held_body)
+        rows = list(range(0, len(q_arm), every))
+        if len(q_arm) and rows[-1] != len(q_arm) - 1:
+            rows.append(len(q_arm) - 1)
+        for i in rows:
+            place(q_arm[i])
+            if self._pairs(held_body) - base:
+                return i
+        return None
