@@ -45,6 +45,7 @@ setup(
             "teleop = so101_bringup.nodes.teleop_node:main",
             "scripted_expert = so101_bringup.nodes.scripted_expert_node:main",
             "seed_recorder = so101_bringup.seeds.recorder:main",
+            "camera = so101_bringup.nodes.camera_node:main",
         ]
     },
 )

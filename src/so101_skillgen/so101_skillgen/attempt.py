@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from so101_bringup.robot_spec import GRIPPER_INDEX
 from so101_bringup.sim.config import TaskConfig
 from so101_bringup.sim.geometry import F64
+from so101_bringup.sim.scene import RACK, VIAL
 from so101_bringup.sim.task import SuccessDetector, geometric_filter
 from so101_bringup.sim.twin import Twin
 
 from .config import SkillGenConfig
+from .errors import SkillGenError
 from .frames import object_frame, pose_to_matrix, rigid_inverse
 from .library import SeedLibrary
 from .segmentation import GRASP
@@ -37,8 +38,8 @@ FAILURE_REASONS: tuple[str, ...] = (
 MAX_JOINT_JUMP = 0.35  # rad between consecutive commands: more is an IK branch flip (ik_divergence)
 
 
-class AttemptFailed(Exception):
-    """Internal control flow: the attempt stops with ``reason`` (one of :data:`FAILURE_REASONS`)."""
+class AttemptError(SkillGenError):
+    """The attempt stops with ``reason`` (one of :data:`FAILURE_REASONS`); caught by :meth:`AttemptRunner.run`."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
@@ -78,7 +79,7 @@ class _Recorder:
         tw.step(cmd)
         p = tw.object_poses()
         return self.detector.update(
-            p["vial"].position, p["vial"].quaternion, p["rack"].position, p["rack"].quaternion, tw.jaw_contacts().both
+            p[VIAL].position, p[VIAL].quaternion, p[RACK].position, p[RACK].quaternion, tw.jaw_contacts().both
         )
 
     def arrays(self) -> tuple[F64, F64, dict[str, F64]]:
@@ -125,16 +126,16 @@ class AttemptRunner:
         return bool(np.linalg.norm(expect[:3, 3] - pos) < 0.025)
 
     def _track(self, q0: F64, points: F64, axes: F64, tool_p: F64, tool_a: F64, what: str) -> F64:
-        """IK along the targets, warm-started; (N, 5) rad or :class:`AttemptFailed` (``ik_divergence``)."""
+        """IK along the targets, warm-started; (N, 5) rad or :class:`AttemptError` (``ik_divergence``)."""
         out = np.empty((len(points), GRIPPER_INDEX))
         q = np.asarray(q0, dtype=np.float64)
         tol = self.cfg.ik.tolerance
         for i, (p, a) in enumerate(zip(points, axes, strict=True)):
             res = self.tracker.solve(q, p, a, tool_p, tool_a)
             if res.pos_error > tol:
-                raise AttemptFailed("ik_divergence", f"{what} step {i}: tracking error {res.pos_error:.4f} m > {tol}")
+                raise AttemptError("ik_divergence", f"{what} step {i}: tracking error {res.pos_error:.4f} m > {tol}")
             if np.max(np.abs(res.q - q)) > MAX_JOINT_JUMP:
-                raise AttemptFailed("ik_divergence", f"{what} step {i}: joint jump {np.max(np.abs(res.q - q)):.2f} rad")
+                raise AttemptError("ik_divergence", f"{what} step {i}: joint jump {np.max(np.abs(res.q - q)):.2f} rad")
             q = res.q
             out[i] = q
         return out
@@ -162,7 +163,7 @@ class AttemptRunner:
         for p, a in transit_waypoints(p0, a0, p1, a1, safe):
             q, err = self._solve_multistart(q_way[-1], p, a, tool_p, tool_a)
             if err > self.cfg.ik.tolerance:
-                raise AttemptFailed("ik_divergence", f"transit to {kind}: waypoint {np.round(p, 3).tolist()} "
+                raise AttemptError("ik_divergence", f"transit to {kind}: waypoint {np.round(p, 3).tolist()} "
                                     f"unreachable ({err:.4f} m)")  # fmt: skip
             q_way.append(q)
             lengths.append(float(np.linalg.norm(p - prev)))
@@ -178,7 +179,7 @@ class AttemptRunner:
         sources: list[dict[str, Any]] = []
         try:
             self._execute(rec, rng, sources)
-        except AttemptFailed as fail:
+        except AttemptError as fail:
             a, q, p = rec.arrays()
             return AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources)
         a, _, _ = rec.arrays()
@@ -186,8 +187,10 @@ class AttemptRunner:
         ok, rep = replay(tw, self.task, scene_seed, smoothed)
         a2, q2, p2 = rep.arrays()
         if not ok:
-            return AttemptOutcome(False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources)
-        v, r = p2["vial"][-1], p2["rack"][-1]
+            return AttemptOutcome(
+                False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources
+            )
+        v, r = p2[VIAL][-1], p2[RACK][-1]
         if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
             return AttemptOutcome(False, "filter", "final state fails the geometric filter", a2, q2, p2, sources)
         return AttemptOutcome(True, None, "", a2, q2, p2, sources)
@@ -196,10 +199,10 @@ class AttemptRunner:
         tw, cfg, lib = self.twin, self.cfg, self.library
         sym = set(cfg.symmetric_objects)
         q_cmd = tw.joint_targets()
-        rack0 = tw.object_poses()["rack"].position.copy()
+        rack0 = tw.object_poses()[RACK].position.copy()
         held: HeldObject | None = None
         if tw.jaw_contacts().both:  # partly-done start: the vial is already in the hand
-            held = self._held("vial", tw.joint_positions()[:GRIPPER_INDEX])
+            held = self._held(VIAL, tw.joint_positions()[:GRIPPER_INDEX])
         for slot, (kind, obj, _held_name) in enumerate(lib.signature):
             if kind == GRASP and held is not None and held.name == obj:
                 continue
@@ -216,7 +219,7 @@ class AttemptRunner:
                 tool_p, tool_a = seg.tool_points[0], seg.tool_axes[0]
             else:
                 if held is None or held.name != seg.subtask.held:
-                    raise AttemptFailed("drop", f"nothing held at the start of the place onto {obj}")
+                    raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
                 held = self._held(held.name, tw.joint_positions()[:GRIPPER_INDEX])
                 tool_p, tool_a = held.ee_to_object[:3, 3], held.ee_to_object[:3, 2]
             ee = self._ee(q_cmd[:GRIPPER_INDEX])
@@ -226,7 +229,7 @@ class AttemptRunner:
             q_tr = self._transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], safe, tool_p, tool_a, kind)
             hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every)
             if hit is not None:
-                raise AttemptFailed("collision", f"transit to {kind} of {obj} collides at step {hit}")
+                raise AttemptError("collision", f"transit to {kind} of {obj} collides at step {hit}")
             dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)
             for q in np.concatenate([q_tr, dwell]):
                 q_cmd = np.array([*q, grip])
@@ -247,7 +250,7 @@ class AttemptRunner:
             if kind == GRASP:
                 lifted = tw.object_poses()[obj].position[2] - z0 >= 0.5 * cfg.segmentation.lift_height
                 if not (lifted and tw.jaw_contacts().both):
-                    raise AttemptFailed("miss", f"grasp of {obj} did not lift it (source {seg.seed_name})")
+                    raise AttemptError("miss", f"grasp of {obj} did not lift it (source {seg.seed_name})")
                 held = self._held(obj, tw.joint_positions()[:GRIPPER_INDEX])
             else:
                 held = None
@@ -255,11 +258,11 @@ class AttemptRunner:
 
     def _monitor(self, held: HeldObject | None, rack0: F64 | None) -> None:
         if held is not None and not self._in_hand(held):
-            raise AttemptFailed("drop", f"{held.name} left the hand")
+            raise AttemptError("drop", f"{held.name} left the hand")
         if rack0 is not None:
-            moved = float(np.linalg.norm(self.twin.object_poses()["rack"].position[:2] - rack0[:2]))
+            moved = float(np.linalg.norm(self.twin.object_poses()[RACK].position[:2] - rack0[:2]))
             if moved > self.cfg.rollout.rack_push_tolerance:
-                raise AttemptFailed("collision", f"rack pushed {moved:.3f} m")
+                raise AttemptError("collision", f"rack pushed {moved:.3f} m")
 
     def _settle(self, rec: _Recorder, q_cmd: F64) -> None:
         margin = 5
@@ -279,9 +282,9 @@ class AttemptRunner:
     def _classify(self) -> None:
         tw = self.twin
         p = tw.object_poses()
-        v, r = p["vial"], p["rack"]
+        v, r = p[VIAL], p[RACK]
         if tw.jaw_contacts().both:
-            raise AttemptFailed("not_released", "the vial is still held at the end")
+            raise AttemptError("not_released", "the vial is still held at the end")
         if bool(geometric_filter(v.position, v.quaternion, r.position, tw.config.rack.top_height, self.task)):
-            raise AttemptFailed("place_miss", "vial upright near the rack but not in a slot")
-        raise AttemptFailed("place_miss", f"vial at {np.round(v.position, 3).tolist()} not placed")
+            raise AttemptError("place_miss", "vial upright near the rack but not in a slot")
+        raise AttemptError("place_miss", f"vial at {np.round(v.position, 3).tolist()} not placed")

@@ -11,6 +11,7 @@ import tempfile
 import time
 from typing import Any
 
+from so101_bringup.seeds.format import SeedDemo
 from so101_bringup.sim.config import SimConfig
 from so101_bringup.sim.randomization import DRConfig
 from so101_bringup.sim.twin import Twin
@@ -37,7 +38,7 @@ def run_skillgen_benchmark(
     """
     cfg = cfg or load_skillgen_config()
     twin = Twin(sim, dr)
-    demos = []
+    demos: list[SeedDemo] = []
     start = 10_000
     while len(demos) < num_seeds and start < 10_000 + 10 * num_seeds + 10:
         demos += scripted_seeds(twin, [start])

@@ -7,7 +7,6 @@ child-frame points to the parent (world = robot base) frame. Batched functions t
 from __future__ import annotations
 
 import numpy as np
-
 from so101_bringup.sim.geometry import F64, mat_to_quat, quat_to_mat
 
 

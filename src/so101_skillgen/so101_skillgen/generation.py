@@ -10,15 +10,15 @@ kind, object, source seed, the k candidates).
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from so101_bringup.seeds.format import SeedDemo, load_seed
 from so101_bringup.sim.config import SimConfig, TaskConfig, load_task_config
 from so101_bringup.sim.randomization import DRConfig
@@ -97,14 +97,20 @@ def load_seed_dir(directory: str | Path) -> tuple[list[SeedDemo], list[str]]:
 
 
 def _fingerprint(cfg: SkillGenConfig, names: Sequence[str], demos: Sequence[SeedDemo]) -> dict[str, Any]:
+    """What must not change between a run and its resumption: the seeds and every setting that shapes an
+    attempt (the demo count and the attempt budget may change)."""
     h = hashlib.sha256()
     for n, d in zip(names, demos, strict=True):
         h.update(n.encode())
         h.update(np.ascontiguousarray(d.actions).tobytes())
-    return {"random_seed": cfg.random_seed, "seeds_sha256": h.hexdigest()[:16]}
+    shaping = replace(cfg, num_demos=1, num_trials=1, generation_guarantee=True)
+    c = hashlib.sha256(json.dumps(asdict(shaping), sort_keys=True).encode()).hexdigest()[:16]
+    return {"random_seed": cfg.random_seed, "seeds_sha256": h.hexdigest()[:16], "config_sha256": c}
 
 
-def _demo(outcome: AttemptOutcome, attempt: int, scene_seed: int, cfg: SkillGenConfig, hz: float, task: str) -> SeedDemo:
+def _demo(
+    outcome: AttemptOutcome, attempt: int, scene_seed: int, cfg: SkillGenConfig, hz: float, task: str
+) -> SeedDemo:
     steps = len(outcome.actions)
     return SeedDemo(
         t=np.arange(steps, dtype=np.float64) / hz,
@@ -179,7 +185,7 @@ class Generator:
             scene, outcome = self.attempt(i)
             runs += 1
             if outcome.success:
-                out.add_demo(_demo(outcome, i, scene, cfg, hz, "vial_to_rack"), i)
+                out.add_demo(_demo(outcome, i, scene, cfg, hz, self.demos[0].task), i)
                 kept_run += 1
             else:
                 record = {

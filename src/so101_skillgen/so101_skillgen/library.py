@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
 from so101_bringup.robot_spec import GRIPPER_INDEX
 from so101_bringup.seeds.format import SeedDemo
 from so101_bringup.sim.geometry import F64

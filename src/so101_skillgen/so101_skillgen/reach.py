@@ -9,7 +9,6 @@ Otherwise :class:`UnreachableRangeError` names the range field — before any ge
 from __future__ import annotations
 
 import numpy as np
-
 from so101_bringup.sim.geometry import F64, yaw_quat
 from so101_bringup.sim.randomization import DRConfig
 from so101_bringup.sim.scene import RACK, VIAL, vial_lying_quat
@@ -29,7 +28,9 @@ def _pose(twin: Twin, name: str, x: float, y: float, ang: float) -> F64:
     """Object pose (7,) with offsets (x, y) m and ``ang`` (vial roll / rack yaw, rad) from the nominal."""
     c = twin.config
     if name == VIAL:
-        return np.array([c.vial.xy[0] + x, c.vial.xy[1] + y, c.vial.radius, *vial_lying_quat(c.vial.yaw, c.vial.roll + ang)])
+        return np.array(
+            [c.vial.xy[0] + x, c.vial.xy[1] + y, c.vial.radius, *vial_lying_quat(c.vial.yaw, c.vial.roll + ang)]
+        )
     return np.array([c.rack.xy[0] + x, c.rack.xy[1] + y, 0.0, *yaw_quat(c.rack.yaw + ang)])
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from so101_bringup.seeds.format import SeedDemo
 from so101_bringup.sim.rollout import EpisodeRecord, run_scripted_episode
 from so101_bringup.sim.scene import RACK, VIAL

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from so101_bringup.robot_spec import GRIPPER_INDEX
 from so101_bringup.seeds.format import SeedDemo
 from so101_bringup.sim.geometry import F64
@@ -61,7 +60,9 @@ def _events(g: F64, cfg: SegmentationConfig) -> list[tuple[int, int | None]]:
     return out
 
 
-def segment_seed(seed: SeedDemo, cfg: SegmentationConfig | None = None, ee_positions: F64 | None = None) -> list[Subtask]:
+def segment_seed(
+    seed: SeedDemo, cfg: SegmentationConfig | None = None, ee_positions: F64 | None = None
+) -> list[Subtask]:
     """Subtasks of ``seed`` in time order; ``ee_positions`` (T, 3) m (tool point, world) refines grasp starts.
 
     Raises :class:`SegmentationError` when the seed holds no grasp that lifts an object, or a grasp

@@ -7,7 +7,6 @@ bit-identical. Edges use the polynomial fitted to the first / last full window (
 from __future__ import annotations
 
 import numpy as np
-
 from so101_bringup.robot_spec import GRIPPER_INDEX
 from so101_bringup.sim.geometry import F64
 

@@ -8,8 +8,10 @@ world point and a world direction; rotation about the tool axis stays free (5 ar
 - ``mujoco``: damped least squares Δq = Jᵀ(JJᵀ + λ²I)⁻¹·W·e on MuJoCo's Jacobian (position rows first,
   adaptive rotation scaling max(0.01 / |e_pos|, 0.05) above 1 cm), |Δq| ≤ ``max_step`` per iteration —
   :class:`so101_bringup.sim.ik.ArmIK` on a private ``MjData``.
-- ``skillgen``: :mod:`so101_skillgen.ik` (torch, configured by ``ik.yaml``), given the full EE pose
-  whose tool axis is aligned; its URDF ``gripper_frame_link`` is the site rotated by Ry(+90°).
+- ``skillgen``: :mod:`so101_skillgen.ik` (torch, configured by ``ik.yaml``), asked for the full EE pose
+  that carries the tool axis onto its target with the least rotation from the current EE, the target
+  origin then corrected by the tool-point residual (≤ 3 solves); its URDF ``gripper_frame_link`` is the
+  site rotated by Ry(+90°). About 0.4 s per solve on CPU: a correctness reference, not the fast path.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-
 from so101_bringup.sim.config import default_config_dir
 from so101_bringup.sim.geometry import F64
 from so101_bringup.sim.ik import ArmIK, AxisTarget, IKSettings
@@ -119,27 +120,37 @@ class SkillgenTracker:
         return np.asarray(t.detach().cpu().numpy()) @ np.linalg.inv(_RY90)
 
     def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
+        """Full-pose solve of the EE pose that carries the tool axis onto ``axis`` with the least rotation
+        from the current EE, then up to 3 corrections of the target origin by the tool-point residual."""
+        torch = self._torch
         cur = self._mj.fk(q_init)[0]
         rot = _align(cur[:3, :3], cur[:3, :3] @ tool_axis, axis)
         target = np.eye(4)
         target[:3, :3] = rot
         target[:3, 3] = point - rot @ tool_point
-        tt = self._torch.as_tensor((target @ _RY90)[None], dtype=self._torch.float64)
-        seed = self._torch.as_tensor(np.asarray(q_init)[None], dtype=self._torch.float64)
-        res = self._solver.solve(tt, seed, partial_pose=True)
-        q = np.asarray(res.q.detach().cpu().numpy()[0], dtype=np.float64)
+        q = np.asarray(q_init, dtype=np.float64)
+        pos_err = np.inf
+        for _ in range(3):
+            tt = torch.as_tensor((target @ _RY90)[None], dtype=torch.float64)
+            seed = torch.as_tensor(q[None], dtype=torch.float64)
+            res = self._solver.solve(tt, seed, partial_pose=False)
+            q = np.asarray(res.q.detach().cpu().numpy()[0], dtype=np.float64)
+            got = self._mj.fk(q)[0]
+            miss = point - (got[:3, :3] @ tool_point + got[:3, 3])
+            pos_err = float(np.linalg.norm(miss))
+            if pos_err < 1e-3:
+                break
+            target[:3, 3] += miss
         got = self._mj.fk(q)[0]
-        pos_err = float(np.linalg.norm(got[:3, :3] @ tool_point + got[:3, 3] - point))
         ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ (axis / np.linalg.norm(axis)), -1.0, 1.0)))
         return TrackResult(q, pos_err, ang)
 
 
 def make_tracker(twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> Tracker:
-    """The tracker for ``cfg.backend``; an unknown name raises :class:`SkillGenConfigError` (``skillgen.ik.backend``)."""
+    """The tracker for ``cfg.backend``; an unknown name raises :class:`SkillGenConfigError`
+    (field ``skillgen.ik.backend``)."""
     if cfg.backend == "mujoco":
         return MujocoTracker(twin, cfg)
     if cfg.backend == "skillgen":
         return SkillgenTracker(twin, cfg, config_dir)
-    raise SkillGenConfigError(
-        "skillgen.ik.backend", f"unknown IK backend {cfg.backend!r} (known: {list(IK_BACKENDS)})"
-    )
+    raise SkillGenConfigError("skillgen.ik.backend", f"unknown IK backend {cfg.backend!r} (known: {list(IK_BACKENDS)})")

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
 from so101_bringup.robot_spec import GRIPPER_INDEX
 from so101_bringup.sim.geometry import F64, mat_to_quat
 from so101_bringup.sim.scripted_expert import min_jerk
@@ -100,7 +99,11 @@ class CollisionChecker:
                 continue
             b1, b2 = int(self._m.geom_bodyid[c.geom1]), int(self._m.geom_bodyid[c.geom2])
             pair = (min(b1, b2), max(b1, b2))
-            if held_body is not None and held_body in pair and (pair[0] in self._grip_bodies or pair[1] in self._grip_bodies):
+            if (
+                held_body is not None
+                and held_body in pair
+                and (pair[0] in self._grip_bodies or pair[1] in self._grip_bodies)
+            ):
                 continue
             out.add(pair)
         return out

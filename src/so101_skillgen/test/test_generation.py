@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from so101_bringup.seeds.format import SeedDemo, load_seed, save_seed
 from so101_bringup.sim.config import load_task_config
 from so101_bringup.sim.randomization import DRConfig, load_dr_config
@@ -20,6 +19,7 @@ from so101_skillgen.errors import ResumeError, SkillGenConfigError, UnreachableR
 from so101_skillgen.generation import Generator, attempt_seeds, generate
 from so101_skillgen.seeds_from_sim import scripted_seeds
 from so101_skillgen.tracking import make_tracker
+from so101_skillgen.transit import CollisionChecker
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +144,46 @@ def test_unknown_ik_backend_and_bad_config_name_the_field(seeds: list[SeedDemo])
     with pytest.raises(SkillGenConfigError, match=r"skillgen\.trials"):
         parse_skillgen_config({"trials": 3})
     assert parse_skillgen_config({}) == SkillGenConfig()
+
+
+def test_transit_collision_check_sees_the_rack() -> None:
+    twin = Twin(dr=DRConfig.disabled())
+    tracker = make_tracker(twin, IKConfig())
+    g = twin.grasp_geometry()
+    home = np.asarray(twin.config.robot.home[:5])
+    rack = twin.object_poses()[RACK].position
+    checker = CollisionChecker(twin)
+    for dz, hits in ((0.02, True), (0.10, False)):  # jaws inside the rack walls vs 6 cm above its top
+        res = tracker.solve(home, rack + np.array([0.03, 0.0, dz]), np.array([0.0, 0.0, 1.0]), g.point, g.axis)
+        assert res.pos_error < 1e-3
+        hit = checker.first_collision(np.linspace(home, res.q, 20), 0.9, None)
+        assert (hit is not None) == hits
+
+
+def test_skillgen_ik_backend_agrees_with_the_twin() -> None:
+    twin = Twin(dr=DRConfig.disabled())
+    mj = make_tracker(twin, IKConfig())
+    sg = make_tracker(twin, IKConfig(backend="skillgen"))
+    home = np.asarray(twin.config.robot.home[:5])
+    q = home + np.array([0.2, 0.3, -0.3, 0.1, 0.2])
+    np.testing.assert_allclose(sg.fk(q[None]), mj.fk(q[None]), atol=1e-4)  # URDF chain vs MJCF site
+    g = twin.grasp_geometry()
+    ee = mj.fk(q[None])[0]
+    point, axis = ee[:3, :3] @ g.point + ee[:3, 3], ee[:3, :3] @ g.axis
+    res = sg.solve(home, point, axis, g.point, g.axis)
+    assert res.pos_error < 5e-3 and res.axis_error < 0.05
+
+
+def test_cli_generate_shows_the_summary(seed_dir: Path, tmp_path: Path) -> None:
+    from so101_bringup.cli.skillgen_cmd import app
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    out = tmp_path / "cli"
+    result = runner.invoke(app, ["generate", "--seeds", str(seed_dir), "-n", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "yield" in result.output and len(list(out.glob("demo_*.npz"))) == 1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("ik: {backend: ikfast}\n")
+    result = runner.invoke(app, ["generate", "--seeds", str(seed_dir), "-n", "1", "--config", str(bad)])
+    assert result.exit_code == 2 and "skillgen.ik.backend" in result.output

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from so101_bringup.seeds.format import SeedDemo
 from so101_bringup.sim.twin import Twin
 from so101_skillgen.config import SegmentationConfig, SkillGenConfig
@@ -90,7 +89,7 @@ def test_library_names_the_seed_without_grasp(seeds: list[SeedDemo], twin: Twin)
     cfg = SkillGenConfig()
     tracker = make_tracker(twin, cfg.ik)
     bad = [seeds[0], _no_grasp(seeds[1])]
-    with pytest.raises(SegmentationError, match="seed b.npz: no grasp"):
+    with pytest.raises(SegmentationError, match=r"seed b\.npz: no grasp"):
         build_library(bad, tracker, cfg, twin.grasp_geometry().point, ["a.npz", "b.npz"])
     with pytest.raises(SkillGenError, match="none of the 1 seeds is successful"):
         build_library([replace(seeds[0], success=False)], tracker, cfg, twin.grasp_geometry().point)

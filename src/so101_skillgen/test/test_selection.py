@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from so101_skillgen.errors import SelectionError
 from so101_skillgen.frames import axis_frame, object_frame
 from so101_skillgen.selection import nearest, pose_distance, select_source

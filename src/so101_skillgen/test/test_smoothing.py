@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from so101_skillgen.errors import SkillGenConfigError
 from so101_skillgen.smoothing import savgol, smooth_joints
 
@@ -50,9 +49,9 @@ def test_short_trajectories_use_a_smaller_window() -> None:
 
 
 def test_bad_parameters_name_the_field() -> None:
-    with pytest.raises(SkillGenConfigError, match="smoothing.window"):
+    with pytest.raises(SkillGenConfigError, match=r"smoothing\.window"):
         savgol(np.zeros((30, 2)), 20, 3)
-    with pytest.raises(SkillGenConfigError, match="smoothing.order"):
+    with pytest.raises(SkillGenConfigError, match=r"smoothing\.order"):
         savgol(np.zeros((30, 2)), 5, 5)
     with pytest.raises(ValueError, match="joint trajectory"):
         smooth_joints(np.zeros((30, 5)))

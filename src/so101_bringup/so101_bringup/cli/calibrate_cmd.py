@@ -44,7 +44,11 @@ def calibrate(
     def wait_for_middle_pose() -> None:
         input("Move every joint to the middle of its range, then press Enter... ")
         console.print("Now move each joint through its whole range; press Enter when done.")
-        threading.Thread(target=lambda: (input(), done.set()), daemon=True).start()
+        threading.Thread(target=wait_for_enter, daemon=True).start()
+
+    def wait_for_enter() -> None:
+        input()
+        done.set()
 
     try:
         with (

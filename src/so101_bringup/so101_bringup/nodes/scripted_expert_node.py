@@ -46,7 +46,7 @@ from so101_bringup.sim.scene import OBJECT_NAMES
 from so101_bringup.sim.scripted_expert import ScriptedExpert
 from so101_bringup.sim.twin import Pose, Twin
 
-STATE_QOS = QoS(depth=10)
+STATE_QOS = QoS(depth=1)  # keep-last 1: always answer the newest state, never a backlog
 
 
 def stamp_ns(header: Any) -> int:

@@ -52,6 +52,7 @@ import numpy as np
 from so101_bringup.graph.api import Message, Node, ServerGoalHandle
 from so101_bringup.graph.qos import QoS
 from so101_bringup.hardware.safety import JointLimits
+from so101_bringup.nodes import camera_messages
 from so101_bringup.nodes.joint_messages import joint_vector
 from so101_bringup.nodes.trajectory import (
     ACTION_NAME,
@@ -446,7 +447,7 @@ class SimNode:
 
     # ------------------------------------------------------------------ publishing
     def _header(self, stamp_ns: int, frame_id: str = "") -> Message:
-        return self.node.message("std_msgs/msg/Header", stamp=_ns_to_time(self.node, stamp_ns), frame_id=frame_id)
+        return camera_messages.header(self.node, stamp_ns, frame_id)
 
     def _joint_state(self, snap: _Snapshot, stamp_ns: int) -> Message:
         return self.node.message(
@@ -485,49 +486,16 @@ class SimNode:
     def camera_info(self, stamp_ns: int, frame_id: str, camera: str) -> Message:
         """CameraInfo of ``camera`` at the published resolution: K from the fovy, P = [K | 0], no distortion."""
         k = self.twin.camera_intrinsics(camera, self.width, self.height)
-        p = np.hstack([k, np.zeros((3, 1))])
-        return self.node.message(
-            "sensor_msgs/msg/CameraInfo",
-            header=self._header(stamp_ns, frame_id),
-            height=self.height,
-            width=self.width,
-            distortion_model="plumb_bob",
-            d=np.zeros(5),
-            k=k.reshape(-1),
-            r=np.eye(3).reshape(-1),
-            p=p.reshape(-1),
-        )
+        return camera_messages.camera_info(self.node, self._header(stamp_ns, frame_id), self.width, self.height, k)
 
     def _publish_images(self, cam: _CameraPublishers, stamp_ns: int, rgb: np.ndarray, depth: np.ndarray | None) -> None:
-        frame = f"{cam.name}_camera_optical_frame"
-        h, w = rgb.shape[:2]
+        frame = camera_messages.optical_frame(cam.name)
+        head = self._header(stamp_ns, frame)
         info = self.camera_info(stamp_ns, frame, cam.name)
-        cam.image.publish(
-            self.node.message(
-                "sensor_msgs/msg/Image",
-                header=self._header(stamp_ns, frame),
-                height=h,
-                width=w,
-                encoding="rgb8",
-                is_bigendian=0,
-                step=w * 3,
-                data=np.ascontiguousarray(rgb, dtype=np.uint8).reshape(-1),
-            )
-        )
+        cam.image.publish(camera_messages.rgb_image(self.node, head, rgb))
         cam.info.publish(info)
         if depth is not None and cam.depth_image is not None and cam.depth_info is not None:
-            cam.depth_image.publish(
-                self.node.message(
-                    "sensor_msgs/msg/Image",
-                    header=self._header(stamp_ns, frame),
-                    height=h,
-                    width=w,
-                    encoding="16UC1",
-                    is_bigendian=0,
-                    step=w * 2,
-                    data=np.ascontiguousarray(depth, dtype="<u2").view(np.uint8).reshape(-1),
-                )
-            )
+            cam.depth_image.publish(camera_messages.depth_image(self.node, head, depth))
             cam.depth_info.publish(info)
 
     def publish_diagnostics(self) -> None:

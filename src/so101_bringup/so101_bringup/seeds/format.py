@@ -120,9 +120,17 @@ def load_seed(path: str | Path) -> SeedDemo:
         raise SeedFormatError(f"{path}: field 'meta' is not JSON: {exc}") from None
     if not isinstance(meta, dict):
         raise SeedFormatError(f"{path}: field 'meta' must be a JSON object, got {type(meta).__name__}")
-    for key, kind in (("success", bool), ("task", str), ("source", str), ("control_hz", (int, float))):
+    for key, kind, what in (
+        ("success", bool, "boolean"),
+        ("task", str, "string"),
+        ("source", str, "string"),
+        ("control_hz", (int, float), "number"),
+        ("extra", dict, "JSON object"),
+    ):
+        if key == "extra" and key not in meta:
+            continue
         if not isinstance(meta.get(key), kind):
-            raise SeedFormatError(f"{path}: field 'meta.{key}' is missing or not a {getattr(kind, '__name__', 'number')}")
+            raise SeedFormatError(f"{path}: field 'meta.{key}' is missing or not a {what}: {meta.get(key)!r}")
     if meta.get("seed") is not None and not isinstance(meta["seed"], int):
         raise SeedFormatError(f"{path}: field 'meta.seed' must be an integer or null, got {meta['seed']!r}")
     if meta.get("format_version") != FORMAT_VERSION:
@@ -132,6 +140,13 @@ def load_seed(path: str | Path) -> SeedDemo:
     for key, array in arrays.items():
         if key != "meta" and not np.issubdtype(array.dtype, np.number):
             raise SeedFormatError(f"{path}: field {key!r} must be numeric, got dtype {array.dtype}")
+    try:
+        return _demo(arrays, meta)
+    except SeedFormatError as exc:
+        raise SeedFormatError(f"{path}: {exc}") from None
+
+
+def _demo(arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> SeedDemo:
     return SeedDemo(
         t=arrays["t"].astype(np.float64),
         joint_positions=arrays["joint_positions"].astype(np.float64),

@@ -20,8 +20,8 @@ Without object poses (a real arm without pose tracking) the operator decides: an
 ``~/next_episode``/``~/stop`` or shutdown is a success, a timeout is not (``extra.success_source``).
 
 Modes (``mode``):
-  - ``scripted``: before each episode ``sim/reset`` (so101_msgs/ResetSim, seed ``seed + i``), then
-    ``<expert>/start`` (std_srvs/Trigger); the episode ends at success once ``<expert>/done`` (std_msgs/Bool) is
+  - ``scripted``: before each episode ``<expert>/stop``, ``sim/reset`` (so101_msgs/ResetSim, seed ``seed + i``),
+    then ``<expert>/start`` (std_srvs/Trigger); the episode ends at success once ``<expert>/done`` (std_msgs/Bool) is
     true, ``done_steps`` steps after done without success, or at ``max_steps`` (task.yaml's when 0).
     Actions come from ``joint_commands``.
   - ``teleop``: actions from ``leader/joint_states`` (the human's leader arm); ``sim/reset`` is called when
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from so101_bringup.bag.writer import BagWriter
-from so101_bringup.graph.api import Client, Node
+from so101_bringup.graph.api import Client, Node, ServiceTimeout
 from so101_bringup.graph.qos import QoS
 from so101_bringup.interfaces.messages import MessageError, deserialize
 from so101_bringup.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
@@ -245,8 +245,10 @@ class SeedRecorder:
             node.create_client("so101_msgs/srv/ResetSim", "sim/reset") if p.reset_sim else None
         )
         self.expert_start: Client | None = None
+        self.expert_stop: Client | None = None
         if p.mode == "scripted":
             self.expert_start = node.create_client("std_srvs/srv/Trigger", f"{expert}/start")
+            self.expert_stop = node.create_client("std_srvs/srv/Trigger", f"{expert}/stop")
             node.create_subscription("std_msgs/msg/Bool", f"{expert}/done", self.on_expert_done, QoS(depth=10))
         node.create_service("std_srvs/srv/Trigger", "~/next_episode", self.on_next_episode)
         node.create_service("std_srvs/srv/Trigger", "~/stop", self.on_stop)
@@ -295,7 +297,7 @@ class SeedRecorder:
                 episode.bag.write(topic, self.node.now_ns(), cdr)
         try:
             if topic == self.joint_states_topic:
-                self._on_state(deserialize(cdr, JOINT_STATE))
+                self._on_state(deserialize(cdr, JOINT_STATE), episode)
             elif topic == self.action_topic:
                 self._on_action(deserialize(cdr, JOINT_STATE))
             elif topic in self.pose_topics:
@@ -320,14 +322,14 @@ class SeedRecorder:
             if self._episode is not None:
                 self._episode.has_action = True
 
-    def _on_state(self, msg: Any) -> None:
+    def _on_state(self, msg: Any, episode: _Episode | None) -> None:
+        """A new step of ``episode`` (the one whose bag got this message; None: not recording)."""
         q = _joint_vector(msg, self._q)
         self._q = q
         stamp = _stamp_ns(msg.header)
         with self._lock:
             self.states_seen += 1
-            episode = self._episode
-            if episode is None:
+            if episode is None or episode is not self._episode:
                 return
             if episode.pending is not None:
                 if stamp <= episode.pending[0]:
@@ -391,6 +393,19 @@ class SeedRecorder:
                 if callable(request):
                     request()
 
+    def _call(self, client: Client, request: Any, name: str) -> Any:
+        """Call a service, retrying while it is discovered but not yet reachable (its liveliness token can
+        arrive before its queryable is routed: the call then fails at once)."""
+        deadline = time.monotonic() + self.params.service_timeout_s
+        while True:
+            try:
+                return client.call(request, max(0.1, deadline - time.monotonic()))
+            except ServiceTimeout:
+                if time.monotonic() >= deadline or self._stop.is_set():
+                    raise
+                self.node.logger.debug(f"{name} not reachable yet; retrying")
+                time.sleep(0.1)
+
     def _wait_for_graph(self) -> bool:
         """Wait for the services and the first state; False (after logging why) when they do not come."""
         timeout = self.params.service_timeout_s
@@ -399,8 +414,9 @@ class SeedRecorder:
                 raise RuntimeError(f"no sim/reset service after {timeout:g} s: is the sim running?")
             self.node.logger.info("no sim/reset service: recording without resets (real arm)")
             self.reset_client = None
-        if self.expert_start is not None and not self.expert_start.wait_for_service(timeout):
-            raise RuntimeError(f"no {self.params.expert}/start service after {timeout:g} s: is the expert running?")
+        for client, name in ((self.expert_start, "start"), (self.expert_stop, "stop")):
+            if client is not None and not client.wait_for_service(timeout):
+                raise RuntimeError(f"no {self.params.expert}/{name} service after {timeout:g} s: is the expert up?")
         deadline = time.monotonic() + timeout
         while self.states_seen == 0:
             if self._stop.is_set():
@@ -432,9 +448,11 @@ class SeedRecorder:
     def _record_one(self, index: int) -> None:
         p = self.params
         seed = p.seed + index if self.reset_client is not None else None
+        if self.expert_stop is not None:  # an expert still running (episode ended at max_steps) stops first
+            self._call(self.expert_stop, self.node.message("std_srvs/srv/Trigger_Request"), f"{p.expert}/stop")
         if self.reset_client is not None:
             request = self.node.message("so101_msgs/srv/ResetSim_Request", seed=seed)
-            response = self.reset_client.call(request, p.service_timeout_s)
+            response = self._call(self.reset_client, request, "sim/reset")
             if not response.success:
                 raise RuntimeError(f"sim/reset with seed {seed} failed: {response.message}")
         bag_dir = self.output / seed_name(index)
@@ -449,7 +467,8 @@ class SeedRecorder:
             self._episode = _Episode(index=index, seed=seed, bag=bag, detector=detector)
             self._episode.has_action = self._latest_action is not None
         if self.expert_start is not None:
-            response = self.expert_start.call(self.node.message("std_srvs/srv/Trigger_Request"), p.service_timeout_s)
+            trigger = self.node.message("std_srvs/srv/Trigger_Request")
+            response = self._call(self.expert_start, trigger, f"{p.expert}/start")
             if not response.success:
                 raise RuntimeError(f"{p.expert}/start failed: {response.message}")
         self.node.logger.info(f"episode {index}: recording (seed {seed})")

@@ -101,11 +101,12 @@ class IKSolver(Protocol):
 
 @dataclass(frozen=True)
 class JacobianConfig:
-    """Single-seed damped least squares: ``iterations`` per attempt; up to ``restarts`` extra attempts from
-    random joint vectors (``restart_seed`` makes them reproducible) when an attempt fails."""
+    """Single-seed damped least squares: ``iterations`` per attempt; when the seed's attempt fails,
+    ``restarts`` random joint vectors (``restart_seed`` makes them reproducible) are iterated together (one
+    vectorized attempt, stopped when any converges)."""
 
     iterations: int = 150
-    restarts: int = 8
+    restarts: int = 32
     restart_seed: int = 0
 
 
@@ -115,7 +116,8 @@ class BatchedConfig:
 
     ``joint_limit_margin`` rad: the soft limit cost starts this far inside each limit; ``collision_margin``
     m is added to the sphere radii; weights scale those residuals relative to the pose error (m, rad).
-    ``check_every``: iterations between convergence checks (one host sync each).
+    ``check_every``: iterations between convergence checks (one host sync each); ``compile``: run the
+    iteration through ``torch.compile`` (fuses the small kernels on CUDA; first call compiles).
     """
 
     seeds: int = 32
@@ -129,6 +131,7 @@ class BatchedConfig:
     collision_margin: float = 0.0
     check_every: int = 10
     random_seed: int = 0
+    compile: bool = False
 
 
 @dataclass(frozen=True)

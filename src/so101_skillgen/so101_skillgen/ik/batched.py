@@ -16,6 +16,8 @@ seed (when given, for smooth trajectories), otherwise the smallest error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -107,6 +109,7 @@ class BatchedIK:
         self.device = self.kinematics.device
         self.spheres = SphereModel(self.kinematics)
         self._w = torch.tensor(config.weights, dtype=self.kinematics.dtype, device=self.device)
+        self._compiled: Callable[[Tensor, Tensor, bool], tuple[Tensor, Tensor, Tensor, Tensor]] | None = None
 
     def self_collision(self, q: Tensor) -> Tensor:
         """(...,) bool: whether joints ``q`` (..., 5) put two non-adjacent link spheres in contact."""
@@ -171,6 +174,22 @@ class BatchedIK:
             maxpen = pen.amax(-1)
         return H, g, pe, re, maxpen
 
+    def _update(self, q: Tensor, target: Tensor, partial: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """One damped Gauss-Newton step: ``(q_next, position_error, rotation_error, max penetration)``, the
+        errors at ``q``. No host synchronisation (CUDA-graph and ``torch.compile`` friendly)."""
+        bc, kin = self.config.batched, self.kinematics
+        H, g, pe, re, pen = self._step_terms(q, target, partial)
+        L, _ = torch.linalg.cholesky_ex(H)  # H is SPD (damped normal equations)
+        dq = torch.cholesky_solve(g[..., None], L)[..., 0]
+        big = dq.abs().amax(-1, keepdim=True)
+        dq = dq * torch.clamp(bc.max_step / torch.clamp(big, min=1e-12), max=1.0)
+        return torch.maximum(torch.minimum(q + dq, kin.upper), kin.lower), pe, re, pen
+
+    def _compiled_update(self) -> Callable[[Tensor, Tensor, bool], tuple[Tensor, Tensor, Tensor, Tensor]]:
+        if self._compiled is None:
+            self._compiled = torch.compile(self._update, dynamic=True)
+        return self._compiled
+
     def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
         """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
         tie-breaker among successful seeds (closest wins)."""
@@ -178,21 +197,32 @@ class BatchedIK:
         b = check_inputs(target, seed, kin.dof)
         s = bc.seeds
         tgt = target.detach().to(self.device, kin.dtype)
-        q = self._initial(b, None if seed is None else seed.detach(), s).reshape(b * s, kin.dof)
+        q_all = self._initial(b, None if seed is None else seed.detach(), s)  # (B, S, 5)
         tgt_rep = tgt[:, None].expand(b, s, 4, 4).reshape(b * s, 4, 4)
         it = 0
         tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
+        # targets still iterating; solved ones drop out at each check (one host sync per check)
+        active = torch.arange(b, device=self.device)
+        q = q_all.reshape(b * s, kin.dof)
+        tgt_a = tgt_rep
+        step = self._compiled_update() if bc.compile else self._update
         while it < bc.iterations:
-            H, g, pe, re, pen = self._step_terms(q, tgt_rep, partial_pose)
+            q_new, pe, re, pen = step(q, tgt_a, partial_pose)
             if it % bc.check_every == 0 and it > 0:
-                ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(b, s).any(-1)
-                if bool(ok.all()):
-                    break
-            dq = torch.linalg.solve(H, g)
-            big = dq.abs().amax(-1, keepdim=True)
-            dq = dq * torch.clamp(bc.max_step / torch.clamp(big, min=1e-12), max=1.0)
-            q = torch.maximum(torch.minimum(q + dq, kin.upper), kin.lower)
+                ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(-1, s).any(-1)
+                if bool(ok.any()):
+                    q_all[active] = q.reshape(-1, s, kin.dof)  # the state the check evaluated
+                    keep = ~ok
+                    active = active[keep]
+                    if active.numel() == 0:
+                        break
+                    rows = keep.repeat_interleave(s)
+                    q_new, tgt_a = q_new[rows], tgt_a[rows]
+            q = q_new
             it += 1
+        if active.numel():
+            q_all[active] = q.reshape(-1, s, kin.dof)
+        q = q_all.reshape(b * s, kin.dof)
         frames = kin.link_frames(q)
         _, pe, re = pose_error(tgt_rep, frames[..., -1, :, :], kin.approach_axis, partial_pose)
         if bc.self_collision:

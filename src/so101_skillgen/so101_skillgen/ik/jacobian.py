@@ -107,6 +107,80 @@ class JacobianIK:
         J[3:] = z.T
         return R_ee, p_ee, J
 
+    def fk_jacobian_many(self, q: F64) -> tuple[F64, F64, F64]:
+        """:meth:`fk_jacobian_np` for S joint vectors (S, 5): ``(R (S, 3, 3), p (S, 3), J (S, 6, 5))``."""
+        c, s = np.cos(q)[:, :, None, None], np.sin(q)[:, :, None, None]
+        rots = c * self._I3 + s * self._K + (1.0 - c) * self._AA  # (S, n, 3, 3)
+        m = len(q)
+        R = np.broadcast_to(self._I3, (m, 3, 3))
+        p = np.zeros((m, 3))
+        n = self._n
+        z = np.empty((m, n, 3))
+        o = np.empty((m, n, 3))
+        for i in range(n):
+            p = R @ self._Op[i] + p
+            R = R @ self._OR[i] @ rots[:, i]
+            z[:, i] = R @ self._axes[i]
+            o[:, i] = p
+        p_ee = R @ self._tailp + p
+        R_ee = R @ self._tailR
+        J = np.empty((m, 6, n))
+        J[:, :3] = np.cross(z, p_ee[:, None, :] - o).transpose(0, 2, 1)
+        J[:, 3:] = z.transpose(0, 2, 1)
+        return R_ee, p_ee, J
+
+    def _error_many(self, Rt: F64, pt: F64, R: F64, p: F64, partial: bool) -> tuple[F64, F64, F64, F64]:
+        """Batched :meth:`_error`: (e (S, 6), |e_p| (S,), |e_r| (S,), approach directions (S, 3))."""
+        e = np.empty((len(p), 6))
+        e[:, :3] = pt - p
+        a_cur = R @ self._approach
+        if partial:
+            a_tgt = Rt @ self._approach
+            cr = np.cross(a_cur, a_tgt)
+            sn = np.linalg.norm(cr, axis=-1)
+            angle = np.arctan2(sn, a_cur @ a_tgt)
+            unit = np.where(
+                (sn > 1e-9)[:, None], cr / np.maximum(sn, 1e-12)[:, None],
+                np.where((a_cur @ a_tgt > 0)[:, None], 0.0, R @ self._perp),
+            )  # fmt: skip
+            e[:, 3:] = unit * angle[:, None]
+        else:
+            e[:, 3:] = np.stack([_log_rotation(Rt @ r.T) for r in R])
+        return e, np.linalg.norm(e[:, :3], axis=-1), np.linalg.norm(e[:, 3:], axis=-1), a_cur
+
+    def _attempt_many(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
+        """The DLS iteration run from S starts (S, 5) at once; stops when one converges; the best one."""
+        cfg = self.config
+        tol_p, tol_r, thr = cfg.position_tolerance, cfg.rotation_tolerance, cfg.rotation_scaling_threshold
+        w = self._w
+        q = np.clip(q, self._lo, self._hi)
+        R, p, J = self.fk_jacobian_many(q)
+        e, ep, er, a = self._error_many(Rt, pt, R, p, partial)
+        it = 0
+        while it < iterations and not bool(np.any((ep <= tol_p) & (er <= tol_r))):
+            it += 1
+            scale = np.where(ep > thr, np.maximum(thr / np.maximum(ep, 1e-12), cfg.rotation_scaling_min), 1.0)
+            we = np.empty_like(e)
+            we[:, :3] = w[:3] * e[:, :3]
+            loc = np.einsum("sji,sj->si", R, e[:, 3:]) * w[3:] * scale[:, None]
+            we[:, 3:] = np.einsum("sij,sj->si", R, loc)
+            if partial:
+                J[:, 3:] -= a[:, :, None] * np.einsum("si,sij->sj", a, J[:, 3:])[:, None, :]
+            lam2 = np.full(len(q), cfg.damping**2)
+            if cfg.adaptive_damping:
+                werr = np.sqrt(np.einsum("si,si->s", we, e)) / thr
+                lam2 = lam2 * np.clip(werr, 1e-4, 1.0)
+            A = J @ J.transpose(0, 2, 1) + lam2[:, None, None] * self._I6
+            dq = np.einsum("sji,sj->si", J, np.linalg.solve(A, we[:, :, None])[:, :, 0])
+            big = np.max(np.abs(dq), axis=-1)
+            dq *= np.minimum(1.0, cfg.max_step / np.maximum(big, 1e-12))[:, None]
+            q = np.clip(q + dq, self._lo, self._hi)
+            R, p, J = self.fk_jacobian_many(q)
+            e, ep, er, a = self._error_many(Rt, pt, R, p, partial)
+        done = (ep <= tol_p) & (er <= tol_r)
+        k = int(np.argmax(done)) if bool(done.any()) else int(np.argmin(ep + 0.05 * er))
+        return q[k], float(ep[k]), float(er[k]), it
+
     def _error(self, Rt: F64, pt: F64, R: F64, p: F64, partial: bool) -> tuple[F64, float, float, F64]:
         """(e (6,), |e_p|, |e_r|, current approach direction (3,))."""
         e = np.empty(6)
@@ -173,13 +247,10 @@ class JacobianIK:
         best = self._attempt(Rt, pt, q0, partial_pose, iters)
         total = best[3]
         ok = best[1] <= cfg.position_tolerance and best[2] <= cfg.rotation_tolerance
-        rng: np.random.Generator | None = None
-        for _ in range(cfg.jacobian.restarts):
-            if ok:
-                break
-            if rng is None:
-                rng = np.random.default_rng(cfg.jacobian.restart_seed)
-            res = self._attempt(Rt, pt, rng.uniform(self._lo, self._hi), partial_pose, iters)
+        if not ok and cfg.jacobian.restarts > 0:
+            rng = np.random.default_rng(cfg.jacobian.restart_seed)
+            starts = rng.uniform(self._lo, self._hi, size=(cfg.jacobian.restarts, self._n))
+            res = self._attempt_many(Rt, pt, starts, partial_pose, iters)
             total += res[3]
             if res[1] + 0.05 * res[2] < best[1] + 0.05 * best[2]:
                 best = res

@@ -24,8 +24,9 @@ __all__ = ["perpendicular_unit", "pose_error", "project_angular", "weight_error"
 
 def perpendicular_unit(axis: Tensor) -> Tensor:
     """A unit vector (3,) perpendicular to the unit ``axis`` (3,)."""
-    basis = torch.eye(3, dtype=axis.dtype, device=axis.device)
-    other = basis[int(torch.argmin(axis.abs()))]
+    ex = torch.tensor([1.0, 0.0, 0.0], dtype=axis.dtype, device=axis.device)
+    ey = torch.tensor([0.0, 1.0, 0.0], dtype=axis.dtype, device=axis.device)
+    other = torch.where(axis[..., :1].abs() < 0.9, ex, ey)  # no host sync (graph-capturable)
     v = torch.linalg.cross(axis, other, dim=-1)
     return v / torch.linalg.vector_norm(v)
 

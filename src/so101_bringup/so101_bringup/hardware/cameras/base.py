@@ -67,7 +67,11 @@ class CameraConfig:
                 raise self._error(key, f"must be an integer 8..8192 px, got {value!r}")
         for key in ("fps", "timeout_s"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (math.isfinite(value) and value > 0)
+            ):
                 raise self._error(key, f"must be > 0, got {value!r}")
 
     def _error(self, key: str, problem: str) -> ConfigError:
@@ -85,7 +89,8 @@ class OpenCVCameraConfig(CameraConfig):
         fourcc: pixel format to request (``"MJPG"`` for 640x480@30 on most USB cameras), "" = the driver's.
         hfov_deg: horizontal field of view, degrees; gives a pinhole guess of K when ``k`` is not set.
         k: row-major 3x3 intrinsic matrix (px) from a calibration, or ``None``.
-        distortion: plumb_bob coefficients (k1, k2, p1, p2, k3) of that calibration; empty = none.
+        distortion: coefficients of that calibration: plumb_bob (k1, k2, p1, p2[, k3]) or, with 8,
+            rational_polynomial (k1, k2, p1, p2, k3, k4, k5, k6); empty = none.
     """
 
     backend: ClassVar[str] = "opencv"

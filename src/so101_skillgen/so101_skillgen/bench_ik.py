@@ -1,0 +1,193 @@
+"""IK benchmark: success rate and latency of each backend on reachable FK targets.
+
+``python -m so101_skillgen.bench_ik --device cuda`` prints the JSON of :func:`run_ik_benchmark`.
+
+Targets are FK of joints drawn uniformly within the limits and free of self-collision (sphere model), so
+every target is reachable; success is the solver's own verdict (position ≤ ``position_tolerance``, approach
+axis ≤ ``rotation_tolerance``, partial pose), verified independently in the tests.
+"""
+
+# ruff: noqa: N806  (math notation: R rotation, T pose, J Jacobian)
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .ik import BatchedIK, IKResult, JacobianIK, load_ik_config
+from .ik.base import IKConfig
+from .kinematics import ArmKinematics
+
+__all__ = ["run_ik_benchmark"]
+
+
+def _targets(kin: ArmKinematics, checker: BatchedIK, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    out: list[torch.Tensor] = []
+    have = 0
+    while have < n:
+        q = kin.to(device="cpu").random_q(2 * n, gen)
+        q = q[~checker.self_collision(q.to(checker.device)).cpu()]
+        out.append(q)
+        have += len(q)
+    q = torch.cat(out)[:n]
+    return q, kin.to(device="cpu").fk(q)
+
+
+def _latencies(fn: Callable[[int], IKResult], n: int) -> tuple[list[float], list[bool]]:
+    times: list[float] = []
+    ok: list[bool] = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        res = fn(i)
+        times.append(time.perf_counter() - t0)
+        ok.append(bool(res.success.all()))
+    return times, ok
+
+
+def _summary(times: list[float], ok: list[bool]) -> dict[str, float]:
+    ms = sorted(t * 1e3 for t in times)
+    return {
+        "solves": len(ms),
+        "success_pct": 100.0 * sum(ok) / max(len(ok), 1),
+        "median_ms": statistics.median(ms),
+        "p90_ms": ms[min(len(ms) - 1, math.ceil(0.9 * len(ms)) - 1)],
+        "mean_ms": statistics.fmean(ms),
+    }
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_ik_benchmark(
+    *,
+    device: str = "cpu",
+    batched_targets: int = 1024,
+    seeds: int = 32,
+    single_solves: int = 200,
+    config: str | Path | Mapping[str, Any] | IKConfig | None = None,
+    repeats: int = 3,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Success % and latency per backend.
+
+    - ``jacobian_tracking``: DLS, one target at a time on the CPU, seeded 0.02 rad (≈ a few mm) from a solution
+      — the SkillGen tracking case (one 30 Hz trajectory step).
+    - ``jacobian_cold``: DLS from all-zero joints (then vectorized random restarts), one target at a time.
+    - ``batched_single``: batched backend with B = 1 (``seeds`` starts) on the CPU.
+    - ``batched_batch``: B = ``batched_targets`` × ``seeds`` on ``device``, ms per batch (CUDA events when on
+      cuda), best of ``repeats`` after a warm-up.
+
+    ``threads`` sets ``torch.set_num_threads`` for the run (restored after): on a small, shared CPU one
+    thread beats two contended ones for these small tensors.
+    """
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _run(device, batched_targets, seeds, single_solves, config, repeats)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(
+    device: str,
+    batched_targets: int,
+    seeds: int,
+    single_solves: int,
+    config: str | Path | Mapping[str, Any] | IKConfig | None,
+    repeats: int,
+) -> dict[str, Any]:
+    dev = torch.device(device)
+    cfg = load_ik_config(config)
+    cfg = IKConfig(**{**cfg.__dict__, "batched": type(cfg.batched)(**{**cfg.batched.__dict__, "seeds": seeds})})
+    kin_cpu = ArmKinematics.from_urdf()
+    checker = BatchedIK(cfg, kin_cpu)
+    n_single = max(1, single_solves)
+    q, T = _targets(kin_cpu, checker, max(n_single, batched_targets), seed=11)
+    gen = torch.Generator().manual_seed(12)
+    near = q + 0.02 * torch.randn(q.shape, generator=gen, dtype=q.dtype)
+    near = torch.maximum(torch.minimum(near, kin_cpu.upper), kin_cpu.lower)
+    out: dict[str, Any] = {
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "seeds": seeds,
+        "iterations_cap": {"jacobian": cfg.jacobian.iterations, "batched": cfg.batched.iterations},
+    }
+
+    jac = JacobianIK(cfg, kin_cpu)
+    out["jacobian_tracking"] = _summary(*_latencies(lambda i: jac.solve(T[i : i + 1], near[i : i + 1]), n_single))
+    n_cold = max(1, min(n_single, 50))
+    out["jacobian_cold"] = _summary(*_latencies(lambda i: jac.solve(T[i : i + 1]), n_cold))
+
+    n_b1 = max(1, min(n_single, 20))
+    out["batched_single"] = _summary(*_latencies(lambda i: checker.solve(T[i : i + 1]), n_b1))
+
+    solver = BatchedIK(cfg, kin_cpu, dev)
+    tb = T[:batched_targets].to(dev)
+    solver.solve(tb[: min(8, len(tb))])  # warm-up (allocations, kernels)
+    best = math.inf
+    res: IKResult | None = None
+    for _ in range(max(1, repeats)):
+        _sync(dev)
+        if dev.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            res = solver.solve(tb)
+            end.record()
+            torch.cuda.synchronize(dev)
+            ms = float(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            res = solver.solve(tb)
+            ms = (time.perf_counter() - t0) * 1e3
+        best = min(best, ms)
+    assert res is not None
+    out["batched_batch"] = {
+        "targets": len(tb),
+        "seeds": seeds,
+        "ms_per_batch": best,
+        "us_per_target": 1e3 * best / len(tb),
+        "success_pct": 100.0 * res.success_rate,
+        "iterations": res.iterations,
+    }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--batched-targets", type=int, default=1024)
+    parser.add_argument("--seeds", type=int, default=32)
+    parser.add_argument("--single-solves", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    result = run_ik_benchmark(
+        device=args.device,
+        batched_targets=args.batched_targets,
+        seeds=args.seeds,
+        single_solves=args.single_solves,
+        threads=args.threads,
+    )
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
