@@ -21,6 +21,8 @@ from so101_bringup.description.urdf import UrdfModel, load_urdf
 from so101_bringup.robot_spec import ARM_JOINTS
 from torch import Tensor
 
+from .se3 import mm
+
 __all__ = ["ArmKinematics", "KinematicsError"]
 
 
@@ -196,12 +198,12 @@ class ArmKinematics:
         out: list[Tensor] = []
         T: Tensor | None = None
         for i in range(self.dof):
-            A = self.origins[i].expand(*q.shape[:-1], 4, 4) if T is None else T @ self.origins[i]
-            R = A[..., :3, :3] @ rots[..., i, :, :]
+            A = self.origins[i].expand(*q.shape[:-1], 4, 4) if T is None else mm(T, self.origins[i])
+            R = mm(A[..., :3, :3], rots[..., i, :, :])
             T = torch.cat([torch.cat([R, A[..., :3, 3:]], -1), A[..., 3:, :]], -2)
             out.append(T)
         assert T is not None
-        out.append(T @ self.tail)
+        out.append(mm(T, self.tail))
         return torch.stack(out, dim=-3)
 
     def fk(self, q: Tensor) -> Tensor:
@@ -211,7 +213,7 @@ class ArmKinematics:
     def jacobian_from_frames(self, frames: Tensor, point: Tensor | None = None) -> Tensor:
         """Geometric Jacobian (..., 6, n) of ``point`` (..., 3) in base (default the EE origin) from
         :meth:`link_frames` output: rows vx vy vz ωx ωy ωz (linear first), all in the base frame."""
-        z = (frames[..., : self.dof, :3, :3] @ self.axes[..., None]).squeeze(-1)  # (..., n, 3)
+        z = mm(frames[..., : self.dof, :3, :3], self.axes[..., None]).squeeze(-1)  # (..., n, 3)
         o = frames[..., : self.dof, :3, 3]
         p = frames[..., -1, :3, 3] if point is None else point
         lin = torch.linalg.cross(z, p.unsqueeze(-2) - o, dim=-1)

@@ -28,7 +28,7 @@ from so101_skillgen.ik import (
     parse_ik_config,
 )
 from so101_skillgen.ik.base import default_ik_config_path
-from so101_skillgen.ik.batched import SphereModel
+from so101_skillgen.ik.batched import SphereModel, spd_solve
 from so101_skillgen.ik.pose_error import pose_error
 from so101_skillgen.kinematics import ArmKinematics
 
@@ -270,10 +270,19 @@ def test_sphere_model_gradient_matches_finite_differences(kin: ArmKinematics) ->
         torch.testing.assert_close(grad[..., j], fd, atol=1e-6, rtol=0)
 
 
+def test_spd_solve_matches_torch() -> None:
+    gen = torch.Generator().manual_seed(10)
+    A = torch.randn(64, 5, 5, generator=gen, dtype=torch.float64)
+    H = A @ A.transpose(-1, -2) + 0.01 * torch.eye(5, dtype=torch.float64)
+    g = torch.randn(64, 5, generator=gen, dtype=torch.float64)
+    torch.testing.assert_close(spd_solve(H, g), torch.linalg.solve(H, g), atol=1e-8, rtol=1e-8)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_batched_on_cuda(kin: ArmKinematics, targets: tuple[torch.Tensor, torch.Tensor]) -> None:
     _, T = targets
     solver = load_ik_solver({"backend": "batched"}, kinematics=kin, device="cuda")
     res = solver.solve(T.cuda())
     assert res.q.device.type == "cuda"
+    assert isinstance(solver, BatchedIK) and solver.config.batched.cuda_graph and solver._graphs  # replayed
     assert_round_trip(kin, res.q.cpu(), res.success.cpu(), T)

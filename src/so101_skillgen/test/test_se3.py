@@ -135,3 +135,5 @@ def test_cuda_matches_cpu() -> None:
     gen = torch.Generator().manual_seed(5)
     R = random_rotations(1000, gen, torch.float32)
     torch.testing.assert_close(se3.quat_from_matrix(R.cuda()).cpu(), se3.quat_from_matrix(R))
+    a, b = R[:10, None], R[None, :7].transpose(-1, -2)
+    torch.testing.assert_close(se3.mm(a.cuda(), b.cuda()).cpu(), a @ b)  # broadcast multiply-sum on CUDA

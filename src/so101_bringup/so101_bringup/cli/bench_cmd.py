@@ -66,3 +66,18 @@ def driver(
     from so101_bringup.benchmarks.driver import run_driver_benchmark
 
     _report("driver", run_driver_benchmark(seconds, rate_hz, samples), as_json, save)
+
+
+@app.command()
+def skillgen(
+    seeds: int = typer.Option(5, "--seeds", help="scripted seed demos to start from"),
+    demos: int = typer.Option(50, "--demos", help="demos to generate"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/skillgen.json"),
+) -> None:
+    """SkillGen from scripted seeds without rendering: yield (kept ÷ attempted), kept demos/min/core."""
+    from so101_skillgen.bench_skillgen import run_skillgen_benchmark
+
+    result = run_skillgen_benchmark(num_seeds=seeds, num_demos=demos)
+    result["goals"] = {"yield_min": 0.60, "kept_per_min_per_core_min": 30.0}
+    _report("skillgen", result, as_json, save)

@@ -1,38 +1,38 @@
-"""``so101 demo``: the main job on the embedded default — for now, the ``demo`` launch (a joint-state source and
-the recorder over a zenoh router), recorded for a few seconds, then ``so101 bag info`` of the bag."""
+"""``so101 demo``: the main job on the embedded default (MuJoCo twin, Zenoh graph), end to end as far as the
+pipeline goes today: the twin + scripted expert record seed demos (rosbag2 + seed files), SkillGen multiplies
+them, and a summary is printed. Each step is the ``so101`` command a user would type."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import typer
 
-from so101_bringup.bag.reader import format_info, info
+
+def _run(title: str, args: list[str]) -> None:
+    typer.secho(f"\n$ so101 {' '.join(args)}", bold=True)
+    code = subprocess.call([sys.executable, "-m", "so101_bringup.cli.main", *args],
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    if code != 0:
+        typer.echo(f"so101 demo: '{title}' failed with exit code {code}", err=True)
+        raise typer.Exit(code)
 
 
 def demo(
-    seconds: float = typer.Option(5.0, "--seconds", help="how long to record, s"),
-    out: Path = typer.Option(None, "--out", help="bag directory (default out/demo_<time>)"),
+    seeds: int = typer.Option(5, "--seeds", help="scripted seed demos to record"),
+    demos: int = typer.Option(20, "--demos", help="demos SkillGen generates from them"),
+    out: Path = typer.Option(None, "--out", help="output directory (default out/demo_<time>)"),
 ) -> None:
-    """Bring up the demo graph, record /joint_states to an MCAP bag, print its info."""
-    bag = out or Path("out") / dt.datetime.now().strftime("demo_%Y%m%d_%H%M%S")
-    bag.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "so101_bringup.cli.main", "launch", "demo", f"output:={bag}"]
-    typer.echo(f"$ so101 launch demo output:={bag}  (running {seconds:g} s)")
-    process = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        time.sleep(seconds)
-    finally:
-        process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=60)
-    if code != 0:
-        typer.echo(f"so101 demo: the launch exited with {code}", err=True)
-        raise typer.Exit(code)
-    typer.echo(f"\n$ so101 bag info {bag}")
-    typer.echo(format_info(info(bag)))
+    """Record scripted seeds in the twin over the zenoh graph, multiply them with SkillGen, print a summary."""
+    root = out or Path("out") / dt.datetime.now().strftime("demo_%Y%m%d_%H%M%S")
+    seed_dir, generated = root / "seeds", root / "skillgen"
+    _run("seeds record", ["seeds", "record", "--scripted", "-n", str(seeds), "--fast", "--out", str(seed_dir)])
+    _run("skillgen generate", ["skillgen", "generate", "--seeds", str(seed_dir), "-n", str(demos),
+                               "--out", str(generated)])  # fmt: skip
+    _run("bag info", ["bag", "info", str(seed_dir / "seed_000")])
+    typer.secho(f"\nDone: {seeds} seed demos (rosbag2 + .npz) in {seed_dir}, {demos} generated demos in {generated}.",
+                bold=True)  # fmt: skip

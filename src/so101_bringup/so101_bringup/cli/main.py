@@ -14,6 +14,8 @@ from so101_bringup.cli import (
     demo_cmd,
     graph_cmd,
     launch_cmd,
+    seeds_cmd,
+    skillgen_cmd,
     topic_cmd,
 )
 
@@ -34,6 +36,8 @@ app.add_typer(topic_cmd.app, name="topic")
 app.add_typer(action_cmd.app, name="action")
 app.add_typer(bag_cmd.app, name="bag")
 app.add_typer(bench_cmd.app, name="bench")
+app.add_typer(seeds_cmd.app, name="seeds")
+app.add_typer(skillgen_cmd.app, name="skillgen")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -60,7 +61,7 @@ def record_description(
 ) -> LaunchDescriptionData:
     """The graph ``so101 seeds record`` runs: sim + scripted expert + seed recorder, or the recorder alone."""
     recorder: dict[str, Any] = {
-        "output": str(out),
+        "output": str(out.resolve()),
         "mode": "scripted" if scripted else "teleop",
         "episodes": episodes,
         "seed": seed,
@@ -98,31 +99,29 @@ def _seed_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("seed_*.npz")) or sorted(directory.glob("*.npz"))
 
 
-def _table(directory: Path, title: str) -> tuple[Table, int]:
-    """A table of the seed files under ``directory`` and the number of unreadable ones."""
-    table = Table(title=title)
-    for column in ("episode", "seed", "source", "steps", "duration [s]", "success", "end", "file", "bag"):
-        table.add_column(column, justify="right" if column in ("episode", "seed", "steps", "duration [s]") else "left")
-    bad = 0
+def _table(directory: Path, title: str) -> tuple[Table, list[str]]:
+    """A table of the seed files under ``directory``, and the errors of the unreadable ones."""
+    table = Table(title=title, box=box.SIMPLE)
+    for column in ("file", "seed", "source", "steps", "time [s]", "success", "end", "bag"):
+        right = column in ("seed", "steps", "time [s]")
+        table.add_column(column, justify="right" if right else "left", no_wrap=True)
+    bad: list[str] = []
     for path in _seed_files(directory):
         try:
             demo: SeedDemo = load_seed(path)
         except SeedFormatError as exc:
-            bad += 1
-            table.add_row(path.stem, "", "", "", "", "[red]unreadable[/red]", str(exc), path.name, "")
+            bad.append(str(exc))
+            table.add_row(path.name, "", "", "", "", "[red]unreadable[/red]", "", "")
             continue
-        extra = demo.extra
         bag = path.with_suffix("")
-        duration = float(demo.t[-1]) if demo.steps else 0.0
         table.add_row(
-            str(extra.get("episode", path.stem)),
+            path.name,
             "" if demo.seed is None else str(demo.seed),
             demo.source,
             str(demo.steps),
-            f"{duration:.2f}",
+            f"{float(demo.t[-1]):.2f}",
             "[green]yes[/green]" if demo.success else "[red]no[/red]",
-            str(extra.get("end_reason", "")),
-            path.name,
+            str(demo.extra.get("end_reason", "")),
             f"{bag.name}/" if bag.is_dir() else "[red]missing[/red]",
         )
     return table, bad
@@ -159,9 +158,11 @@ def record(
     mode = f"scripted expert in sim at {rtf:g}x real time" if scripted else "teleop (/leader/joint_states)"
     console.print(f"recording {episodes or 'unlimited'} seed episode(s), {mode}, to {out}")
     code = run_description(data, (), RunnerOptions(endpoint=chosen))
-    table, bad = _table(out, f"seeds in {out}") if out.is_dir() else (None, 0)
+    table, bad = _table(out, f"seeds in {out}") if out.is_dir() and _seed_files(out) else (None, [])
     if table is not None:
         console.print(table)
+    for error in bad:
+        console.print(f"[red]unreadable seed file: {error}[/red]")
     if code != 0:
         console.print(f"[red]so101 seeds record: the recording graph exited with status {code}[/red]")
         raise typer.Exit(code)
@@ -179,7 +180,10 @@ def info(directory: Path = typer.Argument(..., help="directory of seed files (*.
         typer.echo(f"so101 seeds info: no seed files (*.npz) in {directory}", err=True)
         raise typer.Exit(1)
     table, bad = _table(directory, f"seeds in {directory}")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    for error in bad:
+        console.print(f"[red]unreadable seed file: {error}[/red]")
     if bad:
         raise typer.Exit(1)
 

@@ -7,7 +7,8 @@ Per episode ``i`` (seed ``seed + i``) it writes ``<output>/seed_{i:03d}/`` (the 
 once the episode has ended). Episodes whose ``.npz`` exists are kept: a re-run resumes at the first missing
 one (a bag left without its ``.npz`` by a crash is removed and recorded again).
 
-Steps: one per ``joint_states`` message with a new stamp (sim clock, or the driver's clock on the real arm).
+Steps: one per control period (sim.yaml's ``control_hz``, 30 Hz) of ``joint_states`` stamps (sim clock, or the
+driver's clock on the real arm; a faster stream is thinned, the bag keeps every message).
 Step ``n`` holds the measured joints (rad, canonical order), the object poses with the latest stamp <= the
 state's (world frame, xyz m + wxyz), and the action (rad): the command whose ``header.stamp`` equals the
 state's stamp (the scripted expert stamps its answers so), else the latest command received (sample and hold,
@@ -28,7 +29,9 @@ Modes (``mode``):
     the service exists (the twin), not on the real arm. An episode ends on ``~/next_episode``
     (std_srvs/Trigger; the next one starts right away) or ``~/stop`` (std_srvs/Trigger; ends it and stops),
     or at ``max_steps`` when > 0. ``episodes`` 0 records until ``~/stop``.
-  After the last episode the node shuts down (``exit_when_done``), so a launch with it required ends.
+  In both modes ``~/stop`` ends the recording (scripted: the episode in progress is dropped and recorded
+  again on the next run). After the last episode the node shuts down (``exit_when_done``), so that a launch
+  with it as a required node ends.
 
 Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed`` (0), ``reset_sim`` (true),
 ``action_topic`` ("" = per mode), ``expert`` (node name, ``scripted_expert``), ``max_steps`` (0),
@@ -174,7 +177,7 @@ class _Episode:
     index: int
     seed: int | None
     bag: BagWriter
-    detector: SuccessDetector | None
+    detector: SuccessDetector
     start_wall: float = field(default_factory=time.monotonic)
     registered: set[str] = field(default_factory=set)
     t_ns: list[int] = field(default_factory=list)
@@ -188,7 +191,6 @@ class _Episode:
     expert_done: bool = False
     steps_since_done: int = 0
     has_action: bool = False
-    end_reason: str = ""
 
 
 class SeedRecorder:
@@ -203,6 +205,7 @@ class SeedRecorder:
         sim_cfg = load_sim_config(p.sim_config or None)
         self.rack = sim_cfg.rack
         self.control_hz = float(sim_cfg.physics.control_hz)
+        self.period_ns = round(1e9 / self.control_hz)
         self.max_steps = p.max_steps or (self.task.max_steps if p.mode == "scripted" else 0)
         self.results: list[EpisodeResult] = []
         self.error: str | None = None
@@ -332,8 +335,8 @@ class SeedRecorder:
             if episode is None or episode is not self._episode:
                 return
             if episode.pending is not None:
-                if stamp <= episode.pending[0]:
-                    return  # a re-published state (no new step)
+                if stamp - episode.pending[0] < 0.9 * self.period_ns:
+                    return  # a re-published state, or a faster stream (driver at 100 Hz): one step per period
                 self._finish_step(episode)
             episode.pending = (stamp, q)
         self._wake.set()
@@ -371,7 +374,7 @@ class SeedRecorder:
         else:  # a pose missing for this step: hold the last one (arrays stay aligned)
             for history in ep.poses.values():
                 history.append(history[-1])
-        if ep.detector is not None and len(ep.poses) == len(OBJECT_NAMES):
+        if len(ep.poses) == len(OBJECT_NAMES):
             vial, rack = ep.poses[VIAL][-1], ep.poses[RACK][-1]
             held = bool(q[GRIPPER_INDEX] < self.params.held_gripper_max_rad)
             ep.success = ep.detector.update(vial[:3], vial[3:], rack[:3], rack[3:], held)
@@ -407,13 +410,11 @@ class SeedRecorder:
                 time.sleep(0.1)
 
     def _wait_for_graph(self) -> bool:
-        """Wait for the services and the first state; False (after logging why) when they do not come."""
+        """Wait for the services and the first state (RuntimeError naming what is missing); False if stopped."""
         timeout = self.params.service_timeout_s
-        if self.reset_client is not None and not self.reset_client.wait_for_service(timeout):
-            if self.params.mode == "scripted":
-                raise RuntimeError(f"no sim/reset service after {timeout:g} s: is the sim running?")
-            self.node.logger.info("no sim/reset service: recording without resets (real arm)")
-            self.reset_client = None
+        scripted = self.params.mode == "scripted"
+        if scripted and self.reset_client is not None and not self.reset_client.wait_for_service(timeout):
+            raise RuntimeError(f"no sim/reset service after {timeout:g} s: is the sim running?")
         for client, name in ((self.expert_start, "start"), (self.expert_stop, "stop")):
             if client is not None and not client.wait_for_service(timeout):
                 raise RuntimeError(f"no {self.params.expert}/{name} service after {timeout:g} s: is the expert up?")
@@ -424,6 +425,9 @@ class SeedRecorder:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no message on {self.joint_states_topic} after {timeout:g} s")
             time.sleep(0.05)
+        if not scripted and self.reset_client is not None and not self.reset_client.wait_for_service(2.0):
+            self.node.logger.info("no sim/reset service: recording without resets (real arm)")
+            self.reset_client = None
         return True
 
     def _first_index(self) -> int:

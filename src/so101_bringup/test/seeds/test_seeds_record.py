@@ -133,7 +133,7 @@ def test_info_errors(tmp_path: Path) -> None:
     assert runner.invoke(app, ["info", str(tmp_path)]).exit_code == 1
     (tmp_path / "seed_000.npz").write_bytes(b"garbage")
     result = runner.invoke(app, ["info", str(tmp_path)], env={"COLUMNS": "200"})
-    assert result.exit_code == 1 and "unreadable" in result.output
+    assert result.exit_code == 1 and "unreadable" in result.output and "not a seed file" in result.output
 
 
 def test_record_resumes_at_the_first_missing_episode(
@@ -152,3 +152,23 @@ def test_record_resumes_at_the_first_missing_episode(
     demo = load_seed(copy / "seed_001.npz")
     assert demo.seed == 6 and demo.success
     assert info(copy / "seed_001").topic("/joint_states").message_count > 0
+
+
+def test_record_descriptions() -> None:
+    """--scripted: sim (no cameras by default) + expert waiting for ~/start + recorder, all required;
+    teleop: the recorder alone, on the running graph."""
+    from so101_bringup.cli.seeds_cmd import record_description
+
+    scripted = record_description(
+        Path("out"), scripted=True, episodes=3, seed=7, real_time_factor=3.0, cameras=[], max_steps=0
+    )
+    nodes = {n.name: n for n in scripted.nodes}
+    assert set(nodes) == {"sim", "scripted_expert", "seed_recorder"} and all(n.required for n in nodes.values())
+    assert nodes["sim"].parameters[0]["cameras"] == [] and nodes["sim"].parameters[0]["real_time_factor"] == 3.0
+    assert nodes["scripted_expert"].parameters[0]["autostart"] is False
+    recorder = nodes["seed_recorder"].parameters[0]
+    assert (recorder["mode"], recorder["episodes"], recorder["seed"], recorder["images"]) == ("scripted", 3, 7, False)
+    assert Path(recorder["output"]).is_absolute()
+    teleop = record_description(Path("out"), scripted=False, episodes=0, seed=0, real_time_factor=1.0, cameras=[])
+    assert [n.name for n in teleop.nodes] == ["seed_recorder"]
+    assert teleop.nodes[0].parameters[0]["mode"] == "teleop"

@@ -117,7 +117,9 @@ class BatchedConfig:
     ``joint_limit_margin`` rad: the soft limit cost starts this far inside each limit; ``collision_margin``
     m is added to the sphere radii; weights scale those residuals relative to the pose error (m, rad).
     ``check_every``: iterations between convergence checks (one host sync each); ``compile``: run the
-    iteration through ``torch.compile`` (fuses the small kernels on CUDA; first call compiles).
+    iteration through ``torch.compile`` (fuses the small kernels on CUDA; first call compiles);
+    ``cuda_graph``: on CUDA, replay ``check_every`` iterations as one captured CUDA graph per batch shape
+    (the loop is launch-bound otherwise; solved targets then keep iterating instead of dropping out).
     """
 
     seeds: int = 32
@@ -132,6 +134,7 @@ class BatchedConfig:
     check_every: int = 10
     random_seed: int = 0
     compile: bool = False
+    cuda_graph: bool = True
 
 
 @dataclass(frozen=True)

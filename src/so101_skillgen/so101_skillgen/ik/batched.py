@@ -12,7 +12,7 @@ converged seed. The best seed per target is kept: among the successful ones the 
 seed (when given, for smooth trajectories), otherwise the smallest error.
 """
 
-# ruff: noqa: N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
+# ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ import torch
 from torch import Tensor
 
 from ..kinematics import ArmKinematics
+from ..se3 import mm
 from .base import IKConfig, IKResult
 from .jacobian import check_inputs
-from .pose_error import pose_error, project_angular
+from .pose_error import perpendicular_unit, pose_error, project_angular
 
 __all__ = ["BatchedIK", "SphereModel"]
 
@@ -68,7 +69,7 @@ class SphereModel:
 
     def centers(self, frames: Tensor) -> Tensor:
         """Sphere centres (..., P, 3) in base from :meth:`ArmKinematics.link_frames` output (..., n + 1, 4, 4)."""
-        return self.M @ frames[..., :3, 3]
+        return mm(self.M, frames[..., :3, 3])
 
     def penetration(self, frames: Tensor, axes: Tensor, margin: float) -> tuple[Tensor, Tensor]:
         """``(pen (..., K) m ≥ 0, grad (..., K, n))``: overlap of each checked pair and d(distance)/dq.
@@ -79,19 +80,43 @@ class SphereModel:
         """
         n = axes.shape[0]
         c = self.centers(frames)  # (..., P, 3)
-        ca, cb = self.Sa @ c, self.Sb @ c  # (..., K, 3)
+        if c.is_cuda:  # gathers are cheap on the GPU, selection matmuls on the CPU
+            ca, cb = c[..., self.pair_a, :], c[..., self.pair_b, :]  # (..., K, 3)
+        else:
+            ca, cb = self.Sa @ c, self.Sb @ c
         d = ca - cb
         dist = torch.linalg.vector_norm(d, dim=-1)
         unit = d / torch.clamp(dist, min=1e-9)[..., None]
-        z = (frames[..., :n, :3, :3] @ axes[..., None]).squeeze(-1)  # (..., n, 3)
+        z = mm(frames[..., :n, :3, :3], axes[..., None]).squeeze(-1)  # (..., n, 3)
         o = frames[..., :n, :3, 3]
         zt = z.transpose(-1, -2)
-        nw = unit @ torch.linalg.cross(z, o, dim=-1).transpose(-1, -2)  # (..., K, n)
-        ga = torch.linalg.cross(ca, unit, dim=-1) @ zt - nw
-        gb = torch.linalg.cross(cb, unit, dim=-1) @ zt - nw
+        nw = mm(unit, torch.linalg.cross(z, o, dim=-1).transpose(-1, -2))  # (..., K, n)
+        ga = mm(torch.linalg.cross(ca, unit, dim=-1), zt) - nw
+        gb = mm(torch.linalg.cross(cb, unit, dim=-1), zt) - nw
         grad = self.moves_a * ga - self.moves_b * gb
         pen = torch.clamp(2 * self.radius + margin - dist, min=0.0)
         return pen, grad
+
+
+def spd_solve(H: Tensor, g: Tensor) -> Tensor:
+    """x (..., n) with H x = g for symmetric positive-definite H (..., n, n): Cholesky unrolled into
+    elementwise ops (n = 5 here), which beats batched library calls on tiny matrices and captures in a
+    CUDA graph (no host synchronisation)."""
+    n = H.shape[-1]
+    L: list[list[Tensor]] = [[] for _ in range(n)]
+    for j in range(n):
+        d = H[..., j, j] - sum((L[j][k] ** 2 for k in range(j)), torch.zeros_like(H[..., 0, 0]))
+        L[j].append(torch.sqrt(torch.clamp(d, min=1e-30)))
+        for i in range(j + 1, n):
+            off = H[..., i, j] - sum((L[i][k] * L[j][k] for k in range(j)), torch.zeros_like(H[..., 0, 0]))
+            L[i].append(off / L[j][j])
+    y: list[Tensor] = []
+    for i in range(n):
+        y.append((g[..., i] - sum((L[i][k] * y[k] for k in range(i)), torch.zeros_like(g[..., 0]))) / L[i][i])
+    x: list[Tensor] = [torch.zeros_like(g[..., 0])] * n
+    for i in reversed(range(n)):
+        x[i] = (y[i] - sum((L[k][i] * x[k] for k in range(i + 1, n)), torch.zeros_like(g[..., 0]))) / L[i][i]
+    return torch.stack(x, dim=-1)
 
 
 class BatchedIK:
@@ -109,6 +134,8 @@ class BatchedIK:
         self.device = self.kinematics.device
         self.spheres = SphereModel(self.kinematics)
         self._w = torch.tensor(config.weights, dtype=self.kinematics.dtype, device=self.device)
+        self._perp = perpendicular_unit(self.kinematics.approach_axis)
+        self._graphs: dict[tuple[int, bool], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, tuple[Tensor, ...]]] = {}
         self._compiled: Callable[[Tensor, Tensor, bool], tuple[Tensor, Tensor, Tensor, Tensor]] | None = None
 
     def self_collision(self, q: Tensor) -> Tensor:
@@ -132,7 +159,7 @@ class BatchedIK:
         frames = kin.link_frames(q)
         T = frames[..., -1, :, :]
         J = kin.jacobian_from_frames(frames)
-        e, pe, re = pose_error(target, T, kin.approach_axis, partial)
+        e, pe, re = pose_error(target, T, kin.approach_axis, partial, self._perp)
         R = T[..., :3, :3]
         if partial:
             J = project_angular(J, R, kin.approach_axis)
@@ -140,13 +167,13 @@ class BatchedIK:
         scale = torch.where(pe > thr, torch.clamp(thr / torch.clamp(pe, min=1e-12), min=cfg.rotation_scaling_min), 1.0)
         # weights in EE axes for rotation: rotate error and Jacobian rows into the EE frame
         Rt = R.transpose(-1, -2)
-        e_loc = torch.cat([e[..., :3], (Rt @ e[..., 3:, None]).squeeze(-1)], -1)
-        J_loc = torch.cat([J[..., :3, :], Rt @ J[..., 3:, :]], -2)
+        e_loc = torch.cat([e[..., :3], mm(Rt, e[..., 3:, None]).squeeze(-1)], -1)
+        J_loc = torch.cat([J[..., :3, :], mm(Rt, J[..., 3:, :])], -2)
         w = self._w * torch.cat([torch.ones_like(scale)[..., None].expand(*scale.shape, 3),
                                  scale[..., None].expand(*scale.shape, 3)], -1)  # fmt: skip
         Jw = J_loc * w[..., :, None]
-        H = J_loc.transpose(-1, -2) @ Jw
-        g = (Jw.transpose(-1, -2) @ e_loc[..., None]).squeeze(-1)
+        H = mm(J_loc.transpose(-1, -2), Jw)
+        g = mm(Jw.transpose(-1, -2), e_loc[..., None]).squeeze(-1)
         # soft joint limits
         if bc.joint_limit_weight > 0:
             m = bc.joint_limit_margin
@@ -169,7 +196,7 @@ class BatchedIK:
             act = (pen > 0).to(q.dtype)[..., None]
             gr = grad * act
             wc2 = bc.collision_weight**2
-            H = H + wc2 * gr.transpose(-1, -2) @ gr
+            H = H + wc2 * mm(gr.transpose(-1, -2), gr)
             g = g + wc2 * (gr * pen[..., None]).sum(-2)
             maxpen = pen.amax(-1)
         return H, g, pe, re, maxpen
@@ -179,11 +206,33 @@ class BatchedIK:
         errors at ``q``. No host synchronisation (CUDA-graph and ``torch.compile`` friendly)."""
         bc, kin = self.config.batched, self.kinematics
         H, g, pe, re, pen = self._step_terms(q, target, partial)
-        L, _ = torch.linalg.cholesky_ex(H)  # H is SPD (damped normal equations)
-        dq = torch.cholesky_solve(g[..., None], L)[..., 0]
+        dq = spd_solve(H, g)
         big = dq.abs().amax(-1, keepdim=True)
         dq = dq * torch.clamp(bc.max_step / torch.clamp(big, min=1e-12), max=1.0)
         return torch.maximum(torch.minimum(q + dq, kin.upper), kin.lower), pe, re, pen
+
+    def _replay(self, q: Tensor, target: Tensor, partial: bool) -> Tensor:
+        """``check_every`` :meth:`_update` steps from ``q`` through a CUDA graph captured once per shape."""
+        key = (len(q), partial)
+        if key not in self._graphs:
+            static_q, static_t = q.clone(), target.clone()
+            side = torch.cuda.Stream(device=self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for _ in range(2):  # warm-up outside the capture (workspaces, lazy init)
+                    self._update(static_q, static_t, partial)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                out: tuple[Tensor, ...] = (static_q, static_t, static_t, static_t)
+                for _ in range(self.config.batched.check_every):
+                    out = self._update(out[0], static_t, partial)
+            self._graphs[key] = (graph, static_q, static_t, out)
+        graph, static_q, static_t, out = self._graphs[key]
+        static_q.copy_(q)
+        static_t.copy_(target)
+        graph.replay()
+        return out[0].clone()
 
     def _compiled_update(self) -> Callable[[Tensor, Tensor, bool], tuple[Tensor, Tensor, Tensor, Tensor]]:
         if self._compiled is None:
@@ -205,8 +254,17 @@ class BatchedIK:
         active = torch.arange(b, device=self.device)
         q = q_all.reshape(b * s, kin.dof)
         tgt_a = tgt_rep
+        use_graph = bc.cuda_graph and self.device.type == "cuda"
         step = self._compiled_update() if bc.compile else self._update
-        while it < bc.iterations:
+        while use_graph and it < bc.iterations:
+            # fixed shapes, ``check_every`` iterations per graph replay, no compaction
+            q = self._replay(q, tgt_a, partial_pose)
+            it += bc.check_every
+            pe, re, pen = self._graphs[(len(q), partial_pose)][3][1:]
+            ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(-1, s).any(-1)
+            if bool(ok.all()):
+                break
+        while not use_graph and it < bc.iterations:
             q_new, pe, re, pen = step(q, tgt_a, partial_pose)
             if it % bc.check_every == 0 and it > 0:
                 ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(-1, s).any(-1)

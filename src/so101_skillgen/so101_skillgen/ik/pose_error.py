@@ -17,7 +17,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..se3 import rotation_error
+from ..se3 import mm, rotation_error
+
+
+def _mv(R: Tensor, v: Tensor) -> Tensor:
+    return mm(R, v[..., None])[..., 0]
+
 
 __all__ = ["perpendicular_unit", "pose_error", "project_angular", "weight_error"]
 
@@ -32,21 +37,23 @@ def perpendicular_unit(axis: Tensor) -> Tensor:
 
 
 def pose_error(
-    target: Tensor, current: Tensor, approach_axis: Tensor, partial_pose: bool
+    target: Tensor, current: Tensor, approach_axis: Tensor, partial_pose: bool, perp: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(e (..., 6), position_error (...) m, rotation_error (...) rad)`` of ``current`` (..., 4, 4)
-    relative to ``target`` (..., 4, 4), base frame, position first."""
+    relative to ``target`` (..., 4, 4), base frame, position first. ``perp``: a precomputed
+    :func:`perpendicular_unit` of the approach axis (keeps the function free of tensor creation, for CUDA
+    graph capture)."""
     e_p = target[..., :3, 3] - current[..., :3, 3]
     R, Rt = current[..., :3, :3], target[..., :3, :3]
     if partial_pose:
-        a_cur = R @ approach_axis
-        a_tgt = Rt @ approach_axis
+        a_cur = _mv(R, approach_axis)
+        a_tgt = _mv(Rt, approach_axis)
         c = torch.linalg.cross(a_cur, a_tgt, dim=-1)
         s = torch.linalg.vector_norm(c, dim=-1, keepdim=True)
         d = (a_cur * a_tgt).sum(-1, keepdim=True)
         angle = torch.atan2(s, d)
         # anti-parallel approach axes: any axis ⟂ the current approach direction will do
-        fallback = R @ perpendicular_unit(approach_axis)
+        fallback = _mv(R, perpendicular_unit(approach_axis) if perp is None else perp)
         unit = torch.where(s > 1e-9, c / torch.clamp(s, min=1e-12), torch.where(d > 0, torch.zeros_like(c), fallback))
         e_r = unit * angle
     else:
@@ -68,12 +75,12 @@ def weight_error(
     scale = torch.where(
         pos_err > threshold, torch.clamp(threshold / torch.clamp(pos_err, min=1e-12), min=min_scale), 1.0
     ).unsqueeze(-1)
-    e_r_local = (R.transpose(-1, -2) @ e[..., 3:, None]).squeeze(-1) * weights[3:] * scale
-    return torch.cat([e[..., :3] * weights[:3], (R @ e_r_local[..., None]).squeeze(-1)], dim=-1)
+    e_r_local = _mv(R.transpose(-1, -2), e[..., 3:]) * weights[3:] * scale
+    return torch.cat([e[..., :3] * weights[:3], _mv(R, e_r_local)], dim=-1)
 
 
 def project_angular(J: Tensor, R: Tensor, approach_axis: Tensor) -> Tensor:
     """Jacobian (..., 6, n) with its angular rows projected onto the plane ⟂ the approach direction."""
-    a = R @ approach_axis  # (..., 3)
+    a = _mv(R, approach_axis)  # (..., 3)
     P = torch.eye(3, dtype=J.dtype, device=J.device) - a[..., :, None] * a[..., None, :]
-    return torch.cat([J[..., :3, :], P @ J[..., 3:, :]], dim=-2)
+    return torch.cat([J[..., :3, :], mm(P, J[..., 3:, :])], dim=-2)
