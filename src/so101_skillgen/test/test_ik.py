@@ -151,6 +151,13 @@ def test_input_shapes_are_checked(batched: BatchedIK) -> None:
         batched.solve(torch.eye(4))
     with pytest.raises(IKError, match=r"seed must be a tensor of shape \(1, 5\), got \(1, 6\)"):
         batched.solve(torch.eye(4)[None], torch.zeros(1, 6))
+    bad = torch.eye(4)[None].clone()
+    bad[0, 0, 3] = math.nan
+    for solver in (batched, JacobianIK(batched.config, batched.kinematics)):
+        with pytest.raises(IKError, match="target must be finite"):
+            solver.solve(bad)
+        with pytest.raises(IKError, match="seed must be finite"):
+            solver.solve(torch.eye(4)[None], torch.full((1, 5), math.inf))
 
 
 # ---------------------------------------------------------------------- pose error
@@ -268,6 +275,21 @@ def test_sphere_model_gradient_matches_finite_differences(kin: ArmKinematics) ->
 
         fd = (dist(q + dq) - dist(q - dq)) / (2 * eps)
         torch.testing.assert_close(grad[..., j], fd, atol=1e-6, rtol=0)
+
+
+def test_scalar_fast_path_matches_the_numpy_iteration(
+    kin: ArmKinematics, targets: tuple[torch.Tensor, torch.Tensor]
+) -> None:
+    q, T = targets
+    seed = q + 0.05 * torch.randn(q.shape, generator=torch.Generator().manual_seed(11), dtype=q.dtype)
+    seed = torch.maximum(torch.minimum(seed, kin.upper), kin.lower)
+    ik = JacobianIK(load_ik_config(), kin)
+    for i in range(20):
+        Rt, pt, s0 = T[i, :3, :3].numpy(), T[i, :3, 3].numpy(), seed[i].numpy()
+        fast = ik._attempt(Rt, pt, s0, True, 150)
+        slow = ik._attempt_numpy(Rt, pt, s0, True, 150)
+        assert fast[3] == slow[3]
+        assert float(abs(fast[0] - slow[0]).max()) < 1e-9
 
 
 def test_spd_solve_matches_torch() -> None:

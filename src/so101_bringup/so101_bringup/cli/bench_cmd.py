@@ -81,3 +81,21 @@ def skillgen(
     result = run_skillgen_benchmark(num_seeds=seeds, num_demos=demos)
     result["goals"] = {"yield_min": 0.60, "kept_per_min_per_core_min": 30.0}
     _report("skillgen", result, as_json, save)
+
+
+@app.command()
+def ik(
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda (the batched 1024 x 32 case)"),
+    targets: int = typer.Option(1024, "--targets", help="targets of the batched case"),
+    seeds: int = typer.Option(32, "--seeds", help="seeds per target of the batched backend"),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 is fastest on a small shared CPU)"),
+    label: str = typer.Option("", "--label", help="result name suffix: ik_<label>.json (default: the device)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/ik_<label>.json"),
+) -> None:
+    """IK success % and latency per backend: single targets on the CPU; batched targets x seeds on DEVICE."""
+    from so101_skillgen.bench_ik import run_ik_benchmark
+
+    result = run_ik_benchmark(device=device, batched_targets=targets, seeds=seeds, threads=threads)
+    result["goals"] = {"jacobian_ms_max": 0.5, "batched_1024x32_ms_max_h200": 5.0, "success_pct_min": 99.0}
+    _report(f"ik_{label or device}", result, as_json, save)

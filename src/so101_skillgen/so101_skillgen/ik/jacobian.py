@@ -9,8 +9,11 @@ Per iteration, base frame, position first::
     q  ← clip(q + Δq, lower, upper)        (joint limits hold after every step)
 
 The rotation weights act along the EE axes (x, y, approach), so 0.2 is the weight of roll about the jaws
-(moot with partial pose, where that component is removed). A target that fails from its seed is retried
-from ``restarts`` random joint vectors (reproducible); the best attempt is returned.
+(moot with partial pose, where that component is removed). With ``adaptive_damping`` (default) λ is 0.05
+while the weighted error exceeds 1 cm and shrinks in proportion below it (floor λ/100): in partial pose the
+wrist roll only moves the jaw centre on its ~8 mm lever off the roll axis, a direction a fixed λ = 0.05
+damps ~40× and leaves stalled at the millimetre level. A target that fails from its seed is retried from
+``restarts`` random joint vectors iterated together (vectorized numpy, reproducible); the best is returned.
 
 A 6-row solve on 4×4 matrices is dominated by per-call overhead, so this backend runs in numpy on float64
 whatever the device of the inputs (results come back on the target's device and dtype).
@@ -29,6 +32,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from .base import IKConfig, IKError, IKResult
+from .scalar import ScalarChain, scalar_attempt
 
 __all__ = ["JacobianIK"]
 
@@ -37,19 +41,19 @@ SingleSolution = tuple[F64, bool, float, float, int]
 """``(q (5,) rad, success, position_error m, rotation_error rad, iterations)`` of one target."""
 
 
-def check_inputs(target: Tensor, seed: Tensor | None, dof: int) -> int:
-    """Validate shapes; returns the batch size B."""
+def check_inputs(target: Tensor, seed: Tensor | None, dof: int, *, finite: bool = True) -> int:
+    """Validate shapes (and finiteness unless ``finite`` is false: the caller checks); returns B."""
     if not isinstance(target, Tensor) or target.dim() != 3 or tuple(target.shape[1:]) != (4, 4):
         shape = tuple(target.shape) if isinstance(target, Tensor) else type(target).__name__
         raise IKError(f"target must be a tensor of shape (B, 4, 4), got {shape}")
-    if not bool(torch.isfinite(target).all()):
+    if finite and not bool(torch.isfinite(target).all()):
         raise IKError("target must be finite")
     b = int(target.shape[0])
     if seed is not None:
         if not isinstance(seed, Tensor) or tuple(seed.shape) != (b, dof):
             shape = tuple(seed.shape) if isinstance(seed, Tensor) else type(seed).__name__
             raise IKError(f"seed must be a tensor of shape ({b}, {dof}), got {shape}")
-        if not bool(torch.isfinite(seed).all()):
+        if finite and not bool(torch.isfinite(seed).all()):
             raise IKError("seed must be finite")
     return b
 
@@ -68,9 +72,8 @@ class JacobianIK:
         self._tailp = np.ascontiguousarray(tail[:3, 3])
         self._lo, self._hi = lower, upper
         self._approach = approach
-        basis = np.eye(3)
-        perp = np.cross(approach, basis[int(np.argmin(np.abs(approach)))])
-        self._perp = perp / np.linalg.norm(perp)
+        self._chain = ScalarChain.of(origins, axes, tail, lower, upper, approach)
+        self._perp = np.asarray(self._chain.perp)
         a = axes
         zero = np.zeros(len(a))
         self._K = np.stack(
@@ -81,6 +84,7 @@ class JacobianIK:
         self._I6 = np.eye(6)
         self._w = np.asarray(config.weights, dtype=np.float64)
         self._n = len(a)
+        self.scalar_fast_path = True  # plain-float iteration for partial pose (same math; see .scalar)
 
     # ------------------------------------------------------------------ numpy kinematics
     def fk_jacobian_np(self, q: F64) -> tuple[F64, F64, F64]:
@@ -209,6 +213,28 @@ class JacobianIK:
         return e, math.sqrt(float(e[:3] @ e[:3])), math.sqrt(float(e[3:] @ e[3:])), a_cur
 
     def _attempt(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
+        """One DLS run from ``q`` (5,): plain-float fast path for partial pose, numpy otherwise."""
+        if not (partial and self.scalar_fast_path):
+            return self._attempt_numpy(Rt, pt, q, partial, iterations)
+        cfg = self.config
+        qs, ep, er, it = scalar_attempt(
+            self._chain,
+            (Rt[0, 0], Rt[0, 1], Rt[0, 2], Rt[1, 0], Rt[1, 1], Rt[1, 2], Rt[2, 0], Rt[2, 1], Rt[2, 2]),
+            (pt[0], pt[1], pt[2]),
+            q.tolist(),
+            weights=cfg.weights,
+            damping=cfg.damping,
+            max_step=cfg.max_step,
+            threshold=cfg.rotation_scaling_threshold,
+            min_scale=cfg.rotation_scaling_min,
+            adaptive_damping=cfg.adaptive_damping,
+            tol_p=cfg.position_tolerance,
+            tol_r=cfg.rotation_tolerance,
+            iterations=iterations,
+        )
+        return np.asarray(qs, dtype=np.float64), ep, er, it
+
+    def _attempt_numpy(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
         cfg = self.config
         lam2 = cfg.damping**2
         tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
@@ -260,9 +286,13 @@ class JacobianIK:
     # ------------------------------------------------------------------ IKSolver
     def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
         """Solve each target (B, 4, 4) from its seed (B, 5) (default: all joints 0), one after the other."""
-        b = check_inputs(target, seed, self._n)
+        b = check_inputs(target, seed, self._n, finite=False)
         tg = target.detach().to("cpu", torch.float64).numpy()
         sd = seed.detach().to("cpu", torch.float64).numpy() if seed is not None else None
+        if not np.isfinite(tg).all():  # numpy: cheaper than torch for one small target
+            raise IKError("target must be finite")
+        if sd is not None and not np.isfinite(sd).all():
+            raise IKError("seed must be finite")
         q = np.empty((b, self._n))
         ok = np.empty(b, dtype=bool)
         pe = np.empty(b)
@@ -275,10 +305,10 @@ class JacobianIK:
             iters = max(iters, it)
         dev, dt = target.device, target.dtype
         return IKResult(
-            q=torch.as_tensor(q, dtype=dt).to(dev),
-            success=torch.as_tensor(ok).to(dev),
-            position_error=torch.as_tensor(pe, dtype=dt).to(dev),
-            rotation_error=torch.as_tensor(re, dtype=dt).to(dev),
+            q=torch.from_numpy(q).to(dev, dt),
+            success=torch.from_numpy(ok).to(dev),
+            position_error=torch.from_numpy(pe).to(dev, dt),
+            rotation_error=torch.from_numpy(re).to(dev, dt),
             iterations=iters,
         )
 
