@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from so101_bringup.hardware.calibration import ArmCalibration, save_calibration
+from so101_bringup.hardware.example_calibration import EXAMPLE_FOLLOWER_CALIBRATION
 from so101_bringup.hardware.feetech import protocol as p
 from so101_bringup.hardware.feetech.bench import run_bus_benchmark
 from so101_bringup.hardware.feetech.emulator import FeetechEmulator
@@ -32,15 +33,7 @@ from so101_bringup.hardware.joints import JOINT_NAMES
 POLL_S = 0.0002
 STEP_RAD = 0.01  # alternate the pan target by this much (below robot.safety.max_step_rad: one cycle moves it)
 
-# A realistic SO-101 follower calibration (LeRobot format), so the driver converts as on a real arm.
-_CALIBRATION = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 158, "range_min": 858, "range_max": 3250},
-    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": 1106, "range_min": 898, "range_max": 3093},
-    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1155, "range_min": 873, "range_max": 3205},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": -1491, "range_min": 0, "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": -1209, "range_min": 2031, "range_max": 3486},
-}
+_CALIBRATION = EXAMPLE_FOLLOWER_CALIBRATION
 
 
 def _stats_ms(values_s: list[float] | np.ndarray) -> dict[str, float]:

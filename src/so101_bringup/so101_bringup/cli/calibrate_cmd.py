@@ -63,7 +63,7 @@ def calibrate(
                 on_positions=lambda positions: live.update(_table(positions), refresh=True),
             )
     except (HardwareError, EOFError) as exc:
-        console.print(f"[red]so101 calibrate: {exc}[/red]")
+        console.print(f"[red]so101 calibrate: {exc}[/red]", soft_wrap=True)
         raise typer.Exit(1) from exc
     path = save_calibration(calibration, target)
-    console.print(f"calibration written to {path}")
+    console.print(f"calibration written to {path}", soft_wrap=True)

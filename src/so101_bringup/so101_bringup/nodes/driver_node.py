@@ -54,6 +54,7 @@ from so101_bringup.nodes.diagnostics import (
     status_message,
 )
 from so101_bringup.nodes.joint_messages import joint_state_message, joint_vector
+from so101_bringup.nodes.params import declare_params
 from so101_bringup.nodes.trajectory import (
     ACTION_NAME,
     FJT,
@@ -95,25 +96,7 @@ class DriverParams:
 
     @classmethod
     def declare(cls, node: Node) -> DriverParams:
-        d = cls()
-        params = cls(
-            robot_config=node.declare_parameter("robot_config", d.robot_config),
-            port=node.declare_parameter("port", d.port),
-            calibration=node.declare_parameter("calibration", d.calibration),
-            rate_hz=float(node.declare_parameter("rate_hz", d.rate_hz)),
-            diagnostics_period_s=float(node.declare_parameter("diagnostics_period_s", d.diagnostics_period_s)),
-            max_consecutive_failures=int(
-                node.declare_parameter("max_consecutive_failures", d.max_consecutive_failures)
-            ),
-            reconnect_period_s=float(node.declare_parameter("reconnect_period_s", d.reconnect_period_s)),
-            hold_on_servo_fault=bool(node.declare_parameter("hold_on_servo_fault", d.hold_on_servo_fault)),
-            goal_tolerance_rad=float(node.declare_parameter("goal_tolerance_rad", d.goal_tolerance_rad)),
-            goal_time_tolerance_s=float(node.declare_parameter("goal_time_tolerance_s", d.goal_time_tolerance_s)),
-            shutdown_behavior=node.declare_parameter("shutdown_behavior", d.shutdown_behavior),
-            ease_to_rest=bool(node.declare_parameter("ease_to_rest", d.ease_to_rest)),
-            rest_pose=tuple(float(v) for v in node.declare_parameter("rest_pose", list(d.rest_pose))),
-            rest_ease_s=float(node.declare_parameter("rest_ease_s", d.rest_ease_s)),
-        )
+        params = declare_params(node, cls)
         params.validate()
         return params
 

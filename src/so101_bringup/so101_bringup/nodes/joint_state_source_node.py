@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from so101_bringup.graph.api import Node
+from so101_bringup.nodes.params import declare_params
 from so101_bringup.robot_spec import JOINT_NAMES
 
 
@@ -22,12 +23,7 @@ class JointStateSourceParams:
 
     @classmethod
     def declare(cls, node: Node) -> JointStateSourceParams:
-        defaults = cls()
-        params = cls(
-            rate_hz=node.declare_parameter("rate_hz", defaults.rate_hz),
-            amplitude_rad=node.declare_parameter("amplitude_rad", defaults.amplitude_rad),
-            period_s=node.declare_parameter("period_s", defaults.period_s),
-        )
+        params = declare_params(node, cls)
         if params.rate_hz <= 0 or params.period_s <= 0:
             raise ValueError(f"rate_hz and period_s must be > 0, got {params.rate_hz} and {params.period_s}")
         return params

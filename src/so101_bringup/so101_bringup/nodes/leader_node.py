@@ -22,6 +22,7 @@ from so101_bringup.hardware.robot import SO101Leader
 from so101_bringup.nodes.arm_link import ArmLink, load_arm
 from so101_bringup.nodes.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, diagnostic_array, status_message
 from so101_bringup.nodes.joint_messages import joint_state_message
+from so101_bringup.nodes.params import declare_params
 
 
 @dataclass(frozen=True)
@@ -38,18 +39,7 @@ class LeaderParams:
 
     @classmethod
     def declare(cls, node: Node) -> LeaderParams:
-        d = cls()
-        params = cls(
-            robot_config=node.declare_parameter("robot_config", d.robot_config),
-            port=node.declare_parameter("port", d.port),
-            calibration=node.declare_parameter("calibration", d.calibration),
-            rate_hz=float(node.declare_parameter("rate_hz", d.rate_hz)),
-            diagnostics_period_s=float(node.declare_parameter("diagnostics_period_s", d.diagnostics_period_s)),
-            max_consecutive_failures=int(
-                node.declare_parameter("max_consecutive_failures", d.max_consecutive_failures)
-            ),
-            reconnect_period_s=float(node.declare_parameter("reconnect_period_s", d.reconnect_period_s)),
-        )
+        params = declare_params(node, cls)
         for name in ("rate_hz", "diagnostics_period_s", "reconnect_period_s"):
             value = getattr(params, name)
             if not (math.isfinite(value) and value > 0):

@@ -26,6 +26,7 @@ import numpy as np
 from so101_bringup.description.urdf import F64, UrdfJoint, load_urdf, matrix_to_quat_xyzw
 from so101_bringup.graph.api import Message, Node
 from so101_bringup.graph.qos import LATCHED
+from so101_bringup.nodes.params import declare_params
 
 TF = "tf2_msgs/msg/TFMessage"
 
@@ -41,13 +42,7 @@ class RobotStatePublisherParams:
 
     @classmethod
     def declare(cls, node: Node) -> RobotStatePublisherParams:
-        d = cls()
-        params = cls(
-            urdf_path=str(node.declare_parameter("urdf_path", d.urdf_path)),
-            publish_frequency=float(node.declare_parameter("publish_frequency", d.publish_frequency)),
-            frame_prefix=str(node.declare_parameter("frame_prefix", d.frame_prefix)),
-            world_frame=str(node.declare_parameter("world_frame", d.world_frame)),
-        )
+        params = declare_params(node, cls)
         if not (math.isfinite(params.publish_frequency) and params.publish_frequency >= 0):
             raise ValueError(
                 f"robot_state_publisher: publish_frequency must be >= 0 Hz, got {params.publish_frequency}"

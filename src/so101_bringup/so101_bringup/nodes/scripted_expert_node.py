@@ -38,6 +38,7 @@ import numpy as np
 from so101_bringup.graph.api import Message, Node
 from so101_bringup.graph.qos import QoS
 from so101_bringup.nodes.driver_node import joint_vector
+from so101_bringup.nodes.params import declare_params
 from so101_bringup.sim import JOINT_NAMES
 from so101_bringup.sim.config import load_sim_config
 from so101_bringup.sim.errors import PlanningError
@@ -77,12 +78,7 @@ class ScriptedExpertParams:
 
     @classmethod
     def declare(cls, node: Node) -> ScriptedExpertParams:
-        d = cls()
-        params = cls(
-            autostart=bool(node.declare_parameter("autostart", d.autostart)),
-            sim_config=str(node.declare_parameter("sim_config", d.sim_config)),
-            control_hz=float(node.declare_parameter("control_hz", d.control_hz)),
-        )
+        params = declare_params(node, cls)
         if not (math.isfinite(params.control_hz) and params.control_hz >= 0):
             raise ValueError(f"scripted_expert: parameter 'control_hz' must be >= 0, got {params.control_hz}")
         return params

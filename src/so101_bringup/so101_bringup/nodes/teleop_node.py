@@ -26,6 +26,7 @@ import numpy.typing as npt
 from so101_bringup.graph.api import Node
 from so101_bringup.hardware.joints import JOINT_NAMES
 from so101_bringup.nodes.joint_messages import joint_vector
+from so101_bringup.nodes.params import declare_params
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -42,14 +43,7 @@ class TeleopParams:
 
     @classmethod
     def declare(cls, node: Node) -> TeleopParams:
-        d = cls()
-        params = cls(
-            rate_hz=float(node.declare_parameter("rate_hz", d.rate_hz)),
-            stale_timeout_s=float(node.declare_parameter("stale_timeout_s", d.stale_timeout_s)),
-            scale=tuple(float(v) for v in node.declare_parameter("scale", list(d.scale))),
-            offset_rad=tuple(float(v) for v in node.declare_parameter("offset_rad", list(d.offset_rad))),
-            check_stamp=bool(node.declare_parameter("check_stamp", d.check_stamp)),
-        )
+        params = declare_params(node, cls)
         for name in ("rate_hz", "stale_timeout_s"):
             value = getattr(params, name)
             if not (math.isfinite(value) and value > 0):

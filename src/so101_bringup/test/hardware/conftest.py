@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from so101_bringup.hardware.calibration import ArmCalibration, load_calibration
+from so101_bringup.hardware.example_calibration import EXAMPLE_FOLLOWER_CALIBRATION
 from so101_bringup.hardware.feetech import protocol as p
 from so101_bringup.hardware.feetech.bus import BusConfig, FeetechBus
 from so101_bringup.hardware.feetech.emulator import FeetechEmulator
@@ -17,16 +18,7 @@ IDS = (1, 2, 3, 4, 5, 6)
 # Timeout generous enough for a loaded 2-core CI host; fault tests pay it (retries + 1) times.
 TEST_TIMEOUT_MS = 60.0
 
-# A realistic SO-101 follower calibration as `lerobot-calibrate` writes it (ids 1..6, drive_mode 0,
-# wrist_roll full turn, homing offsets = middle pose - 2047).
-LEROBOT_CALIBRATION = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 158, "range_min": 858, "range_max": 3250},
-    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": 1106, "range_min": 898, "range_max": 3093},
-    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1155, "range_min": 873, "range_max": 3205},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": -1491, "range_min": 0, "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": -1209, "range_min": 2031, "range_max": 3486},
-}
+LEROBOT_CALIBRATION = EXAMPLE_FOLLOWER_CALIBRATION
 
 
 @pytest.fixture

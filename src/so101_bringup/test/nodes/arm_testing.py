@@ -9,18 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from so101_bringup.hardware.calibration import ArmCalibration, load_calibration
+from so101_bringup.hardware.example_calibration import EXAMPLE_FOLLOWER_CALIBRATION
 from so101_bringup.hardware.feetech import protocol as p
 from so101_bringup.hardware.feetech.emulator import FeetechEmulator
 
-# A realistic LeRobot calibration (as `lerobot-calibrate` writes it for an SO-101 follower).
-CALIBRATION = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1470, "range_min": 758, "range_max": 3292},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 158, "range_min": 858, "range_max": 3250},
-    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": 1106, "range_min": 898, "range_max": 3093},
-    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1155, "range_min": 873, "range_max": 3205},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": -1491, "range_min": 0, "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": -1209, "range_min": 2031, "range_max": 3486},
-}
+CALIBRATION = EXAMPLE_FOLLOWER_CALIBRATION
 RAD_PER_COUNT = 2 * math.pi / 4095
 
 
