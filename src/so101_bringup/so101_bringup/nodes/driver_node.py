@@ -32,7 +32,6 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +66,7 @@ from so101_bringup.nodes.trajectory import (
     TrajectoryError,
     duration_msg,
     duration_s,
+    joint_tolerances,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -317,20 +317,11 @@ class Driver:
                 if self._active is active:
                     self._active = None
 
-    def _tolerances(self, entries: Sequence[Any], default: float) -> FloatArray:
-        tol = np.full(len(JOINT_NAMES), default)
-        for e in entries:
-            if e.name in JOINT_NAMES and e.position > 0:
-                tol[JOINT_NAMES.index(e.name)] = e.position
-            elif e.name in JOINT_NAMES and e.position < 0:
-                tol[JOINT_NAMES.index(e.name)] = math.inf
-        return tol
-
     def _follow(self, handle: ServerGoalHandle, active: _ActiveGoal, goal: Any, result: Any) -> Message:
         traj = active.trajectory
         joints = list(traj.joints)
-        goal_tol = self._tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad)
-        path_tol = self._tolerances(goal.path_tolerance, math.inf)
+        goal_tol = joint_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad)
+        path_tol = joint_tolerances(goal.path_tolerance, math.inf)
         time_tol = duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s
         names = [JOINT_NAMES[j] for j in joints]
         cycle = 0

@@ -65,6 +65,7 @@ from so101_bringup.nodes.trajectory import (
     Trajectory,
     TrajectoryError,
     duration_s,
+    joint_tolerances,
 )
 from so101_bringup.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_bringup.sim.config import load_sim_config
@@ -190,17 +191,6 @@ class _CameraPublishers:
     info: Any
     depth_image: Any | None
     depth_info: Any | None
-
-
-def _tolerances(entries: Any, default: float) -> F64:
-    """Per-joint tolerance (6,) from JointTolerance entries: > 0 sets it, < 0 means none, 0 keeps ``default``."""
-    tol = np.full(len(JOINT_NAMES), default)
-    for e in entries:
-        if e.name in JOINT_NAMES and e.position > 0:
-            tol[JOINT_NAMES.index(e.name)] = e.position
-        elif e.name in JOINT_NAMES and e.position < 0:
-            tol[JOINT_NAMES.index(e.name)] = math.inf
-    return tol
 
 
 class SimNode:
@@ -614,8 +604,8 @@ class SimNode:
                 handle=handle,
                 trajectory=trajectory,
                 start_ns=now_ns + max(0, round(delay * 1e9)),
-                goal_tol=_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad),
-                path_tol=_tolerances(goal.path_tolerance, math.inf),
+                goal_tol=joint_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad),
+                path_tol=joint_tolerances(goal.path_tolerance, math.inf),
                 time_tol=duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s,
             )
             if self._stop.is_set():

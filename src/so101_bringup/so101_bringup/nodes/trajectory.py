@@ -3,6 +3,7 @@ driver and the sim node, so both check goals the same way)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,3 +145,15 @@ class Trajectory:
             np.vstack(vel_rows) if with_velocities else None,
             index,
         )
+
+
+def joint_tolerances(entries: Any, default: float) -> FloatArray:
+    """Per-joint tolerance (6,) from control_msgs/JointTolerance entries: > 0 sets it, < 0 means none (inf),
+    0 keeps ``default``."""
+    tol = np.full(len(JOINT_NAMES), default)
+    for e in entries:
+        if e.name in JOINT_NAMES and e.position > 0:
+            tol[JOINT_NAMES.index(e.name)] = e.position
+        elif e.name in JOINT_NAMES and e.position < 0:
+            tol[JOINT_NAMES.index(e.name)] = math.inf
+    return tol
