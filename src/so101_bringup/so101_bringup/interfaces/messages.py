@@ -143,3 +143,8 @@ def deserialize(data: bytes | memoryview, type_name: str) -> Any:
         return typestore().deserialize_cdr(bytes(data), normalize(type_name))
     except Exception as exc:
         raise MessageError(f"malformed {type_name} payload ({len(data)} bytes): {exc}") from exc
+
+
+def time_message(ns: int) -> Any:
+    """builtin_interfaces/msg/Time of ``ns`` nanoseconds (since the epoch, or sim time)."""
+    return make("builtin_interfaces/msg/Time", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)

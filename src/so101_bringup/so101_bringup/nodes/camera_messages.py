@@ -16,8 +16,7 @@ def optical_frame(camera: str) -> str:
 
 def header(node: Node, stamp_ns: int, frame_id: str = "") -> Message:
     """std_msgs/Header stamped ``stamp_ns`` (ns since the epoch, or sim time)."""
-    stamp = node.message("builtin_interfaces/msg/Time", sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
-    return node.message("std_msgs/msg/Header", stamp=stamp, frame_id=frame_id)
+    return node.message("std_msgs/msg/Header", stamp=node.stamp(stamp_ns), frame_id=frame_id)
 
 
 def rgb_image(node: Node, head: Message, rgb: npt.NDArray[np.uint8]) -> Message:

@@ -64,6 +64,7 @@ from so101_bringup.nodes.trajectory import (
     SUCCESSFUL,
     Trajectory,
     TrajectoryError,
+    duration_msg,
     duration_s,
     joint_tolerances,
 )
@@ -80,10 +81,6 @@ FEEDBACK_PERIOD_S = 0.05
 MAX_STAMP_AHEAD_S = 3600.0  # a trajectory stamp further ahead of sim time is wall-clock time, not sim time
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 RELIABLE_LATEST = QoS(depth=1)
-
-
-def _ns_to_time(node: Node, ns: int) -> Message:
-    return node.message("builtin_interfaces/msg/Time", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 @dataclass(frozen=True)
@@ -451,7 +448,7 @@ class SimNode:
 
     def _publish_state(self, snap: _Snapshot) -> None:
         node = self.node
-        self.clock.publish(node.message("rosgraph_msgs/msg/Clock", clock=_ns_to_time(node, snap.stamp_ns)))
+        self.clock.publish(node.message("rosgraph_msgs/msg/Clock", clock=node.stamp(snap.stamp_ns)))
         if not self._fast_joint_states:
             self.joint_states.publish(self._joint_state(snap, snap.stamp_ns))
         for name, (pos, quat) in snap.objects.items():
@@ -627,8 +624,7 @@ class SimNode:
 
     def _feedback(self, names: list[str], joints: list[int], desired: F64, actual: F64, t: float) -> Message:
         node = self.node
-        ns = max(0, round(t * 1e9))
-        since = node.message("builtin_interfaces/msg/Duration", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        since = duration_msg(node, t)
 
         def point(values: F64) -> Message:
             return node.message(

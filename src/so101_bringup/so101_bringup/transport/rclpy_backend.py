@@ -587,8 +587,10 @@ class RclpyNode:
         """ROS time in ns: ``/clock`` when ``use_sim_time`` is true, else the system clock."""
         return int(self._node.get_clock().now().nanoseconds)
 
-    def stamp(self) -> Any:
-        return self._node.get_clock().now().to_msg()
+    def stamp(self, ns: int | None = None) -> Any:
+        if ns is None:
+            return self._node.get_clock().now().to_msg()
+        return interface_type("builtin_interfaces/msg/Time")(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
     # graph
     def topic_names_and_types(self) -> dict[str, set[str]]:

@@ -15,7 +15,7 @@ import zenoh
 from so101_bringup.graph import qos as qos_profiles
 from so101_bringup.graph.api import ExecuteCallback, GraphError, ServerGoalHandle, ServiceTimeout
 from so101_bringup.interfaces import interface_info
-from so101_bringup.interfaces.messages import MessageError, deserialize, make
+from so101_bringup.interfaces.messages import MessageError, deserialize, make, time_message
 from so101_bringup.transport.zenoh.attachment import Attachment, AttachmentError
 from so101_bringup.transport.zenoh.entities import (
     ZenohClient,
@@ -232,7 +232,7 @@ class ZenohActionServer:
         self._feedback.publish(make(self.info.part("FeedbackMessage"), goal_id=uid, feedback=feedback))
 
     def _goal_info(self, goal: _ServerGoal) -> Any:
-        stamp = make("builtin_interfaces/msg/Time", sec=goal.stamp_ns // 10**9, nanosec=goal.stamp_ns % 10**9)
+        stamp = time_message(goal.stamp_ns)
         uid = make("unique_identifier_msgs/msg/UUID", uuid=list(goal.goal_id))
         return make("action_msgs/msg/GoalInfo", goal_id=uid, stamp=stamp)
 

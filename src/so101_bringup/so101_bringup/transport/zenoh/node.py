@@ -15,7 +15,7 @@ from so101_bringup.graph.arguments import parse_ros_arguments
 from so101_bringup.graph.names import resolve_name
 from so101_bringup.graph.parameters import ParameterStore, parameters_from_file
 from so101_bringup.graph.qos import QoS
-from so101_bringup.interfaces.messages import make
+from so101_bringup.interfaces.messages import make, time_message
 from so101_bringup.transport.log import node_logger
 from so101_bringup.transport.zenoh.actions import ZenohActionClient, ZenohActionServer
 from so101_bringup.transport.zenoh.context import SHUTDOWN, Context, install_signal_handlers
@@ -28,7 +28,7 @@ from so101_bringup.transport.zenoh.entities import (
     ZenohTimer,
 )
 from so101_bringup.transport.zenoh.executor import Executor
-from so101_bringup.transport.zenoh.keyexpr import NodeToken
+from so101_bringup.transport.zenoh.keyexpr import NodeToken, dds_to_ros_type
 
 
 def _normalize_namespace(namespace: str) -> str:
@@ -76,6 +76,7 @@ class ZenohNode:
         self.executor = Executor(self._logger, self._name)
         self._entities: list[Entity | ZenohActionServer | ZenohActionClient] = []
         self._shutdown = threading.Event()
+        self._closed = False
         self._sim_time_ns: int | None = None
         if self.declare_parameter("use_sim_time", False):
             self._sim_time_ns = 0
@@ -168,15 +169,13 @@ class ZenohNode:
         """ROS time in ns: ``/clock`` when ``use_sim_time`` is true, else the system clock."""
         return self._sim_time_ns if self._sim_time_ns is not None else time.time_ns()
 
-    def stamp(self) -> Any:
-        now = self.now_ns()
-        return make("builtin_interfaces/msg/Time", sec=now // 1_000_000_000, nanosec=now % 1_000_000_000)
+    def stamp(self, ns: int | None = None) -> Any:
+        """builtin_interfaces/Time of ``ns`` (default: ``now_ns()``)."""
+        return time_message(self.now_ns() if ns is None else ns)
 
     # graph
     def topic_names_and_types(self) -> dict[str, set[str]]:
         """Topics seen on the graph (from liveliness tokens) with their type names."""
-        from so101_bringup.transport.zenoh.keyexpr import dds_to_ros_type
-
         topics: dict[str, set[str]] = {}
         for token in self.context.graph.tokens():
             if token.kind in ("MP", "MS"):
@@ -201,7 +200,7 @@ class ZenohNode:
     def shutdown(self) -> None:
         """Stop the executor, undeclare every entity and the node token; the process-wide context closes
         with its last node (an explicitly given context is closed by its owner)."""
-        if getattr(self, "_closed", False):
+        if self._closed:
             return
         self._closed = True
         self._shutdown.set()
