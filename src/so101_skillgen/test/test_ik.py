@@ -301,10 +301,14 @@ def test_spd_solve_matches_torch() -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_batched_on_cuda(kin: ArmKinematics, targets: tuple[torch.Tensor, torch.Tensor]) -> None:
+@pytest.mark.parametrize("fused", [False, True])
+def test_batched_on_cuda(kin: ArmKinematics, targets: tuple[torch.Tensor, torch.Tensor], fused: bool) -> None:
     _, T = targets
-    solver = load_ik_solver({"backend": "batched"}, kinematics=kin, device="cuda")
+    solver = load_ik_solver({"backend": "batched", "batched": {"fused": fused}}, kinematics=kin, device="cuda")
+    assert isinstance(solver, BatchedIK)
+    if fused and not solver.fused:
+        pytest.skip("triton not importable")
     res = solver.solve(T.cuda())
     assert res.q.device.type == "cuda"
-    assert isinstance(solver, BatchedIK) and solver.config.batched.cuda_graph and solver._graphs  # replayed
+    assert solver.fused == fused and bool(solver._graphs) != fused  # the kernel, or graph replays
     assert_round_trip(kin, res.q.cpu(), res.success.cpu(), T)

@@ -119,7 +119,9 @@ class BatchedConfig:
     ``check_every``: iterations between convergence checks (one host sync each); ``compile``: run the
     iteration through ``torch.compile`` (fuses the small kernels on CUDA; first call compiles);
     ``cuda_graph``: on CUDA, replay ``check_every`` iterations as one captured CUDA graph per batch shape
-    (the loop is launch-bound otherwise; solved targets then keep iterating instead of dropping out).
+    (the loop is launch-bound otherwise; solved targets then keep iterating instead of dropping out);
+    ``fused``: on CUDA with Triton, run the whole loop as one kernel (:mod:`so101_skillgen.ik.fused`;
+    ``compile`` / ``cuda_graph`` then do not apply).
     """
 
     seeds: int = 32
@@ -135,6 +137,7 @@ class BatchedConfig:
     random_seed: int = 0
     compile: bool = False
     cuda_graph: bool = True
+    fused: bool = True
 
 
 @dataclass(frozen=True)

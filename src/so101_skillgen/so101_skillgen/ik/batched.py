@@ -10,6 +10,10 @@ with the same W and adaptive rotation scaling as the DLS backend, steps clamped 
 joints clipped to their limits. Every ``check_every`` iterations the loop stops once every target has a
 converged seed. The best seed per target is kept: among the successful ones the closest to the caller's
 seed (when given, for smooth trajectories), otherwise the smallest error.
+
+On CUDA with Triton (``batched.fused``, default) the whole loop runs as one kernel (:mod:`.fused`, ~1 ms for
+1024 targets × 32 seeds on an H200 against ~200 ms for the torch loop); collisions are then only checked on
+the final joints (colliding seeds are rejected, not pushed apart).
 """
 
 # ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
@@ -70,6 +74,13 @@ class SphereModel:
     def centers(self, frames: Tensor) -> Tensor:
         """Sphere centres (..., P, 3) in base from :meth:`ArmKinematics.link_frames` output (..., n + 1, 4, 4)."""
         return mm(self.M, frames[..., :3, 3])
+
+    def depth(self, origins: Tensor, margin: float) -> Tensor:
+        """Overlap (..., K) m ≥ 0 of each checked pair from the frame origins (..., n + 1, 3) in base (joint
+        frames, then the EE frame: ``link_frames(q)[..., :3, 3]``); no gradient."""
+        c = mm(self.M, origins)
+        d = c[..., self.pair_a, :] - c[..., self.pair_b, :] if c.is_cuda else self.Sa @ c - self.Sb @ c
+        return torch.clamp(2 * self.radius + margin - torch.linalg.vector_norm(d, dim=-1), min=0.0)
 
     def penetration(self, frames: Tensor, axes: Tensor, margin: float) -> tuple[Tensor, Tensor]:
         """``(pen (..., K) m ≥ 0, grad (..., K, n))``: overlap of each checked pair and d(distance)/dq.
@@ -137,18 +148,31 @@ class BatchedIK:
         self._perp = perpendicular_unit(self.kinematics.approach_axis)
         self._graphs: dict[tuple[int, bool], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, tuple[Tensor, ...]]] = {}
         self._compiled: Callable[[Tensor, Tensor, bool], tuple[Tensor, Tensor, Tensor, Tensor]] | None = None
+        self._fused_params: Tensor | None = None
+        self._starts: Tensor | None = None
+        self.fused = False  # the fused Triton kernel runs the loop (CUDA, ``batched.fused``, triton importable)
+        if config.batched.fused and self.device.type == "cuda":
+            try:
+                from .fused import fused_supported
+            except ImportError:  # no triton: the torch loop
+                pass
+            else:
+                self.fused = fused_supported(self.kinematics)
 
     def self_collision(self, q: Tensor) -> Tensor:
         """(...,) bool: whether joints ``q`` (..., 5) put two non-adjacent link spheres in contact."""
-        frames = self.kinematics.link_frames(q)
-        pen, _ = self.spheres.penetration(frames, self.kinematics.axes, self.config.batched.collision_margin)
-        return (pen > 1e-6).any(-1)
+        origins = self.kinematics.link_frames(q)[..., :3, 3]
+        return (self.spheres.depth(origins, self.config.batched.collision_margin) > 1e-6).any(-1)
 
     def _initial(self, b: int, seed: Tensor | None, s: int) -> Tensor:
+        """Starts (B, S, 5): uniform within the limits from a CPU generator reseeded every call (the same on
+        every device), so the draws of the last shape are kept on the device."""
         kin = self.kinematics
-        gen = torch.Generator(device="cpu").manual_seed(self.config.batched.random_seed)
-        u = torch.rand((b, s, kin.dof), generator=gen, dtype=kin.dtype).to(self.device)
-        q0 = kin.lower + u * (kin.upper - kin.lower)
+        if self._starts is None or self._starts.shape[:2] != (b, s):
+            gen = torch.Generator(device="cpu").manual_seed(self.config.batched.random_seed)
+            u = torch.rand((b, s, kin.dof), generator=gen, dtype=kin.dtype).to(self.device)
+            self._starts = kin.lower + u * (kin.upper - kin.lower)
+        q0 = self._starts.clone()
         if seed is not None:
             q0[:, 0] = torch.maximum(torch.minimum(seed.to(self.device, kin.dtype), kin.upper), kin.lower)
         return q0
@@ -239,15 +263,10 @@ class BatchedIK:
             self._compiled = torch.compile(self._update, dynamic=True)
         return self._compiled
 
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
-        """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
-        tie-breaker among successful seeds (closest wins)."""
-        kin, cfg, bc = self.kinematics, self.config, self.config.batched
-        b = check_inputs(target, seed, kin.dof)
-        s = bc.seeds
-        tgt = target.detach().to(self.device, kin.dtype)
-        q_all = self._initial(b, None if seed is None else seed.detach(), s)  # (B, S, 5)
-        tgt_rep = tgt[:, None].expand(b, s, 4, 4).reshape(b * s, 4, 4)
+    def _iterate(self, q_all: Tensor, tgt_rep: Tensor, partial: bool) -> tuple[Tensor, int]:
+        """The torch loop from seeds ``q_all`` (B, S, 5) against ``tgt_rep`` (B·S, 4, 4): (q (B·S, 5), iterations)."""
+        cfg, bc, kin = self.config, self.config.batched, self.kinematics
+        b, s = q_all.shape[:2]
         it = 0
         tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
         # targets still iterating; solved ones drop out at each check (one host sync per check)
@@ -258,14 +277,14 @@ class BatchedIK:
         step = self._compiled_update() if bc.compile else self._update
         while use_graph and it < bc.iterations:
             # fixed shapes, ``check_every`` iterations per graph replay, no compaction
-            q = self._replay(q, tgt_a, partial_pose)
+            q = self._replay(q, tgt_a, partial)
             it += bc.check_every
-            pe, re, pen = self._graphs[(len(q), partial_pose)][3][1:]
+            pe, re, pen = self._graphs[(len(q), partial)][3][1:]
             ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(-1, s).any(-1)
             if bool(ok.all()):
                 break
         while not use_graph and it < bc.iterations:
-            q_new, pe, re, pen = step(q, tgt_a, partial_pose)
+            q_new, pe, re, pen = step(q, tgt_a, partial)
             if it % bc.check_every == 0 and it > 0:
                 ok = ((pe <= tol_p) & (re <= tol_r) & (pen <= 1e-6)).reshape(-1, s).any(-1)
                 if bool(ok.any()):
@@ -280,12 +299,33 @@ class BatchedIK:
             it += 1
         if active.numel():
             q_all[active] = q.reshape(-1, s, kin.dof)
-        q = q_all.reshape(b * s, kin.dof)
-        frames = kin.link_frames(q)
-        _, pe, re = pose_error(tgt_rep, frames[..., -1, :, :], kin.approach_axis, partial_pose)
-        if bc.self_collision:
-            pen, _ = self.spheres.penetration(frames, kin.axes, bc.collision_margin)
-            free = pen.amax(-1) <= 1e-6
+        return q_all.reshape(b * s, kin.dof), it
+
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+        """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
+        tie-breaker among successful seeds (closest wins)."""
+        kin, cfg, bc = self.kinematics, self.config, self.config.batched
+        b = check_inputs(target, seed, kin.dof)
+        s = bc.seeds
+        tgt = target.detach().to(self.device, kin.dtype)
+        q_all = self._initial(b, None if seed is None else seed.detach(), s)  # (B, S, 5)
+        tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
+        if self.fused:  # one Triton kernel; errors and frame origins at the final q come with it
+            from .fused import fused_params, fused_solve
+
+            if self._fused_params is None:
+                self._fused_params = fused_params(kin, cfg)
+            res = fused_solve(q_all, tgt, self._fused_params, cfg, partial_pose)
+            q, pe, re = res.q.reshape(b * s, kin.dof), res.position_error.reshape(-1), res.rotation_error.reshape(-1)
+            origins, it = res.origins.reshape(b * s, kin.dof + 1, 3), int(res.steps.max())
+        else:
+            tgt_rep = tgt[:, None].expand(b, s, 4, 4).reshape(b * s, 4, 4)
+            q, it = self._iterate(q_all, tgt_rep, partial_pose)
+            frames = kin.link_frames(q)
+            _, pe, re = pose_error(tgt_rep, frames[..., -1, :, :], kin.approach_axis, partial_pose)
+            origins = frames[..., :3, 3]
+        if bc.self_collision:  # the fused kernel has no collision cost: colliding seeds are rejected here
+            free = self.spheres.depth(origins, bc.collision_margin).amax(-1) <= 1e-6
         else:
             free = torch.ones_like(pe, dtype=torch.bool)
         succ = (pe <= tol_p) & (re <= tol_r) & free
