@@ -102,3 +102,10 @@ def test_bad_cli_input_is_a_clear_error(router: object) -> None:
     assert bad_field.returncode != 0 and "has no field" in bad_field.stderr
     missing = run("bag", "info", "/nonexistent/bag")
     assert missing.returncode == 1 and "so101 bag info" in missing.stderr
+
+
+def test_launch_show_args_and_unknown_launch() -> None:
+    shown = run("launch", "real", "--show-args")
+    assert shown.returncode == 0 and "port" in shown.stdout and "teleop" in shown.stdout
+    unknown = run("launch", "nope", "-s")
+    assert unknown.returncode == 2 and "no launch named 'nope'" in unknown.stderr
