@@ -59,7 +59,6 @@ from so101_bringup.nodes.trajectory import (
     FJT,
     GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
-    OLD_HEADER_TIMESTAMP,
     PATH_TOLERANCE_VIOLATED,
     SUCCESSFUL,
     Trajectory,
@@ -67,6 +66,7 @@ from so101_bringup.nodes.trajectory import (
     duration_msg,
     duration_s,
     joint_tolerances,
+    start_delay_s,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -294,12 +294,7 @@ class Driver:
                 if refusal is not None or start is None:
                     raise TrajectoryError(f"cannot execute: {refusal}", INVALID_GOAL)
                 trajectory = Trajectory.from_goal(goal, start, self.limits)
-                stamp_ns = int(goal.trajectory.header.stamp.sec) * 1_000_000_000 + int(
-                    goal.trajectory.header.stamp.nanosec
-                )
-                delay = (stamp_ns - self.node.now_ns()) * 1e-9 if stamp_ns else 0.0
-                if stamp_ns and delay + trajectory.duration_s < 0:
-                    raise TrajectoryError("trajectory ends before now (old header stamp)", OLD_HEADER_TIMESTAMP)
+                delay = start_delay_s(goal, trajectory, self.node.now_ns())
             except TrajectoryError as exc:
                 result.error_code, result.error_string = exc.code, str(exc)
                 self.node.logger.warning(f"trajectory rejected: {exc}")

@@ -59,7 +59,6 @@ from so101_bringup.nodes.trajectory import (
     FJT,
     GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
-    OLD_HEADER_TIMESTAMP,
     PATH_TOLERANCE_VIOLATED,
     SUCCESSFUL,
     Trajectory,
@@ -67,6 +66,7 @@ from so101_bringup.nodes.trajectory import (
     duration_msg,
     duration_s,
     joint_tolerances,
+    start_delay_s,
 )
 from so101_bringup.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_bringup.sim.config import load_sim_config
@@ -580,17 +580,13 @@ class SimNode:
             try:
                 trajectory = Trajectory.from_goal(goal, self._target.copy(), self.limits)
                 now_ns = self.sim_time_ns()
-                stamp = goal.trajectory.header.stamp
-                stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-                delay = (stamp_ns - now_ns) * 1e-9 if stamp_ns else 0.0
+                delay = start_delay_s(goal, trajectory, now_ns)
                 if delay > MAX_STAMP_AHEAD_S:
                     raise TrajectoryError(
                         f"header.stamp is {delay:.0f} s ahead of the sim clock: stamp with /clock time "
                         "(use_sim_time) or leave it zero",
                         INVALID_GOAL,
                     )
-                if stamp_ns and delay + trajectory.duration_s < 0:
-                    raise TrajectoryError("trajectory ends before now (old header stamp)", OLD_HEADER_TIMESTAMP)
             except TrajectoryError as exc:
                 result.error_code, result.error_string = exc.code, str(exc)
                 self.node.logger.warning(f"trajectory rejected: {exc}")

@@ -157,3 +157,17 @@ def joint_tolerances(entries: Any, default: float) -> FloatArray:
         elif e.name in JOINT_NAMES and e.position < 0:
             tol[JOINT_NAMES.index(e.name)] = math.inf
     return tol
+
+
+def start_delay_s(goal: Any, trajectory: Trajectory, now_ns: int) -> float:
+    """Seconds from ``now_ns`` until the goal's ``header.stamp`` (0 for a zero stamp: start now).
+
+    Raises:
+        TrajectoryError: OLD_HEADER_TIMESTAMP when the whole trajectory ends before now.
+    """
+    stamp = goal.trajectory.header.stamp
+    stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+    delay = (stamp_ns - now_ns) * 1e-9 if stamp_ns else 0.0
+    if delay + trajectory.duration_s < 0:
+        raise TrajectoryError("trajectory ends before now (old header stamp)", OLD_HEADER_TIMESTAMP)
+    return delay
