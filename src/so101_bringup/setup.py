@@ -1,4 +1,4 @@
-"""ament_python package so101_bringup (robot side of so101)."""
+"""ament_python package so101_bringup: launch descriptions, and the repo-root launch/ and config/ files."""
 
 import os
 from glob import glob
@@ -25,27 +25,12 @@ setup(
         ("share/" + PACKAGE + "/config", repo_files("config/*.yaml")),
         ("share/" + PACKAGE + "/config/rviz", repo_files("config/rviz/*.rviz")),
     ],
-    package_data={PACKAGE: ["interfaces/std/*/*/*"]},
-    install_requires=["numpy", "pyyaml", "eclipse-zenoh", "rosbags", "mcap", "xxhash", "typer", "rich"],
+    install_requires=["nodegraph", "so101_core", "so101_nodes", "pyyaml"],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",
-    description="Robot side of so101: graph runtime (rclpy and Zenoh), drivers, MuJoCo twin, launch, CLI",
+    description="Bringup of so101: launch descriptions, launch files, YAML configuration",
     license="Apache-2.0",
     python_requires=">=3.10",
-    entry_points={
-        "console_scripts": [
-            "so101 = so101_bringup.cli.main:main",
-            "joint_state_source = so101_bringup.nodes.joint_state_source_node:main",
-            "recorder = so101_bringup.nodes.recorder_node:main",
-            "sim = so101_bringup.nodes.sim_node:main",
-            "robot_state_publisher = so101_bringup.nodes.robot_state_publisher_node:main",
-            "driver = so101_bringup.nodes.driver_node:main",
-            "leader = so101_bringup.nodes.leader_node:main",
-            "teleop = so101_bringup.nodes.teleop_node:main",
-            "scripted_expert = so101_bringup.nodes.scripted_expert_node:main",
-            "seed_recorder = so101_bringup.seeds.recorder:main",
-            "camera = so101_bringup.nodes.camera_node:main",
-        ]
-    },
+    entry_points={"console_scripts": []},
 )

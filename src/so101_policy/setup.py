@@ -13,7 +13,7 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
     ],
     include_package_data=True,
-    install_requires=["numpy", "so101_bringup"],
+    install_requires=["so101_core", "nodegraph", "numpy", "torch"],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",

@@ -1,1 +1,1 @@
-"""so101 robot side: graph runtime, drivers, twin, launch and CLI."""
+"""so101 bringup: launch descriptions (data) for `so101 launch` and the launch_ros files in launch/."""

@@ -11,10 +11,10 @@ import tempfile
 import time
 from typing import Any
 
-from so101_bringup.seeds.format import SeedDemo
-from so101_bringup.sim.config import SimConfig
-from so101_bringup.sim.randomization import DRConfig
-from so101_bringup.sim.twin import Twin
+from so101_core.seeds.format import SeedDemo
+from so101_core.sim.config import SimConfig
+from so101_core.sim.randomization import DRConfig
+from so101_core.sim.twin import Twin
 
 from .config import SkillGenConfig, load_skillgen_config
 from .errors import SkillGenError

@@ -10,14 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from so101_bringup.sim.config import default_config_dir
-from so101_bringup.sim.errors import ConfigError
-from so101_bringup.sim.fields import Fields, load_yaml
+from so101_core.config.fields import Fields, load_yaml
+from so101_core.sim.config import default_config_dir
 
 from .errors import SkillGenConfigError
 
 IK_BACKENDS: tuple[str, ...] = ("mujoco", "skillgen")
-"""``mujoco``: damped least squares on the twin's MuJoCo Jacobian (:mod:`so101_bringup.sim.ik`);
+"""``mujoco``: damped least squares on the twin's MuJoCo Jacobian (:mod:`so101_core.sim.ik`);
 ``skillgen``: the torch solver of :mod:`so101_skillgen.ik` loaded from ``ik.config``."""
 REPLAY_SOURCES: tuple[str, ...] = ("actions", "joint_positions")
 
@@ -127,24 +126,18 @@ class SkillGenConfig:
 
 def load_skillgen_config(path: str | Path | None = None) -> SkillGenConfig:
     """Load and validate ``skillgen.yaml`` (default: ``config/skillgen.yaml``)."""
-    try:
-        return _parse(load_yaml(path or default_config_dir() / "skillgen.yaml", "skillgen"))
-    except ConfigError as exc:
-        raise SkillGenConfigError(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+    return _parse(load_yaml(path or default_config_dir() / "skillgen.yaml", "skillgen", SkillGenConfigError))
 
 
 def parse_skillgen_config(data: Mapping[str, Any]) -> SkillGenConfig:
     """Validate an already-parsed mapping (same rules as :func:`load_skillgen_config`)."""
-    try:
-        return _parse(Fields(data, "skillgen"))
-    except ConfigError as exc:
-        raise SkillGenConfigError(exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+    return _parse(Fields(data, "skillgen", error=SkillGenConfigError))
 
 
 def _flag(f: Fields, key: str, default: bool) -> bool:
     v = f.raw(key, default)
     if not isinstance(v, bool):
-        raise ConfigError(f.field(key), f"expected true/false, got {v!r}")
+        raise SkillGenConfigError(f.field(key), f"expected true/false, got {v!r}")
     return v
 
 
@@ -183,9 +176,9 @@ def _parse(f: Fields) -> SkillGenConfig:
         order=sm.integer("order", d.smoothing.order, lo=0, hi=10),
     )
     if smoothing.window % 2 == 0:
-        raise ConfigError(sm.field("window"), f"must be odd, got {smoothing.window}")
+        raise SkillGenConfigError(sm.field("window"), f"must be odd, got {smoothing.window}")
     if smoothing.order >= smoothing.window:
-        raise ConfigError(sm.field("order"), f"must be < window ({smoothing.window}), got {smoothing.order}")
+        raise SkillGenConfigError(sm.field("order"), f"must be < window ({smoothing.window}), got {smoothing.order}")
     sm.finish()
     i = f.sub("ik", {})
     di = d.ik
@@ -206,7 +199,7 @@ def _parse(f: Fields) -> SkillGenConfig:
     r.finish()
     sym = f.raw("symmetric_objects", list(d.symmetric_objects))
     if not isinstance(sym, list) or not all(isinstance(x, str) for x in sym):
-        raise ConfigError(f.field("symmetric_objects"), f"expected a list of object names, got {sym!r}")
+        raise SkillGenConfigError(f.field("symmetric_objects"), f"expected a list of object names, got {sym!r}")
     cfg = SkillGenConfig(
         num_demos=f.integer("num_demos", d.num_demos, lo=1, hi=10_000_000),
         num_trials=f.integer("num_trials", d.num_trials, lo=1, hi=100_000),

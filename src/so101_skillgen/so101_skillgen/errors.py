@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
+from so101_core.config.errors import ConfigError
+
 
 class SkillGenError(Exception):
     """Base class of every error raised by ``so101_skillgen`` (generation side)."""
 
 
-class SkillGenConfigError(SkillGenError, ValueError):
-    """``config/skillgen.yaml`` (or an argument standing for it) holds a bad value.
-
-    ``field`` is the dotted path of the offending entry, e.g. ``skillgen.ik.backend``.
-    """
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
+class SkillGenConfigError(SkillGenError, ConfigError):
+    """``config/skillgen.yaml`` (or an argument standing for it) holds a bad value (the project's
+    :class:`so101_core.config.ConfigError`); ``field`` is the dotted path, e.g. ``skillgen.ik.backend``."""
 
 
 class SegmentationError(SkillGenError, ValueError):

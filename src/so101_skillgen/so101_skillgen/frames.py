@@ -7,7 +7,7 @@ child-frame points to the parent (world = robot base) frame. Batched functions t
 from __future__ import annotations
 
 import numpy as np
-from so101_bringup.sim.geometry import F64, mat_to_quat, quat_to_mat
+from so101_core.sim.geometry import F64, mat_to_quat, quat_to_mat
 
 
 def pose_to_matrix(pose: F64) -> F64:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from so101_bringup.seeds.format import SeedDemo, load_seed
-from so101_bringup.sim.config import SimConfig, TaskConfig, load_task_config
-from so101_bringup.sim.randomization import DRConfig
-from so101_bringup.sim.twin import Twin
+from so101_core.seeds.format import SeedDemo, load_seed
+from so101_core.sim.config import SimConfig, TaskConfig, load_task_config
+from so101_core.sim.randomization import DRConfig
+from so101_core.sim.twin import Twin
 
 from .attempt import AttemptOutcome, AttemptRunner
 from .config import SkillGenConfig

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from so101_bringup.description.urdf import UrdfModel, load_urdf
-from so101_bringup.robot_spec import ARM_JOINTS
+from so101_core.description.urdf import UrdfModel, load_urdf
+from so101_core.robot_spec import ARM_JOINTS
 from torch import Tensor
 
 from .se3 import mm

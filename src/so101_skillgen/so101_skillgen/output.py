@@ -1,6 +1,6 @@
 """The generation output directory: kept demos, failures, progress (resume) and summary.
 
-Layout: ``demo_000000.npz`` … (:func:`~so101_bringup.seeds.format.save_seed`, atomic), ``failures.json``
+Layout: ``demo_000000.npz`` … (:func:`~so101_core.seeds.format.save_seed`, atomic), ``failures.json``
 (every failed attempt and its reason), ``progress.json`` (next attempt index, run fingerprint) and
 ``summary.json``. Every JSON file is replaced atomically, a demo is written *before* the progress that
 counts it, so a crash at any point resumes after the last complete demo: nothing duplicated or corrupt.
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from so101_bringup.seeds.format import SeedDemo, SeedFormatError, load_seed, save_seed
+from so101_core.seeds.format import SeedDemo, SeedFormatError, load_seed, save_seed
 
 from .errors import ResumeError
 

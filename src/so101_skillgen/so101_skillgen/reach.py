@@ -9,10 +9,10 @@ Otherwise :class:`UnreachableRangeError` names the range field — before any ge
 from __future__ import annotations
 
 import numpy as np
-from so101_bringup.sim.geometry import F64, yaw_quat
-from so101_bringup.sim.randomization import DRConfig
-from so101_bringup.sim.scene import RACK, VIAL, vial_lying_quat
-from so101_bringup.sim.twin import Twin
+from so101_core.sim.geometry import F64, yaw_quat
+from so101_core.sim.randomization import DRConfig
+from so101_core.sim.scene import RACK, VIAL, vial_lying_quat
+from so101_core.sim.twin import Twin
 
 from .config import SkillGenConfig
 from .errors import UnreachableRangeError

@@ -1,12 +1,12 @@
-"""Scripted seeds without hardware: :class:`~so101_bringup.sim.rollout.EpisodeRecord` → :class:`SeedDemo`."""
+"""Scripted seeds without hardware: :class:`~so101_core.sim.rollout.EpisodeRecord` → :class:`SeedDemo`."""
 
 from __future__ import annotations
 
 import numpy as np
-from so101_bringup.seeds.format import SeedDemo
-from so101_bringup.sim.rollout import EpisodeRecord, run_scripted_episode
-from so101_bringup.sim.scene import RACK, VIAL
-from so101_bringup.sim.twin import Twin
+from so101_core.seeds.format import SeedDemo
+from so101_core.sim.rollout import EpisodeRecord, run_scripted_episode
+from so101_core.sim.scene import RACK, VIAL
+from so101_core.sim.twin import Twin
 
 from .errors import SkillGenError
 

@@ -7,7 +7,7 @@ world point and a world direction; rotation about the tool axis stays free (5 ar
 
 - ``mujoco``: damped least squares Δq = Jᵀ(JJᵀ + λ²I)⁻¹·W·e on MuJoCo's Jacobian (position rows first,
   adaptive rotation scaling max(0.01 / |e_pos|, 0.05) above 1 cm), |Δq| ≤ ``max_step`` per iteration —
-  :class:`so101_bringup.sim.ik.ArmIK` on a private ``MjData``.
+  :class:`so101_core.sim.ik.ArmIK` on a private ``MjData``.
 - ``skillgen``: :mod:`so101_skillgen.ik` (torch, configured by ``ik.yaml``), asked for the full EE pose
   that carries the tool axis onto its target with the least rotation from the current EE, the target
   origin then corrected by the tool-point residual (≤ 3 solves); its URDF ``gripper_frame_link`` is the
@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from so101_bringup.sim.config import default_config_dir
-from so101_bringup.sim.geometry import F64
-from so101_bringup.sim.ik import ArmIK, AxisTarget, IKSettings
-from so101_bringup.sim.twin import Twin
+from so101_core.sim.config import default_config_dir
+from so101_core.sim.geometry import F64
+from so101_core.sim.ik import ArmIK, AxisTarget, IKSettings
+from so101_core.sim.twin import Twin
 
 from .config import IK_BACKENDS, IKConfig
 from .errors import SkillGenConfigError

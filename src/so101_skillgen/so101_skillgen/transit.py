@@ -7,14 +7,15 @@ Points are tool points in the world frame (m); axes are unit world directions of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from so101_bringup.robot_spec import GRIPPER_INDEX
-from so101_bringup.sim.geometry import F64, mat_to_quat
-from so101_bringup.sim.scripted_expert import min_jerk
-from so101_bringup.sim.twin import Twin
+from so101_core.robot_spec import GRIPPER_INDEX
+from so101_core.sim.geometry import F64, mat_to_quat
+from so101_core.sim.scripted_expert import min_jerk
+from so101_core.sim.twin import Twin
 
 from .config import TransitConfig
 
@@ -58,17 +59,17 @@ def joint_path(q_way: list[F64], lengths: list[float], cfg: TransitConfig, contr
 def safe_height(twin: Twin, held: HeldObject | None, held_axis: F64 | None, clearance: float) -> float:
     """Tool-point height (m) that keeps the jaws (or the held object's lowest point) ``clearance`` above
     the tops of the objects not held (rack top; a lying vial's top)."""
-    tops = []
+    tops: list[float] = []
     poses = twin.object_poses()
     rack, vial = twin.config.rack, twin.config.vial
     for name, pose in poses.items():
         if held is not None and name == held.name:
             continue
-        tops.append(pose.position[2] + (rack.top_height if name == "rack" else vial.radius))
+        tops.append(float(pose.position[2]) + (rack.top_height if name == "rack" else vial.radius))
     below = TOOL_EXTENT
     if held is not None and held_axis is not None:
-        c = abs(float(held_axis[2]) / np.linalg.norm(held_axis))
-        below = max(below, vial.half_length * c + vial.radius * np.sqrt(max(0.0, 1 - c * c)))  # tool = centre
+        c = abs(float(held_axis[2]) / float(np.linalg.norm(held_axis)))
+        below = max(below, vial.half_length * c + vial.radius * math.sqrt(max(0.0, 1 - c * c)))  # tool = centre
     return max(tops, default=0.0) + clearance + below
 
 

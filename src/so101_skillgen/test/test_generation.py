@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from so101_bringup.seeds.format import SeedDemo, load_seed, save_seed
-from so101_bringup.sim.config import load_task_config
-from so101_bringup.sim.randomization import DRConfig, load_dr_config
-from so101_bringup.sim.scene import RACK, VIAL
-from so101_bringup.sim.task import SuccessDetector, geometric_filter
-from so101_bringup.sim.twin import Twin
+from so101_core.seeds.format import SeedDemo, load_seed, save_seed
+from so101_core.sim.config import load_task_config
+from so101_core.sim.randomization import DRConfig, load_dr_config
+from so101_core.sim.scene import RACK, VIAL
+from so101_core.sim.task import SuccessDetector, geometric_filter
+from so101_core.sim.twin import Twin
 from so101_skillgen.config import IKConfig, SkillGenConfig, load_skillgen_config, parse_skillgen_config
 from so101_skillgen.errors import ResumeError, SkillGenConfigError, UnreachableRangeError
 from so101_skillgen.generation import Generator, attempt_seeds, generate
@@ -175,7 +175,7 @@ def test_skillgen_ik_backend_agrees_with_the_twin() -> None:
 
 
 def test_cli_generate_shows_the_summary(seed_dir: Path, tmp_path: Path) -> None:
-    from so101_bringup.cli.skillgen_cmd import app
+    from so101_cli.skillgen_cmd import app
     from typer.testing import CliRunner
 
     runner = CliRunner()

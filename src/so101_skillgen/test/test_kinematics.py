@@ -14,9 +14,9 @@ import mujoco
 import numpy as np
 import pytest
 import torch
-from so101_bringup.hardware.joints import twin_ranges
-from so101_bringup.sim.randomization import DRConfig
-from so101_bringup.sim.twin import Twin
+from so101_core.joints import twin_ranges
+from so101_core.sim.randomization import DRConfig
+from so101_core.sim.twin import Twin
 from so101_skillgen.kinematics import ArmKinematics, KinematicsError
 
 LINK_TO_BODY = {

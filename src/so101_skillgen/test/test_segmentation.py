@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from so101_bringup.seeds.format import SeedDemo
-from so101_bringup.sim.twin import Twin
+from so101_core.seeds.format import SeedDemo
+from so101_core.sim.twin import Twin
 from so101_skillgen.config import SegmentationConfig, SkillGenConfig
 from so101_skillgen.errors import SegmentationError, SkillGenError
 from so101_skillgen.library import build_library

@@ -50,7 +50,7 @@ def test_empty_candidates_is_a_clear_error() -> None:
 
 def test_symmetric_frame_ignores_roll_about_the_axis() -> None:
     # a lying vial rolled about its own axis gives the same selection/retargeting frame
-    from so101_bringup.sim.scene import vial_lying_quat
+    from so101_core.sim.scene import vial_lying_quat
 
     a = object_frame(np.array([0.2, 0.0, 0.01, *vial_lying_quat(2.8, 0.0)]), symmetric=True)
     b = object_frame(np.array([0.2, 0.0, 0.01, *vial_lying_quat(2.8, 0.3)]), symmetric=True)

@@ -24,6 +24,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
+from nodegraph.transport.zenoh.router import RouterError, RouterProcess
+
 from so101_bringup.launch.catalog import get_launch
 from so101_bringup.launch.description import LaunchDescriptionData
 from so101_bringup.launch.errors import LaunchArgumentError, LaunchError, UnknownLaunchError
@@ -31,8 +34,6 @@ from so101_bringup.launch.executables import EntryPointResolver, ExecutableResol
 from so101_bringup.launch.output import PrefixedOutput
 from so101_bringup.launch.process import ManagedProcess, describe_exit, stop_processes
 from so101_bringup.launch.resolve import ResolvedLaunch, resolve_launch
-from so101_bringup.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
-from so101_bringup.transport.zenoh.router import RouterError, RouterProcess
 
 ROUTER_NAME = "zenoh_router"
 

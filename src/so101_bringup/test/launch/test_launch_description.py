@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from so101_bringup.graph.arguments import parse_ros_arguments
+from nodegraph.graph.arguments import parse_ros_arguments
 from so101_bringup.launch.catalog import get_launch, launch_names
 from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 from so101_bringup.launch.errors import (
@@ -161,7 +161,7 @@ def test_catalog_launches_resolve_with_their_defaults() -> None:
         resolved = resolve_launch(get_launch(name))
         assert resolved.nodes, name
         for node in resolved.nodes:  # every so101 executable a launch names exists as a console script
-            if node.package == "so101_bringup":
+            if node.package == "so101_nodes":
                 EntryPointResolver()(node.package, node.executable)
     demo = resolve_launch(get_launch("demo"), ["rate:=30", "namespace:=arm", "record:=false"])
     assert [(n.fully_qualified_name, n.parameters) for n in demo.nodes] == [
@@ -172,10 +172,10 @@ def test_catalog_launches_resolve_with_their_defaults() -> None:
 
 
 def test_executables_resolve_to_console_scripts(tmp_path: Path) -> None:
-    command = EntryPointResolver()("so101_bringup", "recorder")
-    assert command[1] == "-c" and "from so101_bringup.nodes.recorder_node import main" in command[2]
+    command = EntryPointResolver()("so101_nodes", "recorder")
+    assert command[1] == "-c" and "from so101_nodes.recorder_node import main" in command[2]
     with pytest.raises(ExecutableNotFoundError, match=r"no executable 'nope'; it declares: .*joint_state_source"):
-        EntryPointResolver()("so101_bringup", "nope")
+        EntryPointResolver()("so101_nodes", "nope")
     with pytest.raises(ExecutableNotFoundError, match="'not_a_package' is not installed"):
         EntryPointResolver()("not_a_package", "x")
     (tmp_path / "tool.py").write_text("")

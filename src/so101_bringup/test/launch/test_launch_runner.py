@@ -11,10 +11,10 @@ import signal
 
 import pytest
 from launch_test_support import RunnerProcess, wait_gone
+from nodegraph.transport.zenoh.config import endpoint_accepts_connections
+from nodegraph.transport.zenoh.router import RouterProcess
 from so101_bringup.launch.output import PrefixedOutput
 from so101_bringup.launch.runner import run_launch
-from so101_bringup.transport.zenoh.config import endpoint_accepts_connections
-from so101_bringup.transport.zenoh.router import RouterProcess
 
 pytestmark = pytest.mark.timeout(60)
 READY = r"\] ready .*pid=(\d+)"

@@ -162,7 +162,7 @@ def test_launch_files_build_from_the_catalog(name: str) -> None:
     declared = [a.args[0] for a in actions if isinstance(a, DeclareLaunchArgument)]
     nodes = [a for a in actions if isinstance(a, Node)]
     assert "namespace" in declared and "output" in declared
-    assert all(n.kwargs["package"] == "so101_bringup" for n in nodes)
+    assert all(n.kwargs["package"] == "so101_nodes" for n in nodes)
     if name == "demo":
         source, recorder = nodes
         assert source.kwargs["parameters"] == [{"rate_hz": [LC("rate")]}]

@@ -13,7 +13,7 @@ import threading
 import pytest
 import zenoh
 from launch_test_support import pid_alive, wait_gone
-from so101_bringup.transport.zenoh.config import (
+from nodegraph.transport.zenoh.config import (
     DEFAULT_ENDPOINT,
     ENDPOINT_ENV,
     EndpointError,
@@ -21,7 +21,7 @@ from so101_bringup.transport.zenoh.config import (
     router_endpoint,
     tcp_address,
 )
-from so101_bringup.transport.zenoh.router import READY_PREFIX, RouterPortInUseError, RouterProcess
+from nodegraph.transport.zenoh.router import READY_PREFIX, RouterPortInUseError, RouterProcess
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -101,7 +101,7 @@ def test_port_bound_but_not_listening_is_reported_as_in_use(endpoint: str) -> No
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_router_program_exits_cleanly_on_signal(endpoint: str, sig: signal.Signals) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "so101_bringup.transport.zenoh.router", "--listen", endpoint],
+        [sys.executable, "-m", "nodegraph.transport.zenoh.router", "--listen", endpoint],
         stdout=subprocess.PIPE,
         text=True,
         env=dict(os.environ, PYTHONUNBUFFERED="1"),

@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from so101_bringup.cli.graph_cmd import summarize
-from so101_bringup.hardware.feetech.emulator import FeetechEmulator
-from so101_bringup.robot_spec import JOINT_NAMES
-from so101_bringup.transport.zenoh.context import Context
-from so101_bringup.transport.zenoh.node import ZenohNode
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "nodes"))
 from arm_testing import park_at_middle, write_calibration
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from so101_cli.graph_cmd import summarize
+from so101_core.robot_spec import JOINT_NAMES
+from so101_hardware.feetech.emulator import FeetechEmulator
 
-SO101 = [sys.executable, "-m", "so101_bringup.cli.main"]
+SO101 = [sys.executable, "-m", "so101_cli.main"]
 STANDARD = {
     ("topics", "/joint_states"): "sensor_msgs/msg/JointState",
     ("topics", "/joint_commands"): "sensor_msgs/msg/JointState",

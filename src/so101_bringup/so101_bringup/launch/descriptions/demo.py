@@ -13,7 +13,7 @@ DESCRIPTION = LaunchDescriptionData(
     ),
     nodes=(
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="joint_state_source",
             name="joint_state_source",
             namespace="$(arg namespace)",
@@ -21,7 +21,7 @@ DESCRIPTION = LaunchDescriptionData(
             required=True,
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="recorder",
             name="recorder",
             namespace="$(arg namespace)",

@@ -1,14 +1,15 @@
 """``real``: the real SO-101 — Feetech driver, cameras of ``config/cameras.yaml``, robot state publisher, and
 optionally the leader arm + teleop and the recorder. Same topics as the ``sim`` launch."""
 
+from so101_core.robot_spec import CAMERA_NAMES
+
 from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
-from so101_bringup.robot_spec import CAMERA_NAMES
 
 
 def camera_node(name: str) -> NodeEntry:
     """The camera node for camera ``name`` of config/cameras.yaml, enabled by the ``<name>_camera`` argument."""
     return NodeEntry(
-        package="so101_bringup",
+        package="so101_nodes",
         executable="camera",
         name=f"{name}_camera",
         namespace="$(arg namespace)",
@@ -39,7 +40,7 @@ DESCRIPTION = LaunchDescriptionData(
     ),
     nodes=(
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="driver",
             name="driver",
             namespace="$(arg namespace)",
@@ -55,13 +56,13 @@ DESCRIPTION = LaunchDescriptionData(
         ),
         *(camera_node(name) for name in CAMERA_NAMES),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="robot_state_publisher",
             name="robot_state_publisher",
             namespace="$(arg namespace)",
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="leader",
             name="leader",
             namespace="$(arg namespace)",
@@ -69,14 +70,14 @@ DESCRIPTION = LaunchDescriptionData(
             condition="teleop",
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="teleop",
             name="teleop",
             namespace="$(arg namespace)",
             condition="teleop",
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="recorder",
             name="recorder",
             namespace="$(arg namespace)",

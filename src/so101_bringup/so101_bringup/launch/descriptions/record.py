@@ -12,7 +12,7 @@ DESCRIPTION = LaunchDescriptionData(
     ),
     nodes=(
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="recorder",
             name="recorder",
             namespace="$(arg namespace)",

@@ -29,7 +29,7 @@ DESCRIPTION = LaunchDescriptionData(
     ),
     nodes=(
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="sim",
             name="sim",
             namespace="$(arg namespace)",
@@ -44,14 +44,14 @@ DESCRIPTION = LaunchDescriptionData(
             required=True,
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="robot_state_publisher",
             name="robot_state_publisher",
             namespace="$(arg namespace)",
             parameters=({"use_sim_time": True},),
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="recorder",
             name="recorder",
             namespace="$(arg namespace)",

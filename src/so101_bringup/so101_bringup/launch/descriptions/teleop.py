@@ -14,7 +14,7 @@ DESCRIPTION = LaunchDescriptionData(
     ),
     nodes=(
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="leader",
             name="leader",
             namespace="$(arg namespace)",
@@ -24,7 +24,7 @@ DESCRIPTION = LaunchDescriptionData(
             required=True,
         ),
         NodeEntry(
-            package="so101_bringup",
+            package="so101_nodes",
             executable="teleop",
             name="teleop",
             namespace="$(arg namespace)",

@@ -1,0 +1,266 @@
+"""Publishers, subscriptions, service servers and clients over zenoh, laid out as rmw_zenoh_cpp does.
+
+Each entity declares its liveliness token, and its GID is derived from that token. Incoming samples and
+queries are queued on the owning node's executor (``Dispatcher``); user callbacks never run on zenoh threads.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import zenoh
+import zenoh.ext
+
+from nodegraph.graph.api import ServiceTimeout
+from nodegraph.graph.qos import QoS
+from nodegraph.interfaces import InterfaceInfo, interface_info
+from nodegraph.interfaces.messages import MessageError, deserialize, make, serialize
+from nodegraph.transport.zenoh.attachment import Attachment, AttachmentError
+from nodegraph.transport.zenoh.keyexpr import EndpointToken, EntityKind, data_key, gid
+
+if TYPE_CHECKING:
+    from nodegraph.transport.zenoh.node import ZenohNode
+
+
+class Dispatchable(Protocol):
+    def dispatch(self) -> None: ...
+
+
+class Entity:
+    """Common part: resolved name, type, token, GID, and the owning node."""
+
+    def __init__(self, node: ZenohNode, kind: EntityKind, name: str, info: InterfaceInfo, qos: QoS) -> None:
+        self.node = node
+        self.name = name
+        self.info = info
+        self.qos = qos
+        ctx = node.context
+        self.key = data_key(ctx.domain_id, name, info.dds_name, info.type_hash)
+        token = EndpointToken(node.token, ctx.next_entity_id(), kind, name, info.dds_name, info.type_hash, qos)
+        self.token_key = token.key()
+        self.gid = gid(self.token_key)
+        self._token = ctx.session.liveliness().declare_token(self.token_key)
+        self._sequence = itertools.count(1)
+
+    def attachment(self, sequence: int | None = None, gid_: bytes | None = None) -> bytes:
+        seq = next(self._sequence) if sequence is None else sequence
+        return Attachment(seq, time.time_ns(), gid_ or self.gid).encode()
+
+    def close(self) -> None:
+        self._token.undeclare()
+
+
+class ZenohPublisher(Entity):
+    def __init__(self, node: ZenohNode, type_name: str, topic: str, qos: QoS) -> None:
+        super().__init__(node, "MP", topic, interface_info(type_name), qos)
+        self.topic = topic
+        self.type_name = self.info.name
+        reliability = zenoh.Reliability.RELIABLE if qos.reliability == "reliable" else zenoh.Reliability.BEST_EFFORT
+        blocking = qos.history == "keep_all" and qos.reliability == "reliable"
+        congestion = zenoh.CongestionControl.BLOCK if blocking else zenoh.CongestionControl.DROP
+        session = node.context.session
+        if qos.durability == "transient_local":
+            self._publisher: Any = zenoh.ext.declare_advanced_publisher(
+                session,
+                self.key,
+                congestion_control=congestion,
+                reliability=reliability,
+                cache=zenoh.ext.CacheConfig(max(qos.depth, 1)),
+                publisher_detection=True,
+            )
+        else:
+            self._publisher = session.declare_publisher(
+                self.key, congestion_control=congestion, reliability=reliability
+            )
+
+    def publish(self, msg: Any) -> None:
+        self.publish_raw(serialize(msg, self.type_name))
+
+    def publish_raw(self, cdr: bytes) -> None:
+        """Publish an already serialized message (CDR with its 4-byte header)."""
+        self._publisher.put(cdr, attachment=self.attachment())
+
+    def close(self) -> None:
+        self._publisher.undeclare()
+        super().close()
+
+
+class ZenohSubscription(Entity):
+    """Keeps the last ``depth`` samples (KEEP_LAST) until the executor takes them."""
+
+    def __init__(
+        self,
+        node: ZenohNode,
+        type_name: str,
+        topic: str,
+        callback: Callable[[Any], None],
+        qos: QoS,
+        raw: bool = False,
+    ) -> None:
+        super().__init__(node, "MS", topic, interface_info(type_name), qos)
+        self.topic = topic
+        self.type_name = self.info.name
+        self._callback = callback
+        self._raw = raw
+        depth = qos.depth if qos.history == "keep_last" and qos.depth > 0 else None
+        self._pending: collections.deque[zenoh.Sample] = collections.deque(maxlen=depth)
+        self._lock = threading.Lock()
+        self.received = 0
+        self.overwritten = 0
+        session = node.context.session
+        if qos.durability == "transient_local":
+            self._subscriber: Any = zenoh.ext.declare_advanced_subscriber(
+                session,
+                self.key,
+                self._on_sample,
+                history=zenoh.ext.HistoryConfig(detect_late_publishers=True, max_samples=max(qos.depth, 1)),
+                subscriber_detection=True,
+            )
+        else:
+            self._subscriber = session.declare_subscriber(self.key, self._on_sample)
+
+    def _on_sample(self, sample: zenoh.Sample) -> None:
+        with self._lock:
+            if self._pending.maxlen is not None and len(self._pending) == self._pending.maxlen:
+                self.overwritten += 1
+            self._pending.append(sample)
+        self.node.executor.notify(self)
+
+    def dispatch(self) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+            sample = self._pending.popleft()
+        self.received += 1
+        raw_attachment = sample.attachment
+        try:
+            attachment = Attachment.decode(raw_attachment.to_bytes() if raw_attachment is not None else None)
+        except AttachmentError as exc:
+            self.node.logger.warning(f"{self.topic}: dropped a sample: {exc}")
+            return
+        payload = sample.payload.to_bytes()
+        if self._raw:
+            self._callback((payload, attachment))
+            return
+        try:
+            msg = deserialize(payload, self.type_name)
+        except MessageError as exc:
+            self.node.logger.error(f"{self.topic}: {exc}")
+            return
+        self._callback(msg)
+
+    def close(self) -> None:
+        self._subscriber.undeclare()
+        super().close()
+
+
+class ZenohService(Entity):
+    """Service server: a complete queryable; the callback takes (request, response) and returns the response."""
+
+    def __init__(
+        self, node: ZenohNode, type_name: str, name: str, callback: Callable[[Any, Any], Any], qos: QoS
+    ) -> None:
+        super().__init__(node, "SS", name, interface_info(type_name), qos)
+        if not self.info.is_service:
+            raise MessageError(f"{type_name} is not a service type")
+        self._callback = callback
+        self._pending: collections.deque[zenoh.Query] = collections.deque()
+        self._lock = threading.Lock()
+        self._queryable = node.context.session.declare_queryable(self.key, self._on_query, complete=True)
+
+    def _on_query(self, query: zenoh.Query) -> None:
+        with self._lock:
+            self._pending.append(query)
+        self.node.executor.notify(self)
+
+    def dispatch(self) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+            query = self._pending.popleft()
+        self.handle(query, self._callback)
+
+    def handle(self, query: zenoh.Query, callback: Callable[[Any, Any], Any]) -> None:
+        """Decode ``query``, run ``callback`` and reply (errors are logged; the client then times out)."""
+        try:
+            raw = query.attachment
+            request_attachment = Attachment.decode(raw.to_bytes() if raw is not None else None)
+            payload = query.payload.to_bytes() if query.payload is not None else b""
+            request = deserialize(payload, self.info.part("Request"))
+        except (AttachmentError, MessageError) as exc:
+            self.node.logger.error(f"{self.name}: bad request: {exc}")
+            query.drop()
+            return
+        try:
+            response = callback(request, make(self.info.part("Response")))
+        except Exception as exc:
+            self.node.logger.error(f"{self.name}: service callback failed: {exc!r}")
+            query.drop()
+            return
+        self.reply(query, request_attachment, response)
+
+    def reply(self, query: zenoh.Query, request_attachment: Attachment, response: Any) -> None:
+        attachment = self.attachment(request_attachment.sequence_number, request_attachment.gid)
+        query.reply(self.key, serialize(response, self.info.part("Response")), attachment=attachment)
+        query.drop()
+
+    def close(self) -> None:
+        self._queryable.undeclare()
+        super().close()
+
+
+class ZenohClient(Entity):
+    """Service client: one ``get`` per call, matched by sequence number."""
+
+    def __init__(self, node: ZenohNode, type_name: str, name: str, qos: QoS) -> None:
+        super().__init__(node, "SC", name, interface_info(type_name), qos)
+        if not self.info.is_service:
+            raise MessageError(f"{type_name} is not a service type")
+
+    def wait_for_service(self, timeout_s: float) -> bool:
+        def has_server(tokens: list[Any]) -> bool:
+            return any(t.kind == "SS" and t.name == self.name and t.dds_type == self.info.dds_name for t in tokens)
+
+        return self.node.context.graph.wait_for(has_server, timeout_s)
+
+    def call(self, request: Any, timeout_s: float = 10.0) -> Any:
+        sequence = next(self._sequence)
+        replies = self.node.context.session.get(
+            self.key,
+            payload=serialize(request, self.info.part("Request")),
+            attachment=self.attachment(sequence),
+            target=zenoh.QueryTarget.ALL_COMPLETE,
+            consolidation=zenoh.ConsolidationMode.NONE,
+            timeout=timeout_s,
+        )
+        for reply in replies:
+            if reply.ok is None:
+                continue
+            sample = reply.ok
+            try:
+                raw = sample.attachment
+                attachment = Attachment.decode(raw.to_bytes() if raw is not None else None)
+            except AttachmentError:
+                continue
+            if attachment.sequence_number != sequence:
+                continue
+            return deserialize(sample.payload.to_bytes(), self.info.part("Response"))
+        raise ServiceTimeout(f"service {self.name} did not answer within {timeout_s} s")
+
+
+class ZenohTimer:
+    def __init__(self, period_s: float, callback: Callable[[], None]) -> None:
+        if period_s <= 0:
+            raise ValueError(f"timer period must be > 0 s, got {period_s}")
+        self.period_s = period_s
+        self.callback = callback
+        self.next_due = time.monotonic() + period_s
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True

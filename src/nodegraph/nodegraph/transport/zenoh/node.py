@@ -1,0 +1,220 @@
+"""``ZenohNode``: the node interface over zenoh, wire-compatible with rmw_zenoh_cpp (Jazzy)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from nodegraph.graph import qos as qos_profiles
+from nodegraph.graph.api import ExecuteCallback, ServerGoalHandle
+from nodegraph.graph.arguments import parse_ros_arguments
+from nodegraph.graph.names import resolve_name
+from nodegraph.graph.parameters import ParameterStore, parameters_from_file
+from nodegraph.graph.qos import QoS
+from nodegraph.interfaces.messages import make, time_message
+from nodegraph.transport.log import node_logger
+from nodegraph.transport.zenoh.actions import ZenohActionClient, ZenohActionServer
+from nodegraph.transport.zenoh.context import SHUTDOWN, Context, install_signal_handlers
+from nodegraph.transport.zenoh.entities import (
+    Entity,
+    ZenohClient,
+    ZenohPublisher,
+    ZenohService,
+    ZenohSubscription,
+    ZenohTimer,
+)
+from nodegraph.transport.zenoh.executor import Executor
+from nodegraph.transport.zenoh.keyexpr import NodeToken, dds_to_ros_type
+
+
+def _normalize_namespace(namespace: str) -> str:
+    stripped = namespace.strip("/")
+    return "/" + stripped if stripped else "/"
+
+
+class ZenohNode:
+    """A ROS 2 node without ROS: parameters, pub/sub, services, actions, timers, clock and logger.
+
+    ``args`` are the process's ROS arguments (``--ros-args ...``); ``sys.argv[1:]`` when ``None``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        namespace: str = "",
+        args: list[str] | None = None,
+        parameter_overrides: dict[str, Any] | None = None,
+        context: Context | None = None,
+    ) -> None:
+        ros = parse_ros_arguments(sys.argv[1:] if args is None else args)
+        self._name = ros.node_name or name
+        self._namespace = _normalize_namespace(ros.namespace or namespace)
+        self._remaps = ros.remaps
+        fqn = self.fully_qualified_name
+        overrides: dict[str, Any] = {}
+        for path in ros.params_files:
+            overrides.update(parameters_from_file(path, fqn))
+        overrides.update(ros.parameters)
+        overrides.update(parameter_overrides or {})
+        self._parameters = ParameterStore(overrides)
+        self._logger = node_logger(fqn, ros.log_level)
+        self.context = context or Context.get()
+        self.context.attach()
+        self.token = NodeToken(
+            self.context.domain_id,
+            self.context.zid,
+            self.context.next_entity_id(),
+            self._namespace,
+            self._name,
+        )
+        self._token = self.context.session.liveliness().declare_token(self.token.key())
+        self.executor = Executor(self._logger, self._name)
+        self._entities: list[Entity | ZenohActionServer | ZenohActionClient] = []
+        self._shutdown = threading.Event()
+        self._closed = False
+        self._sim_time_ns: int | None = None
+        if self.declare_parameter("use_sim_time", False):
+            self._sim_time_ns = 0
+            self.create_subscription("rosgraph_msgs/msg/Clock", "/clock", self._on_clock, qos_profiles.CLOCK)
+
+    # identity
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    @property
+    def fully_qualified_name(self) -> str:
+        return f"{self._namespace.rstrip('/')}/{self._name}"
+
+    @property
+    def logger(self) -> logging.Logger:
+        return self._logger
+
+    def resolve(self, name: str) -> str:
+        return resolve_name(name, self._name, self._namespace, self._remaps)
+
+    def message(self, type_name: str, **fields: Any) -> Any:
+        return make(type_name, **fields)
+
+    # entities
+    def _track(self, entity: Any) -> Any:
+        self._entities.append(entity)
+        return entity
+
+    def create_publisher(self, type_name: str, topic: str, qos: QoS = qos_profiles.DEFAULT) -> ZenohPublisher:
+        return self._track(ZenohPublisher(self, type_name, self.resolve(topic), qos))
+
+    def create_subscription(
+        self,
+        type_name: str,
+        topic: str,
+        callback: Callable[[Any], None],
+        qos: QoS = qos_profiles.DEFAULT,
+        *,
+        raw: bool = False,
+    ) -> ZenohSubscription:
+        """Subscribe; with ``raw=True`` the callback gets ``(cdr_bytes, attachment)`` instead of a message."""
+        return self._track(ZenohSubscription(self, type_name, self.resolve(topic), callback, qos, raw))
+
+    def create_service(
+        self, type_name: str, name: str, callback: Callable[[Any, Any], Any], qos: QoS = qos_profiles.SERVICES
+    ) -> ZenohService:
+        return self._track(ZenohService(self, type_name, self.resolve(name), callback, qos))
+
+    def create_client(self, type_name: str, name: str, qos: QoS = qos_profiles.SERVICES) -> ZenohClient:
+        return self._track(ZenohClient(self, type_name, self.resolve(name), qos))
+
+    def create_action_server(
+        self,
+        type_name: str,
+        name: str,
+        execute_callback: ExecuteCallback,
+        goal_callback: Callable[[Any], bool] | None = None,
+        cancel_callback: Callable[[ServerGoalHandle], bool] | None = None,
+    ) -> ZenohActionServer:
+        server = ZenohActionServer(
+            self, type_name, self.resolve(name), execute_callback, goal_callback, cancel_callback
+        )
+        return self._track(server)
+
+    def create_action_client(self, type_name: str, name: str) -> ZenohActionClient:
+        return self._track(ZenohActionClient(self, type_name, self.resolve(name)))
+
+    def create_timer(self, period_s: float, callback: Callable[[], None]) -> ZenohTimer:
+        timer = ZenohTimer(period_s, callback)
+        self.executor.add_timer(timer)
+        return timer
+
+    # parameters
+    def declare_parameter(self, name: str, default: Any) -> Any:
+        return self._parameters.declare(name, default)
+
+    def get_parameter(self, name: str) -> Any:
+        return self._parameters.get(name)
+
+    # clock
+    def _on_clock(self, msg: Any) -> None:
+        self._sim_time_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
+
+    def now_ns(self) -> int:
+        """ROS time in ns: ``/clock`` when ``use_sim_time`` is true, else the system clock."""
+        return self._sim_time_ns if self._sim_time_ns is not None else time.time_ns()
+
+    def stamp(self, ns: int | None = None) -> Any:
+        """builtin_interfaces/Time of ``ns`` (default: ``now_ns()``)."""
+        return time_message(self.now_ns() if ns is None else ns)
+
+    # graph
+    def topic_names_and_types(self) -> dict[str, set[str]]:
+        """Topics seen on the graph (from liveliness tokens) with their type names."""
+        topics: dict[str, set[str]] = {}
+        for token in self.context.graph.tokens():
+            if token.kind in ("MP", "MS"):
+                topics.setdefault(token.name, set()).add(dds_to_ros_type(token.dds_type))
+        return topics
+
+    # lifecycle
+    @property
+    def is_shutdown(self) -> bool:
+        return self._shutdown.is_set()
+
+    def spin(self) -> None:
+        """Block until shutdown; SIGINT/SIGTERM shut the node down cleanly (when called from the main thread)."""
+        install_signal_handlers()
+        while not self._shutdown.wait(0.1) and not SHUTDOWN.is_set():
+            pass
+        self.shutdown()
+
+    def request_shutdown(self) -> None:
+        self._shutdown.set()
+
+    def shutdown(self) -> None:
+        """Stop the executor, undeclare every entity and the node token; the process-wide context closes
+        with its last node (an explicitly given context is closed by its owner)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._shutdown.set()
+        self.executor.stop()
+        for entity in reversed(self._entities):
+            try:
+                entity.close()
+            except Exception as exc:  # the session may already be gone
+                self._logger.debug(f"closing {entity}: {exc!r}")
+        self._token.undeclare()
+        self.context.detach()
+
+    def __enter__(self) -> ZenohNode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

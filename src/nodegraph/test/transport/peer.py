@@ -1,0 +1,107 @@
+"""A graph peer run as a separate process by the transport tests: ``python peer.py ROLE [ROS args]``.
+
+Roles: ``joint_states N`` and ``image N`` publish N messages once a subscriber is seen; ``add_server`` serves
+``/add_two_ints``; ``action_server`` serves ``/skillgen/generate``; ``params`` prints its parameters as JSON;
+``listen TOPIC`` prints each JointState position it gets. Every role stops on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from nodegraph.transport.zenoh.context import install_signal_handlers
+from nodegraph.transport.zenoh.node import ZenohNode
+
+JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+
+
+def wait_for_subscriber(node: ZenohNode, topic: str, timeout_s: float = 20.0) -> None:
+    node.context.graph.wait_for(lambda ts: any(t.kind == "MS" and t.name == topic for t in ts), timeout_s)
+    time.sleep(0.3)
+
+
+def image(node: ZenohNode, index: int) -> Any:
+    data = (np.arange(480 * 640 * 3, dtype=np.uint32) * (index + 1) % 251).astype(np.uint8)
+    return node.message("sensor_msgs/msg/Image", height=480, width=640, encoding="rgb8", step=1920, data=data)
+
+
+def main() -> int:
+    install_signal_handlers()
+    role, rest = sys.argv[1], sys.argv[2:]
+    split = rest.index("--ros-args") if "--ros-args" in rest else len(rest)
+    positional = rest[:split]
+    node = ZenohNode(f"peer_{role}", args=rest[split:])
+    if role in ("joint_states", "image"):
+        count = int(positional[0])
+        topic = "/joint_states" if role == "joint_states" else "/cameras/side/image_raw"
+        type_name = "sensor_msgs/msg/JointState" if role == "joint_states" else "sensor_msgs/msg/Image"
+        publisher = node.create_publisher(type_name, topic)
+        wait_for_subscriber(node, topic)
+        for i in range(count):
+            if role == "joint_states":
+                msg = node.message(type_name, name=JOINTS, position=[i * 0.1 + j for j in range(6)])
+            else:
+                msg = image(node, i)
+            publisher.publish(msg)
+            time.sleep(0.02)
+        time.sleep(0.5)
+        node.shutdown()
+        return 0
+    if role == "add_server":
+
+        def add(request: Any, response: Any) -> Any:
+            response.sum = request.a + request.b
+            return response
+
+        node.create_service("example_interfaces/srv/AddTwoInts", "/add_two_ints", add)
+    elif role == "action_server":
+
+        def execute(goal: Any) -> Any:
+            result = node.message("so101_msgs/action/GenerateDemos_Result")
+            for i in range(goal.request.num_demos):
+                if goal.is_cancel_requested:
+                    goal.canceled()
+                    result.message = "canceled"
+                    result.attempted = i
+                    return result
+                goal.publish_feedback(
+                    node.message("so101_msgs/action/GenerateDemos_Feedback", stage="generating", attempted=i)
+                )
+                time.sleep(0.1)
+            goal.succeed()
+            result.succeeded = result.attempted = goal.request.num_demos
+            result.message = "done"
+            return result
+
+        node.create_action_server(
+            "so101_msgs/action/GenerateDemos",
+            "/skillgen/generate",
+            execute,
+            goal_callback=lambda goal: goal.num_demos > 0,
+        )
+    elif role == "params":
+        values = {
+            name: node.declare_parameter(name, default)
+            for name, default in (("rate_hz", 30.0), ("camera", "side"), ("enabled", False), ("joints", [""]))
+        }
+        print(json.dumps(values), flush=True)
+        node.shutdown()
+        return 0
+    elif role == "listen":
+        node.create_subscription(
+            "sensor_msgs/msg/JointState",
+            "/joint_states",
+            lambda m: print(f"GOT {m.position[0]:.1f}", flush=True),
+        )
+    print("READY", flush=True)
+    node.spin()
+    print("STOPPED", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

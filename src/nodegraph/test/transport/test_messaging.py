@@ -1,0 +1,109 @@
+"""Pub/sub, services and actions between real processes through a real zenoh router on loopback."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from graph_testing import Peer
+from nodegraph.transport.zenoh.actions import CANCELED, SUCCEEDED
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+
+
+def collect(node: ZenohNode, type_name: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:
+    got: list[Any] = []
+    done = threading.Event()
+
+    def on_message(msg: Any) -> None:
+        got.append(msg)
+        if len(got) >= count:
+            done.set()
+
+    node.create_subscription(type_name, topic, on_message)
+    done.wait(timeout_s)
+    return got
+
+
+def test_joint_states_across_processes(context: Context, peers: list[Peer]) -> None:
+    node = ZenohNode("listener", args=[], context=context)
+    peers.append(Peer("joint_states", "20"))
+    got = collect(node, "sensor_msgs/msg/JointState", "/joint_states", 20)
+    assert len(got) == 20
+    assert list(got[0].name) == [
+        "shoulder_pan",
+        "shoulder_lift",
+        "elbow_flex",
+        "wrist_flex",
+        "wrist_roll",
+        "gripper",
+    ]
+    for i, msg in enumerate(got):
+        np.testing.assert_allclose(msg.position, [i * 0.1 + j for j in range(6)])
+    assert peers[0].process.wait(timeout=20) == 0
+
+
+def test_image_640x480_across_processes(context: Context, peers: list[Peer]) -> None:
+    node = ZenohNode("viewer", args=[], context=context)
+    peers.append(Peer("image", "5"))
+    got = collect(node, "sensor_msgs/msg/Image", "/cameras/side/image_raw", 5)
+    assert len(got) == 5
+    for i, msg in enumerate(got):
+        assert (msg.height, msg.width, msg.encoding, msg.step) == (480, 640, "rgb8", 1920)
+        expected = (np.arange(480 * 640 * 3, dtype=np.uint32) * (i + 1) % 251).astype(np.uint8)
+        np.testing.assert_array_equal(msg.data, expected)
+
+
+def test_service_call_across_processes(context: Context, peers: list[Peer]) -> None:
+    peers.append(Peer("add_server"))
+    peers[-1].wait_line("READY")
+    node = ZenohNode("caller", args=[], context=context)
+    client = node.create_client("example_interfaces/srv/AddTwoInts", "/add_two_ints")
+    assert client.wait_for_service(10.0)
+    for a, b in ((2, 40), (-5, 5), (2**40, 1)):
+        response = client.call(node.message("example_interfaces/srv/AddTwoInts_Request", a=a, b=b), 5.0)
+        assert response.sum == a + b
+
+
+def test_action_feedback_result_and_cancel(context: Context, peers: list[Peer]) -> None:
+    peers.append(Peer("action_server"))
+    peers[-1].wait_line("READY")
+    node = ZenohNode("commander", args=[], context=context)
+    client = node.create_action_client("so101_msgs/action/GenerateDemos", "/skillgen/generate")
+    assert client.wait_for_server(10.0)
+
+    feedback: list[Any] = []
+    goal = node.message("so101_msgs/action/GenerateDemos_Goal", num_demos=5, task="vial_to_rack")
+    handle = client.send_goal(goal, feedback.append)
+    assert handle.accepted
+    status, result = handle.result(timeout_s=20.0)
+    assert status == SUCCEEDED
+    assert (result.succeeded, result.message) == (5, "done")
+    assert [f.attempted for f in feedback] == [0, 1, 2, 3, 4]
+
+    long_goal = node.message("so101_msgs/action/GenerateDemos_Goal", num_demos=100)
+    handle = client.send_goal(long_goal)
+    assert handle.accepted
+    time.sleep(0.5)
+    assert handle.cancel()
+    status, result = handle.result(timeout_s=20.0)
+    assert status == CANCELED
+    assert result.message == "canceled"
+    assert 0 < result.attempted < 100
+
+    rejected = client.send_goal(node.message("so101_msgs/action/GenerateDemos_Goal", num_demos=0))
+    assert not rejected.accepted
+
+
+def test_sigint_stops_a_node_and_removes_it_from_the_graph(context: Context, peers: list[Peer]) -> None:
+    peers.append(Peer("add_server"))
+    peers[-1].wait_line("READY")
+
+    def server_alive(tokens: list[Any]) -> bool:
+        return any(t.kind == "SS" and t.name == "/add_two_ints" for t in tokens)
+
+    assert context.graph.wait_for(server_alive, 10.0)
+    assert peers[-1].stop() == 0
+    assert context.graph.wait_for(lambda tokens: not server_alive(tokens), 10.0)

@@ -1,0 +1,98 @@
+"""Parameters from ``ros__parameters`` YAML and ``-p`` overrides, as rcl reads them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from graph_testing import Peer
+from nodegraph.graph.arguments import ArgumentError, parse_ros_arguments
+from nodegraph.graph.names import InvalidNameError, resolve_name
+from nodegraph.graph.parameters import ParameterError, ParameterStore, parameters_from_file
+from nodegraph.transport.zenoh.context import Context
+
+YAML = """
+/**:
+  ros__parameters:
+    rate_hz: 15.0
+    camera: top
+peer_params:
+  ros__parameters:
+    camera: ego
+    joints: [shoulder_pan, gripper]
+other_node:
+  ros__parameters:
+    enabled: true
+"""
+
+
+def test_yaml_and_overrides_reach_a_node_process(context: Context, peers: list[Peer], tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text(YAML)
+    peers.append(Peer("params", "--ros-args", "--params-file", str(params), "-p", "enabled:=true", "-p", "rate_hz:=60"))
+    values = json.loads(peers[-1].wait_line("{"))
+    assert values == {
+        "rate_hz": 60.0,
+        "camera": "ego",
+        "enabled": True,
+        "joints": ["shoulder_pan", "gripper"],
+    }
+
+
+def test_file_precedence_and_nesting(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text("/robot/driver:\n  ros__parameters:\n    bus: {port: /dev/ttyACM0, baud: 1000000}\n"
+                    "/**:\n  ros__parameters:\n    bus: {baud: 500000}\n")  # fmt: skip
+    assert parameters_from_file(path, "/robot/driver") == {"bus.baud": 1000000, "bus.port": "/dev/ttyACM0"}
+    assert parameters_from_file(path, "/other") == {"bus.baud": 500000}
+
+
+def test_ros_arguments() -> None:
+    args = parse_ros_arguments(
+        ["prog-arg", "--ros-args", "-r", "__node:=arm", "-r", "__ns:=/left", "-r", "chatter:=talk",
+         "-p", "x:=[1, 2]", "--log-level", "debug", "--", "tail"]
+    )  # fmt: skip
+    assert (args.node_name, args.namespace, args.log_level) == ("arm", "/left", "debug")
+    assert args.remaps == {"chatter": "talk"}
+    assert args.parameters == {"x": [1, 2]}
+    assert args.remaining == ["prog-arg", "tail"]
+    with pytest.raises(ArgumentError, match="name:=value"):
+        parse_ros_arguments(["--ros-args", "-p", "novalue"])
+    with pytest.raises(ArgumentError, match="unknown ROS argument"):
+        parse_ros_arguments(["--ros-args", "--bogus"])
+
+
+def test_parameter_types_are_checked() -> None:
+    store = ParameterStore({"rate_hz": "fast", "count": 3, "gain": 2})
+    with pytest.raises(ParameterError, match=r"rate_hz.*expected float, got str"):
+        store.declare("rate_hz", 30.0)
+    assert store.declare("count", 1) == 3
+    assert store.declare("gain", 1.5) == 2.0
+    with pytest.raises(ParameterError, match="declared twice"):
+        store.declare("count", 1)
+    with pytest.raises(ParameterError, match="not declared"):
+        store.get("missing")
+
+
+def test_bad_parameter_files(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="not found"):
+        parameters_from_file(tmp_path / "missing.yaml", "/n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("n:\n  params: {a: 1}\n")
+    with pytest.raises(ParameterError, match="no 'ros__parameters'"):
+        parameters_from_file(bad, "/n")
+    bad.write_text("n: [unclosed\n")
+    with pytest.raises(ParameterError, match="invalid YAML"):
+        parameters_from_file(bad, "/n")
+
+
+def test_name_resolution() -> None:
+    assert resolve_name("joint_states", "driver", "/arm") == "/arm/joint_states"
+    assert resolve_name("/clock", "driver", "/arm") == "/clock"
+    assert resolve_name("~/status", "driver", "/arm") == "/arm/driver/status"
+    assert resolve_name("joint_states", "driver", "/", {"joint_states": "/leader/joint_states"}) == (
+        "/leader/joint_states"
+    )
+    with pytest.raises(InvalidNameError):
+        resolve_name("bad name", "n", "/")

@@ -1,5 +1,0 @@
-"""ROS 2 interface definitions at run time: the rosbags typestore (Jazzy + extras + so101_msgs) and RIHS01 hashes."""
-
-from so101_bringup.interfaces.typestore import InterfaceError, InterfaceInfo, interface_info, typestore
-
-__all__ = ["InterfaceError", "InterfaceInfo", "interface_info", "typestore"]

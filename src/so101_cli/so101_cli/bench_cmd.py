@@ -1,0 +1,101 @@
+"""``so101 bench ...``: benchmarks; each prints its JSON and records it in ``bench/results/<name>.json``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from so101_cli.benchmarks.results import write_result
+
+app = typer.Typer(help="Benchmarks (results recorded in bench/results/).", no_args_is_help=True)
+
+
+def _report(name: str, result: dict[str, Any], as_json: bool, save: bool) -> None:
+    if save:
+        path = write_result(name, result)
+        typer.echo(f"recorded in {path}", err=True)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            typer.echo(f"{key}: {value}")
+
+
+@app.command()
+def transport(
+    seconds: float = typer.Option(10.0, "--seconds", help="duration of each load, s"),
+    port: int = typer.Option(17447, "--port", help="router port on 127.0.0.1 for the run"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/transport.json"),
+) -> None:
+    """3 × 640×480 rgb8 @ 30 Hz + JointState @ 100 Hz, recorded to MCAP; vs raw zenoh."""
+    from so101_cli.benchmarks.transport import run_transport_benchmark
+
+    _report("transport", run_transport_benchmark(seconds, port), as_json, save)
+
+
+@app.command()
+def sim(
+    episodes: int = typer.Option(100, "--episodes", help="randomized scripted episodes"),
+    render_frames: int = typer.Option(20, "--render-frames", help="three-camera frames to render"),
+    width: int = typer.Option(640, "--width"),
+    height: int = typer.Option(480, "--height"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: sim_<label>.json (e.g. cpu, h200)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/sim_<label>.json"),
+) -> None:
+    """Physics real-time factor, three-camera rendering rate, scripted-expert success over N episodes."""
+    from so101_core.sim.bench import run_sim_benchmark
+
+    result = run_sim_benchmark(episodes, render_frames=render_frames, width=width, height=height)
+    result["goals"] = {"physics_rtf_min": 50.0, "render_sets_per_s_min_gpu": 100.0, "success_rate_min": 0.95}
+    _report(f"sim_{label}", result, as_json, save)
+
+
+@app.command()
+def driver(
+    seconds: float = typer.Option(10.0, "--seconds", help="measurement time, s"),
+    rate_hz: float = typer.Option(100.0, "--rate", help="driver control rate, Hz"),
+    samples: int = typer.Option(100, "--samples", help="command-to-bus latency samples"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/driver.json"),
+) -> None:
+    """Driver over the Feetech emulator: loop rate and jitter (sync read + write of 6 servos), command→bus latency."""
+    from so101_cli.benchmarks.driver import run_driver_benchmark
+
+    _report("driver", run_driver_benchmark(seconds, rate_hz, samples), as_json, save)
+
+
+@app.command()
+def skillgen(
+    seeds: int = typer.Option(5, "--seeds", help="scripted seed demos to start from"),
+    demos: int = typer.Option(50, "--demos", help="demos to generate"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/skillgen.json"),
+) -> None:
+    """SkillGen from scripted seeds without rendering: yield (kept ÷ attempted), kept demos/min/core."""
+    from so101_skillgen.bench_skillgen import run_skillgen_benchmark
+
+    result = run_skillgen_benchmark(num_seeds=seeds, num_demos=demos)
+    result["goals"] = {"yield_min": 0.60, "kept_per_min_per_core_min": 30.0}
+    _report("skillgen", result, as_json, save)
+
+
+@app.command()
+def ik(
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda (the batched 1024 x 32 case)"),
+    targets: int = typer.Option(1024, "--targets", help="targets of the batched case"),
+    seeds: int = typer.Option(32, "--seeds", help="seeds per target of the batched backend"),
+    threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 is fastest on a small shared CPU)"),
+    label: str = typer.Option("", "--label", help="result name suffix: ik_<label>.json (default: the device)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/ik_<label>.json"),
+) -> None:
+    """IK success % and latency per backend: single targets on the CPU; batched targets x seeds on DEVICE."""
+    from so101_skillgen.bench_ik import run_ik_benchmark
+
+    result = run_ik_benchmark(device=device, batched_targets=targets, seeds=seeds, threads=threads)
+    result["goals"] = {"jacobian_ms_max": 0.5, "batched_1024x32_ms_max_h200": 5.0, "success_pct_min": 99.0}
+    _report(f"ik_{label or device}", result, as_json, save)

@@ -1,0 +1,169 @@
+"""Processes of the transport benchmark: publishers and a latency probe, over our nodes or raw zenoh.
+
+``python -m so101_cli.benchmarks.transport_worker ROLE ...`` prints one JSON line when done:
+- ``image NAME SECONDS`` / ``joints SECONDS``: publish 640×480 rgb8 at 30 Hz / JointState at 100 Hz;
+- ``probe TOPIC...``: subscribe until SIGINT; counts and latencies (receive time − source timestamp);
+- ``--raw`` before the role: the same load with plain zenoh put/subscribe (the baseline).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import signal
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+IMAGE_SHAPE = (480, 640, 3)
+IMAGE_RATE_HZ = 30.0
+JOINTS_RATE_HZ = 100.0
+RAW_PREFIX = "bench_raw"
+
+
+def _image_msg(node: Any, name: str) -> Any:
+    data = np.random.default_rng(0).integers(0, 255, size=IMAGE_SHAPE, dtype=np.uint8)
+    return node.message(
+        "sensor_msgs/msg/Image",
+        header=node.message("std_msgs/msg/Header", frame_id=name),
+        height=IMAGE_SHAPE[0], width=IMAGE_SHAPE[1], encoding="rgb8", step=IMAGE_SHAPE[1] * 3,
+        data=data.reshape(-1),
+    )  # fmt: skip
+
+
+def _paced(rate_hz: float, seconds: float, send: Any) -> int:
+    period = 1.0 / rate_hz
+    start = time.monotonic()
+    sent = 0
+    while time.monotonic() - start < seconds:
+        send()
+        sent += 1
+        time.sleep(max(0.0, start + sent * period - time.monotonic()))
+    return sent
+
+
+def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
+    rate = IMAGE_RATE_HZ if role == "image" else JOINTS_RATE_HZ
+    topic = f"/cameras/{name}/image_raw" if role == "image" else "/joint_states"
+    if raw:
+        from nodegraph.transport.zenoh.context import Context
+
+        ctx = Context()
+        size = IMAGE_SHAPE[0] * IMAGE_SHAPE[1] * 3 + 64 if role == "image" else 160
+        body = bytearray(size)
+        raw_publisher = ctx.session.declare_publisher(f"{RAW_PREFIX}{topic}")
+        time.sleep(1.0)
+
+        def send() -> None:
+            struct.pack_into("<q", body, 0, time.time_ns())
+            raw_publisher.put(bytes(body))
+
+        sent = _paced(rate, seconds, send)
+        time.sleep(0.5)
+        raw_publisher.undeclare()
+        ctx.close()
+        return {"topic": topic, "sent": sent}
+    from nodegraph.transport.zenoh.node import ZenohNode
+
+    node = ZenohNode(f"bench_{role}_{name}", args=[])
+    type_name = "sensor_msgs/msg/Image" if role == "image" else "sensor_msgs/msg/JointState"
+    publisher = node.create_publisher(type_name, topic)
+    template = _image_msg(node, name) if role == "image" else None
+    time.sleep(1.0)
+
+    def send_msg() -> None:
+        if template is not None:
+            template.header.stamp = node.stamp()
+            publisher.publish(template)
+        else:
+            publisher.publish(
+                node.message(
+                    "sensor_msgs/msg/JointState",
+                    header=node.message("std_msgs/msg/Header", stamp=node.stamp()),
+                    name=["j"] * 6,
+                    position=[0.0] * 6,
+                )
+            )
+
+    sent = _paced(rate, seconds, send_msg)
+    time.sleep(0.5)
+    node.shutdown()
+    return {"topic": topic, "sent": sent}
+
+
+def probe(topics: list[str], raw: bool) -> dict[str, Any]:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    latencies: dict[str, list[float]] = {t: [] for t in topics}
+    lock = threading.Lock()
+
+    def record(topic: str, sent_ns: int) -> None:
+        with lock:
+            latencies[topic].append((time.time_ns() - sent_ns) / 1e6)
+
+    def on_raw_sample(topic: str, sample: Any) -> None:
+        record(topic, struct.unpack_from("<q", sample.payload.to_bytes())[0])
+
+    def on_graph_sample(topic: str, raw: Any) -> None:
+        record(topic, raw[1].source_timestamp_ns)
+
+    if raw:
+        from nodegraph.transport.zenoh.context import Context
+
+        ctx = Context()
+        subs = [
+            ctx.session.declare_subscriber(
+                f"{RAW_PREFIX}{t}",
+                functools.partial(on_raw_sample, t),
+            )
+            for t in topics
+        ]
+        print("READY", flush=True)
+        stop.wait()
+        for sub in subs:
+            sub.undeclare()
+        ctx.close()
+    else:
+        from nodegraph.graph.qos import QoS
+        from nodegraph.transport.zenoh.node import ZenohNode
+
+        node = ZenohNode("bench_probe", args=[])
+        for topic in topics:
+            type_name = "sensor_msgs/msg/Image" if "image" in topic else "sensor_msgs/msg/JointState"
+            node.create_subscription(
+                type_name,
+                topic,
+                functools.partial(on_graph_sample, topic),
+                QoS(depth=100),
+                raw=True,
+            )
+        print("READY", flush=True)
+        stop.wait()
+        node.shutdown()
+    return {"received": {t: len(v) for t, v in latencies.items()}, "latencies_ms": latencies}
+
+
+def main(argv: list[str]) -> int:
+    raw = "--raw" in argv
+    args = [a for a in argv if a != "--raw"]
+    role = args[0]
+    if role == "probe":
+        result = probe(args[1:], raw)
+    elif role == "image":
+        result = publish("image", args[1], float(args[2]), raw)
+    elif role == "joints":
+        result = publish("joints", "joints", float(args[1]), raw)
+    else:
+        print(f"unknown role {role!r}", file=sys.stderr)
+        return 2
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,61 @@
+"""Helpers shared by the CLI commands: a short-lived zenoh node, YAML parsing, Ctrl-C handling."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+import yaml
+from nodegraph.transport.zenoh.node import ZenohNode
+
+
+@contextmanager
+def cli_node(purpose: str, parameters: dict[str, Any] | None = None) -> Iterator[ZenohNode]:
+    """A zenoh node named after the command, shut down on exit (the CLI always speaks zenoh)."""
+    node = ZenohNode(f"so101_{purpose}_{os.getpid()}", args=[], parameter_overrides=parameters)
+    try:
+        yield node
+    finally:
+        node.shutdown()
+
+
+@contextmanager
+def interrupt_event() -> Iterator[threading.Event]:
+    """An event set by SIGINT/SIGTERM while the block runs (the previous handlers are restored after)."""
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def parse_yaml_fields(text: str, what: str) -> dict[str, Any]:
+    """Message fields from a YAML/flow mapping such as ``"{a: 1, b: [1, 2]}"``; exits with a clear error."""
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise typer.BadParameter(f"{what}: invalid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise typer.BadParameter(f"{what}: expected a mapping of fields, got {type(data).__name__}")
+    return data
+
+
+def find_topic_type(node: ZenohNode, topic: str, timeout_s: float) -> str | None:
+    """The type of ``topic`` as advertised on the graph, waiting up to ``timeout_s``."""
+    resolved = node.resolve(topic)
+
+    def known(_: Any) -> bool:
+        return resolved in node.topic_names_and_types()
+
+    node.context.graph.wait_for(known, timeout_s)
+    types = node.topic_names_and_types().get(resolved)
+    return sorted(types)[0] if types else None

@@ -1,0 +1,29 @@
+"""``so101 launch NAME [arg:=value ...]``: run a launch description without ROS (router + node processes)."""
+
+from __future__ import annotations
+
+import typer
+from so101_bringup.launch.catalog import get_launch
+from so101_bringup.launch.errors import LaunchError
+from so101_bringup.launch.runner import RunnerOptions, run_launch
+
+
+def launch(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="launch name (e.g. sim, real, teleop, record, demo)"),
+    show_args: bool = typer.Option(False, "--show-args", "-s", help="list the launch's arguments and exit"),
+    no_router: bool = typer.Option(False, "--no-router", help="do not start a zenoh router (use a running one)"),
+) -> None:
+    """Start a launch: a zenoh router on 127.0.0.1 and each node as a process; Ctrl-C stops all.
+
+    Launch arguments follow as ``name:=value``. Exits non-zero when a required node dies.
+    """
+    try:
+        if show_args:
+            typer.echo(get_launch(name).describe())
+            return
+        code = run_launch(name, list(ctx.args), RunnerOptions(router=not no_router))
+    except LaunchError as exc:
+        typer.echo(f"so101 launch: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    raise typer.Exit(code)

@@ -1,0 +1,48 @@
+"""``so101``: the command line of the stack (launch, graph, topic, action, bag, bench, demo)."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from so101_cli import (
+    action_cmd,
+    bag_cmd,
+    bench_cmd,
+    calibrate_cmd,
+    demo_cmd,
+    graph_cmd,
+    launch_cmd,
+    seeds_cmd,
+    skillgen_cmd,
+    topic_cmd,
+)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+app = typer.Typer(
+    name="so101",
+    help="so101: the open sim-to-real stack for the SO-101 arm (ROS 2 graph over rclpy or Zenoh).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(launch_cmd.launch)
+app.command()(graph_cmd.graph)
+app.command()(demo_cmd.demo)
+app.command()(calibrate_cmd.calibrate)
+app.add_typer(topic_cmd.app, name="topic")
+app.add_typer(action_cmd.app, name="action")
+app.add_typer(bag_cmd.app, name="bag")
+app.add_typer(bench_cmd.app, name="bench")
+app.add_typer(seeds_cmd.app, name="seeds")
+app.add_typer(skillgen_cmd.app, name="skillgen")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

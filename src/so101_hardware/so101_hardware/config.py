@@ -1,0 +1,141 @@
+"""Loader of ``config/robot.yaml`` (its ``robot:`` section) into frozen dataclasses; errors name the field."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from so101_core.robot_spec import JOINT_NAMES
+
+from .calibration import ArmCalibration, Role, find_calibration, load_calibration
+from .errors import ConfigError
+from .feetech.bus import BusConfig
+from .robot import ArmConfig
+
+
+@dataclass(frozen=True)
+class ArmEntry:
+    """One arm of ``robot.yaml``: LeRobot id, optional calibration path, its :class:`ArmConfig`."""
+
+    robot_id: str
+    calibration: Path | None
+    arm: ArmConfig
+    role: Role
+
+    def load_calibration(self, env: Mapping[str, str] | None = None) -> ArmCalibration:
+        """The explicit calibration file if set, else LeRobot's file for ``robot_id``."""
+        path = self.calibration or find_calibration(self.robot_id, self.role, env)
+        return load_calibration(path)
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    """Driver safety parameters: rad per cycle, s, °C, V, fraction of max torque."""
+
+    max_step_rad: float = 0.05
+    watchdog_timeout_s: float = 0.5
+    max_temperature_c: float = 65.0
+    min_voltage_v: float = 6.0
+    max_load: float = 0.9
+
+
+@dataclass(frozen=True)
+class RobotHardwareConfig:
+    """The ``robot:`` section: follower, optional leader, conversion hooks and safety."""
+
+    follower: ArmEntry
+    leader: ArmEntry | None
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+
+
+def _get(section: Mapping[str, Any], key: str, where: str, kind: Any, default: Any = ...) -> Any:
+    if key not in section:
+        if default is ...:
+            raise ConfigError(f"{where}.{key} is required", field=f"{where}.{key}")
+        return default
+    value = section[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kind):
+        raise ConfigError(f"{where}.{key} has the wrong type: {value!r}", field=f"{where}.{key}")
+    return value
+
+
+def _section(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must be a mapping", field=where)
+    return data
+
+
+def _joint_map(data: Any, where: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, value in _section(data or {}, where).items():
+        if name not in JOINT_NAMES:
+            raise ConfigError(f"{where}: unknown joint {name!r}; expected {list(JOINT_NAMES)}", field=f"{where}.{name}")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}.{name} must be a number, got {value!r}", field=f"{where}.{name}")
+        out[name] = float(value)
+    return out
+
+
+def _arm(data: Any, where: str, role: Role, signs: dict[str, float], offsets: dict[str, float]) -> ArmEntry:
+    sec = _section(data, where)
+    bus_sec = _section(_get(sec, "bus", where, Mapping), f"{where}.bus")
+    port = _get(bus_sec, "port", f"{where}.bus", str)
+    baudrate = _get(bus_sec, "baudrate", f"{where}.bus", int, 1_000_000)
+    timeout_ms = float(_get(bus_sec, "timeout_ms", f"{where}.bus", int | float, 20.0))
+    retries = _get(bus_sec, "retries", f"{where}.bus", int, 2)
+    try:
+        bus = BusConfig(port=port, baudrate=baudrate, timeout_ms=timeout_ms, retries=retries)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}", field=f"{where}.{exc.field}") from None
+    calib = _get(sec, "calibration", where, (str, type(None)), None)
+    arm = ArmConfig(
+        bus=bus,
+        torque_on_connect=_get(sec, "torque_on_connect", where, bool, role == "follower"),
+        disable_torque_on_disconnect=_get(sec, "disable_torque_on_disconnect", where, bool, role == "follower"),
+        sync_calibration=_get(sec, "sync_calibration", where, bool, True),
+        signs=signs,
+        offsets_rad=offsets,
+    )
+    return ArmEntry(_get(sec, "id", where, str), Path(calib).expanduser() if calib else None, arm, role)
+
+
+def parse_robot_config(data: Any) -> RobotHardwareConfig:
+    """Validate the decoded YAML document (a mapping with a ``robot:`` key)."""
+    robot = _section(_section(data, "document").get("robot"), "robot")
+    signs = _joint_map(robot.get("joint_sign"), "robot.joint_sign")
+    for name, sign in signs.items():
+        if sign not in (1.0, -1.0):
+            raise ConfigError(f"robot.joint_sign.{name} must be 1 or -1, got {sign}", field=f"robot.joint_sign.{name}")
+    offsets = _joint_map(robot.get("joint_offset_rad"), "robot.joint_offset_rad")
+    follower = _arm(_get(robot, "follower", "robot", Mapping), "robot.follower", "follower", signs, offsets)
+    leader_data = robot.get("leader")
+    leader = _arm(leader_data, "robot.leader", "leader", signs, offsets) if leader_data is not None else None
+    safety_sec = _section(robot.get("safety") or {}, "robot.safety")
+    values: dict[str, float] = {}
+    for key, default in vars(SafetyConfig()).items():
+        value = _get(safety_sec, key, "robot.safety", int | float, default)
+        if not value > 0:
+            raise ConfigError(f"robot.safety.{key} must be > 0, got {value}", field=f"robot.safety.{key}")
+        values[key] = float(value)
+    unknown = sorted(set(safety_sec) - set(values))
+    if unknown:
+        raise ConfigError(f"robot.safety: unknown key {unknown[0]!r}", field=f"robot.safety.{unknown[0]}")
+    return RobotHardwareConfig(follower, leader, SafetyConfig(**values))
+
+
+def load_robot_config(path: str | os.PathLike[str]) -> RobotHardwareConfig:
+    """Read and validate ``robot.yaml``."""
+    fpath = Path(path)
+    try:
+        data = yaml.safe_load(fpath.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read robot config {fpath}: {exc}") from exc
+    try:
+        return parse_robot_config(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{fpath}: {exc}", field=exc.field) from None

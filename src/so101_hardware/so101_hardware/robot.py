@@ -1,0 +1,296 @@
+"""Robot abstraction in LeRobot's style, and the SO-101 follower and leader arms on a Feetech bus.
+
+``read()`` returns joint positions in rad (canonical order, gripper index 5, the twin's convention, see
+``calibration``) plus per-servo health; ``write()`` sync-writes goal counts. Everything is read in one
+sync read per cycle (registers 56..70 of the six servos).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import numpy as np
+import numpy.typing as npt
+from so101_core.joints import JointRanges, twin_ranges
+from so101_core.robot_spec import JOINT_NAMES
+
+from .calibration import ArmCalibration, ArmConverter
+from .errors import NotConnectedError, SafetyError, ServoFault
+from .feetech import protocol as p
+from .feetech.bus import BusConfig, FeetechBus
+from .feetech.transport import PacketTransport
+
+
+@dataclass(frozen=True)
+class ServoHealth:
+    """Health of one servo at one read.
+
+    Attributes:
+        joint: canonical joint name.
+        servo_id: bus id.
+        temperature_c: °C.
+        voltage_v: V.
+        load: signed fraction of maximum torque (-1..1).
+        current_ma: mA.
+        faults: error bits from the Status register.
+        moving: the servo reports it is moving.
+    """
+
+    joint: str
+    servo_id: int
+    temperature_c: int
+    voltage_v: float
+    load: float
+    current_ma: float
+    faults: ServoFault
+    moving: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.faults == ServoFault.NONE
+
+
+@dataclass(frozen=True)
+class ArmState:
+    """One read of the arm.
+
+    Attributes:
+        positions: (6,) joint positions, rad (gripper: twin gripper angle, rad).
+        velocities: (6,) joint velocities, rad/s.
+        counts: (6,) raw Present_Position, counts.
+        health: per-servo health, canonical order.
+        stamp: ``time.monotonic()`` at the end of the read, s.
+    """
+
+    positions: npt.NDArray[np.float64]
+    velocities: npt.NDArray[np.float64]
+    counts: npt.NDArray[np.int64]
+    health: tuple[ServoHealth, ...]
+    stamp: float
+    names: tuple[str, ...] = field(default=JOINT_NAMES)
+
+    def faults(self) -> dict[str, ServoFault]:
+        """``{joint: faults}`` of the servos reporting error bits (empty when all are healthy)."""
+        return {h.joint: h.faults for h in self.health if not h.ok}
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """Arm-level parameters.
+
+    Attributes:
+        bus: serial bus parameters.
+        torque_on_connect: follower: enable torque after connecting (goal first set to the present pose).
+        disable_torque_on_disconnect: switch torque off when disconnecting.
+        sync_calibration: on connect, write homing offsets and position limits from the calibration file
+            to servos whose EEPROM differs (as LeRobot does when a calibration file is used).
+        signs / offsets_rad: per-joint direction and zero hooks of the count ↔ rad conversion.
+    """
+
+    bus: BusConfig
+    torque_on_connect: bool = True
+    disable_torque_on_disconnect: bool = True
+    sync_calibration: bool = True
+    signs: Mapping[str, float] = field(default_factory=dict)
+    offsets_rad: Mapping[str, float] = field(default_factory=dict)
+
+
+class Robot(abc.ABC):
+    """A robot behind ``connect / disconnect / is_connected / read / write``, usable as a context manager."""
+
+    @property
+    @abc.abstractmethod
+    def is_connected(self) -> bool: ...
+
+    @abc.abstractmethod
+    def connect(self) -> None: ...
+
+    @abc.abstractmethod
+    def disconnect(self) -> None: ...
+
+    @abc.abstractmethod
+    def read(self) -> ArmState: ...
+
+    @abc.abstractmethod
+    def write(self, positions: npt.ArrayLike) -> npt.NDArray[np.int64]: ...
+
+    def __enter__(self) -> Robot:
+        self.connect()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.disconnect()
+
+
+class SO101Arm(Robot):
+    """SO-101 follower: six STS3215 on one bus, calibrated with a LeRobot calibration file.
+
+    Args:
+        config: arm configuration.
+        calibration: the arm's calibration (see :func:`calibration.load_calibration`).
+        ranges: the twin's joint ranges (default: from the installed MJCF).
+        transport: packet client for the bus (default: the Feetech SDK).
+    """
+
+    leader = False
+
+    def __init__(
+        self,
+        config: ArmConfig,
+        calibration: ArmCalibration,
+        *,
+        ranges: JointRanges | None = None,
+        transport: PacketTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.calibration = calibration
+        self.converter = ArmConverter.build(
+            calibration, ranges if ranges is not None else twin_ranges(), config.signs, config.offsets_rad
+        )
+        self.ids = self.converter.ids
+        self.bus = FeetechBus(config.bus, self.ids, transport)
+
+    @property
+    def is_connected(self) -> bool:
+        return self.bus.is_connected
+
+    def connect(self) -> None:
+        """Open the bus, check the six servos, sync calibration, then set torque as configured."""
+        if self.is_connected:
+            return
+        self.bus.connect(handshake=True)
+        try:
+            if self.config.sync_calibration:
+                self._sync_calibration()
+            self._configure_torque()
+        except BaseException:
+            self.bus.disconnect()
+            raise
+
+    def disconnect(self) -> None:
+        """Close the bus (torque off first when configured). Idempotent."""
+        self.bus.disconnect(disable_torque=self.config.disable_torque_on_disconnect)
+
+    def read(self) -> ArmState:
+        """One sync read of the six servos -> positions (rad), velocities (rad/s), raw counts and health."""
+        self._require_connected()
+        telemetry = self.bus.read_telemetry(self.ids)
+        ordered = [telemetry[sid] for sid in self.ids]
+        counts = np.array([t.position for t in ordered], dtype=np.int64)
+        health = tuple(
+            ServoHealth(
+                joint=name,
+                servo_id=sid,
+                temperature_c=t.temperature_c,
+                voltage_v=round(t.voltage_v, 2),
+                load=t.load,
+                current_ma=t.current_ma,
+                faults=t.faults,
+                moving=t.moving,
+            )
+            for name, sid, t in zip(JOINT_NAMES, self.ids, ordered, strict=True)
+        )
+        return ArmState(
+            positions=self.converter.to_radians(counts.tolist()),
+            velocities=self.converter.speed_to_rad_s([t.speed for t in ordered]),
+            counts=counts,
+            health=health,
+            stamp=time.monotonic(),
+        )
+
+    def write(self, positions: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Sync-write goal positions given in rad ((6,), canonical order); returns the counts sent.
+
+        Counts are clamped to each joint's calibrated range. Apply :mod:`safety` limits before calling.
+        """
+        self._require_connected()
+        counts = self.converter.to_counts(positions)
+        self.bus.write_goal_positions({sid: int(c) for sid, c in zip(self.ids, counts, strict=True)})
+        return counts
+
+    def hold(self) -> npt.NDArray[np.int64]:
+        """Set every goal to the present position (stop where it is); returns the counts sent."""
+        self._require_connected()
+        present = self.bus.sync_read(p.PRESENT_POSITION, self.ids)
+        self.bus.write_goal_positions(present)
+        return np.array([present[sid] for sid in self.ids], dtype=np.int64)
+
+    def set_torque(self, enabled: bool) -> None:
+        """Torque on/off on all six servos (torque on first sets goals to the present pose)."""
+        self._require_connected()
+        if enabled:
+            self.hold()
+        self.bus.set_torque(enabled, self.ids)
+
+    def limits(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(lower, upper) (6,) rad reachable within the calibrated ranges."""
+        return self.converter.limits()
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _require_connected(self) -> None:
+        if not self.is_connected:
+            raise NotConnectedError(f"{type(self).__name__} on {self.config.bus.port} is not connected")
+
+    def _configure_torque(self) -> None:
+        if self.config.torque_on_connect:
+            self.set_torque(True)
+        else:
+            self.bus.set_torque(False, self.ids)
+
+    def _sync_calibration(self) -> None:
+        """Write homing offset and position limits where the servo's EEPROM differs from the file."""
+        stale = []
+        for name, sid in zip(JOINT_NAMES, self.ids, strict=True):
+            m = self.calibration[name]
+            current = (
+                self.bus.read(sid, p.HOMING_OFFSET, check_faults=False),
+                self.bus.read(sid, p.MIN_POSITION_LIMIT, check_faults=False),
+                self.bus.read(sid, p.MAX_POSITION_LIMIT, check_faults=False),
+            )
+            if current != (m.homing_offset, m.range_min, m.range_max):
+                stale.append((sid, m))
+        if not stale:
+            return
+        self.bus.set_torque(False, [sid for sid, _ in stale])
+        for sid, m in stale:
+            self.bus.write(sid, p.HOMING_OFFSET, m.homing_offset, check_faults=False)
+            self.bus.write(sid, p.MIN_POSITION_LIMIT, m.range_min, check_faults=False)
+            self.bus.write(sid, p.MAX_POSITION_LIMIT, m.range_max, check_faults=False)
+
+
+class SO101Leader(SO101Arm):
+    """SO-101 leader arm: same bus and calibration, torque always off, read only."""
+
+    leader = True
+
+    def __init__(
+        self,
+        config: ArmConfig,
+        calibration: ArmCalibration,
+        *,
+        ranges: JointRanges | None = None,
+        transport: PacketTransport | None = None,
+    ) -> None:
+        leader_config = ArmConfig(
+            bus=config.bus,
+            torque_on_connect=False,
+            disable_torque_on_disconnect=False,
+            sync_calibration=config.sync_calibration,
+            signs=config.signs,
+            offsets_rad=config.offsets_rad,
+        )
+        super().__init__(leader_config, calibration, ranges=ranges, transport=transport)
+
+    def write(self, positions: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        raise SafetyError("the leader arm is read-only (torque off); write to the follower instead")
+
+    def set_torque(self, enabled: bool) -> None:
+        if enabled:
+            raise SafetyError("the leader arm is moved by hand; its torque stays off")
+        super().set_torque(False)

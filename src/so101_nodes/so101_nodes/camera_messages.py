@@ -1,0 +1,73 @@
+"""sensor_msgs helpers shared by the camera publishers (camera node; the sim node builds the same messages):
+stamped headers, rgb8 / 16UC1 Images and CameraInfo from K and distortion."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from nodegraph.graph.api import Message, Node
+
+
+def optical_frame(camera: str) -> str:
+    """Frame id of a camera's images: ``<name>_camera_optical_frame`` (z forward, x right, y down)."""
+    return f"{camera}_camera_optical_frame"
+
+
+def header(node: Node, stamp_ns: int, frame_id: str = "") -> Message:
+    """std_msgs/Header stamped ``stamp_ns`` (ns since the epoch, or sim time)."""
+    return node.message("std_msgs/msg/Header", stamp=node.stamp(stamp_ns), frame_id=frame_id)
+
+
+def rgb_image(node: Node, head: Message, rgb: npt.NDArray[np.uint8]) -> Message:
+    """sensor_msgs/Image, encoding rgb8, of ``rgb`` (H, W, 3) uint8."""
+    h, w = rgb.shape[:2]
+    return node.message(
+        "sensor_msgs/msg/Image",
+        header=head,
+        height=h,
+        width=w,
+        encoding="rgb8",
+        is_bigendian=0,
+        step=w * 3,
+        data=np.ascontiguousarray(rgb, dtype=np.uint8).reshape(-1),
+    )
+
+
+def depth_image(node: Node, head: Message, depth_mm: npt.NDArray[np.uint16]) -> Message:
+    """sensor_msgs/Image, encoding 16UC1 (little-endian), of ``depth_mm`` (H, W) uint16 mm (0 = no data)."""
+    h, w = depth_mm.shape[:2]
+    return node.message(
+        "sensor_msgs/msg/Image",
+        header=head,
+        height=h,
+        width=w,
+        encoding="16UC1",
+        is_bigendian=0,
+        step=w * 2,
+        data=np.ascontiguousarray(depth_mm, dtype="<u2").view(np.uint8).reshape(-1),
+    )
+
+
+def camera_info(
+    node: Node,
+    head: Message,
+    width: int,
+    height: int,
+    k: npt.NDArray[np.float64],
+    distortion: npt.NDArray[np.float64] | None = None,
+    distortion_model: str = "plumb_bob",
+) -> Message:
+    """sensor_msgs/CameraInfo: K (3, 3) px, D (``distortion_model``; zeros when ``None``), R = I, P = [K | 0]."""
+    d = np.zeros(5) if distortion is None else np.asarray(distortion, dtype=np.float64)
+    p = np.hstack([np.asarray(k, dtype=np.float64), np.zeros((3, 1))])
+    return node.message(
+        "sensor_msgs/msg/CameraInfo",
+        header=head,
+        height=height,
+        width=width,
+        distortion_model=distortion_model,
+        d=d,
+        k=np.asarray(k, dtype=np.float64).reshape(-1),
+        r=np.eye(3).reshape(-1),
+        p=p.reshape(-1),
+    )

@@ -1,0 +1,24 @@
+"""Node parameters as frozen dataclasses: every field is declared with its default, read once."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from nodegraph.graph.api import Node
+
+
+def declare_params[T](node: Node, cls: type[T]) -> T:
+    """Declare each field of the frozen dataclass ``cls`` as a parameter of ``node`` (default: the field's default)
+    and return the instance. Tuple fields are declared as lists; their items keep the default items' type."""
+    defaults = cls()
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        default = getattr(defaults, field.name)
+        if isinstance(default, tuple):
+            items = node.declare_parameter(field.name, list(default))
+            kind = type(default[0]) if default else (lambda v: v)
+            values[field.name] = tuple(kind(v) for v in items)
+        else:
+            values[field.name] = node.declare_parameter(field.name, default)
+    return cls(**values)

@@ -1,0 +1,572 @@
+"""seed_recorder: records seed demonstrations, one rosbag2 (MCAP) bag plus one compact seed file per episode.
+
+Per episode ``i`` (seed ``seed + i``) it writes ``<output>/seed_{i:03d}/`` (the bag: ``joint_states``,
+``joint_commands``, ``leader/joint_states``, ``sim/objects/{vial,rack}/pose``, ``/clock`` and, with
+``images``, ``cameras/*/...`` when something publishes them; raw CDR, receive time stamps) and
+``<output>/seed_{i:03d}.npz`` (:class:`~so101_core.seeds.format.SeedDemo`, written with ``save_seed``
+once the episode has ended). Episodes whose ``.npz`` exists are kept: a re-run resumes at the first missing
+one (a bag left without its ``.npz`` by a crash is removed and recorded again).
+
+Steps: one per control period (sim.yaml's ``control_hz``, 30 Hz) of ``joint_states`` stamps (sim clock, or the
+driver's clock on the real arm; a faster stream is thinned, the bag keeps every message).
+Step ``n`` holds the measured joints (rad, canonical order), the object poses with the latest stamp <= the
+state's (world frame, xyz m + wxyz), and the action (rad): the command whose ``header.stamp`` equals the
+state's stamp (the scripted expert stamps its answers so), else the latest command received (sample and hold,
+e.g. the leader arm). ``t`` is the state stamp minus the first one (s). Steps before the first command of the
+episode are not recorded (the arm holds the reset pose; their count is ``extra.lead_steps``).
+
+Success: :class:`~so101_core.sim.task.SuccessDetector` on the received poses, with "held by both jaws"
+read from the gripper joint (closed below ``held_gripper_max_rad``: jaw contacts are not on the graph).
+Without object poses (a real arm without pose tracking) the operator decides: an episode ended through
+``~/next_episode``/``~/stop`` or shutdown is a success, a timeout is not (``extra.success_source``).
+
+Modes (``mode``):
+  - ``scripted``: before each episode ``<expert>/stop``, ``sim/reset`` (so101_msgs/ResetSim, seed ``seed + i``),
+    then ``<expert>/start`` (std_srvs/Trigger); the episode ends at success once ``<expert>/done`` (std_msgs/Bool) is
+    true, ``done_steps`` steps after done without success, or at ``max_steps`` (task.yaml's when 0).
+    Actions come from ``joint_commands``.
+  - ``teleop``: actions from ``leader/joint_states`` (the human's leader arm); ``sim/reset`` is called when
+    the service exists (the twin), not on the real arm. An episode ends on ``~/next_episode``
+    (std_srvs/Trigger; the next one starts right away) or ``~/stop`` (std_srvs/Trigger; ends it and stops),
+    or at ``max_steps`` when > 0. ``episodes`` 0 records until ``~/stop``.
+  In both modes ``~/stop`` ends the recording (scripted: the episode in progress is dropped and recorded
+  again on the next run). After the last episode the node shuts down (``exit_when_done``), so that a launch
+  with it as a required node ends.
+
+Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed`` (0), ``reset_sim`` (true),
+``action_topic`` ("" = per mode), ``expert`` (node name, ``scripted_expert``), ``max_steps`` (0),
+``done_steps`` (45), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 10), ``task_config`` /
+``sim_config`` (YAML paths, "" = config/), ``images`` (true), ``held_gripper_max_rad`` (0.3),
+``exit_when_done`` (true).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import shutil
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from nodegraph.bag.writer import BagWriter
+from nodegraph.graph.api import Client, Node, ServiceTimeout
+from nodegraph.graph.qos import QoS
+from nodegraph.interfaces.messages import MessageError, deserialize
+from so101_core.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
+from so101_core.seeds.format import SeedDemo, save_seed
+from so101_core.sim.config import load_sim_config, load_task_config
+from so101_core.sim.scene import OBJECT_NAMES, RACK, VIAL
+from so101_core.sim.task import SuccessDetector
+
+MODES = ("scripted", "teleop")
+RECORD_QOS = QoS(depth=100)
+JOINT_STATE = "sensor_msgs/msg/JointState"
+POSE = "geometry_msgs/msg/PoseStamped"
+POSE_HISTORY = 16
+ACTION_HISTORY = 64
+F64 = np.ndarray
+
+
+def _stamp_ns(header: Any) -> int:
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
+def _joint_vector(msg: Any, base: F64) -> F64:
+    from so101_nodes.driver_node import joint_vector
+
+    return joint_vector(msg, base)
+
+
+def seed_name(index: int) -> str:
+    """File stem of episode ``index``: ``seed_000``."""
+    return f"seed_{index:03d}"
+
+
+@dataclass(frozen=True)
+class SeedRecorderParams:
+    """Parameters (see the module docstring); read once at start."""
+
+    output: str
+    mode: str = "scripted"
+    episodes: int = 5
+    seed: int = 0
+    reset_sim: bool = True
+    action_topic: str = ""
+    expert: str = "scripted_expert"
+    max_steps: int = 0
+    done_steps: int = 45
+    episode_timeout_s: float = 300.0
+    service_timeout_s: float = 10.0
+    task_config: str = ""
+    sim_config: str = ""
+    images: bool = True
+    held_gripper_max_rad: float = 0.3
+    exit_when_done: bool = True
+
+    @classmethod
+    def declare(cls, node: Node) -> SeedRecorderParams:
+        d = cls(output="")
+        values = {f.name: node.declare_parameter(f.name, getattr(d, f.name)) for f in dataclasses.fields(cls)}
+        params = cls(
+            output=str(values["output"]),
+            mode=str(values["mode"]),
+            episodes=int(values["episodes"]),
+            seed=int(values["seed"]),
+            reset_sim=bool(values["reset_sim"]),
+            action_topic=str(values["action_topic"]),
+            expert=str(values["expert"]),
+            max_steps=int(values["max_steps"]),
+            done_steps=int(values["done_steps"]),
+            episode_timeout_s=float(values["episode_timeout_s"]),
+            service_timeout_s=float(values["service_timeout_s"]),
+            task_config=str(values["task_config"]),
+            sim_config=str(values["sim_config"]),
+            images=bool(values["images"]),
+            held_gripper_max_rad=float(values["held_gripper_max_rad"]),
+            exit_when_done=bool(values["exit_when_done"]),
+        )
+        params.validate()
+        return params
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid parameter."""
+        if not self.output:
+            raise ValueError("seed_recorder: parameter 'output' (directory) is required")
+        if self.mode not in MODES:
+            raise ValueError(f"seed_recorder: parameter 'mode' must be one of {list(MODES)}, got {self.mode!r}")
+        for name in ("episodes", "seed", "max_steps", "done_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"seed_recorder: parameter {name!r} must be >= 0, got {getattr(self, name)}")
+        if self.mode == "scripted" and self.episodes == 0:
+            raise ValueError("seed_recorder: parameter 'episodes' must be > 0 in scripted mode")
+        for name in ("episode_timeout_s", "service_timeout_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"seed_recorder: parameter {name!r} must be > 0, got {value}")
+
+    @property
+    def resolved_action_topic(self) -> str:
+        return self.action_topic or ("joint_commands" if self.mode == "scripted" else "leader/joint_states")
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What one recorded episode produced."""
+
+    index: int
+    seed: int | None
+    steps: int
+    duration_s: float
+    success: bool
+    end_reason: str
+    seed_file: Path | None
+    bag: Path
+
+
+@dataclass
+class _Episode:
+    """The episode being recorded (callbacks write it under the recorder's lock)."""
+
+    index: int
+    seed: int | None
+    bag: BagWriter
+    detector: SuccessDetector
+    start_wall: float = field(default_factory=time.monotonic)
+    registered: set[str] = field(default_factory=set)
+    t_ns: list[int] = field(default_factory=list)
+    q: list[F64] = field(default_factory=list)
+    actions: list[F64] = field(default_factory=list)
+    poses: dict[str, list[F64]] = field(default_factory=dict)
+    pending: tuple[int, F64] | None = None  # the last state, waiting for its action and poses
+    lead_steps: int = 0
+    unmatched_actions: int = 0
+    success: bool = False
+    expert_done: bool = False
+    steps_since_done: int = 0
+    has_action: bool = False
+
+
+class SeedRecorder:
+    """Records seed demos (see the module docstring)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.params = p = SeedRecorderParams.declare(node)
+        self.output = Path(p.output)
+        self.output.mkdir(parents=True, exist_ok=True)
+        self.task = load_task_config(p.task_config or None)
+        sim_cfg = load_sim_config(p.sim_config or None)
+        self.rack = sim_cfg.rack
+        self.control_hz = float(sim_cfg.physics.control_hz)
+        self.period_ns = round(1e9 / self.control_hz)
+        self.max_steps = p.max_steps or (self.task.max_steps if p.mode == "scripted" else 0)
+        self.results: list[EpisodeResult] = []
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._end_request: str | None = None
+        self._episode: _Episode | None = None
+        self._q = np.zeros(len(JOINT_NAMES))
+        self._latest_action: F64 | None = None
+        self._actions_by_stamp: dict[int, F64] = {}
+        self._action_stamps: deque[int] = deque()
+        self._poses: dict[str, deque[tuple[int, F64]]] = {name: deque(maxlen=POSE_HISTORY) for name in OBJECT_NAMES}
+        self._expert_done = False
+        self.states_seen = 0
+
+        self.joint_states_topic = node.resolve("joint_states")
+        self.action_topic = node.resolve(p.resolved_action_topic)
+        self.pose_topics = {node.resolve(f"sim/objects/{name}/pose"): name for name in OBJECT_NAMES}
+        topics: dict[str, str] = {
+            self.joint_states_topic: JOINT_STATE,
+            node.resolve("joint_commands"): JOINT_STATE,
+            node.resolve("leader/joint_states"): JOINT_STATE,
+            self.action_topic: JOINT_STATE,
+            node.resolve("/clock"): "rosgraph_msgs/msg/Clock",
+            **dict.fromkeys(self.pose_topics, POSE),
+        }
+        if p.images:
+            for cam in CAMERA_NAMES:
+                base = node.resolve(f"cameras/{cam}")
+                topics[f"{base}/image_raw"] = "sensor_msgs/msg/Image"
+                topics[f"{base}/camera_info"] = "sensor_msgs/msg/CameraInfo"
+                topics[f"{base}/depth/image_raw"] = "sensor_msgs/msg/Image"
+                topics[f"{base}/depth/camera_info"] = "sensor_msgs/msg/CameraInfo"
+        self.topics = topics
+        for topic, type_name in topics.items():
+            node.create_subscription(type_name, topic, functools.partial(self.on_raw, topic), RECORD_QOS, raw=True)
+        expert = p.expert.strip("/")
+        self.reset_client: Client | None = (
+            node.create_client("so101_msgs/srv/ResetSim", "sim/reset") if p.reset_sim else None
+        )
+        self.expert_start: Client | None = None
+        self.expert_stop: Client | None = None
+        if p.mode == "scripted":
+            self.expert_start = node.create_client("std_srvs/srv/Trigger", f"{expert}/start")
+            self.expert_stop = node.create_client("std_srvs/srv/Trigger", f"{expert}/stop")
+            node.create_subscription("std_msgs/msg/Bool", f"{expert}/done", self.on_expert_done, QoS(depth=10))
+        node.create_service("std_srvs/srv/Trigger", "~/next_episode", self.on_next_episode)
+        node.create_service("std_srvs/srv/Trigger", "~/stop", self.on_stop)
+        self._thread = threading.Thread(target=self._run, name="seed-recorder", daemon=True)
+        self._thread.start()
+        node.logger.info(
+            f"recording {p.mode} seeds to {self.output} (actions from {self.action_topic}, "
+            f"{p.episodes or 'unlimited'} episodes from seed {p.seed})"
+        )
+
+    # ------------------------------------------------------------------ services
+    def on_next_episode(self, request: Any, response: Any) -> Any:
+        """``~/next_episode``: end the current episode (saved) and start the next."""
+        with self._lock:
+            active = self._episode is not None
+            if active:
+                self._end_request = "next_episode"
+        self._wake.set()
+        response.success = active
+        response.message = "episode ended" if active else "no episode is being recorded"
+        return response
+
+    def on_stop(self, request: Any, response: Any) -> Any:
+        """``~/stop``: end the current episode (saved) and stop recording."""
+        with self._lock:
+            self._end_request = "stop"
+        self._stop.set()
+        self._wake.set()
+        response.success, response.message = True, "stopping"
+        return response
+
+    # ------------------------------------------------------------------ messages
+    def on_expert_done(self, msg: Any) -> None:
+        with self._lock:
+            self._expert_done = bool(msg.data)
+
+    def on_raw(self, topic: str, raw: tuple[bytes, Any]) -> None:
+        """Every recorded topic: into the episode's bag; the state, action and pose topics are also decoded."""
+        cdr = raw[0]
+        with self._lock:
+            episode = self._episode
+            if episode is not None:
+                if topic not in episode.registered:
+                    episode.bag.add_topic(topic, self.topics[topic])
+                    episode.registered.add(topic)
+                episode.bag.write(topic, self.node.now_ns(), cdr)
+        try:
+            if topic == self.joint_states_topic:
+                self._on_state(deserialize(cdr, JOINT_STATE), episode)
+            elif topic == self.action_topic:
+                self._on_action(deserialize(cdr, JOINT_STATE))
+            elif topic in self.pose_topics:
+                msg = deserialize(cdr, POSE)
+                p, o = msg.pose.position, msg.pose.orientation
+                pose = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z], dtype=np.float64)
+                with self._lock:
+                    self._poses[self.pose_topics[topic]].append((_stamp_ns(msg.header), pose))
+        except (MessageError, ValueError) as exc:
+            self.node.logger.warning(f"ignored a message on {topic}: {exc}")
+
+    def _on_action(self, msg: Any) -> None:
+        base = self._latest_action if self._latest_action is not None else self._q
+        action = _joint_vector(msg, base)
+        stamp = _stamp_ns(msg.header)
+        with self._lock:
+            self._latest_action = action
+            self._actions_by_stamp[stamp] = action
+            self._action_stamps.append(stamp)
+            while len(self._action_stamps) > ACTION_HISTORY:
+                self._actions_by_stamp.pop(self._action_stamps.popleft(), None)
+            if self._episode is not None:
+                self._episode.has_action = True
+
+    def _on_state(self, msg: Any, episode: _Episode | None) -> None:
+        """A new step of ``episode`` (the one whose bag got this message; None: not recording)."""
+        q = _joint_vector(msg, self._q)
+        self._q = q
+        stamp = _stamp_ns(msg.header)
+        with self._lock:
+            self.states_seen += 1
+            if episode is None or episode is not self._episode:
+                return
+            if episode.pending is not None:
+                if stamp - episode.pending[0] < 0.9 * self.period_ns:
+                    return  # a re-published state, or a faster stream (driver at 100 Hz): one step per period
+                self._finish_step(episode)
+            episode.pending = (stamp, q)
+        self._wake.set()
+
+    def _pose_at(self, name: str, stamp: int) -> F64 | None:
+        """The latest pose of ``name`` stamped <= ``stamp`` (else the oldest kept); None if none was received."""
+        history = self._poses[name]
+        if not history:
+            return None
+        best = None
+        for s, pose in history:
+            if s <= stamp:
+                best = pose
+        return best if best is not None else history[0][1]
+
+    def _finish_step(self, ep: _Episode) -> None:
+        """Append the pending state as a step, with its action and poses (caller holds the lock)."""
+        assert ep.pending is not None
+        stamp, q = ep.pending
+        ep.pending = None
+        if not ep.has_action or self._latest_action is None:
+            ep.lead_steps += 1
+            return
+        action = self._actions_by_stamp.get(stamp)
+        if action is None:
+            action = self._latest_action
+            ep.unmatched_actions += 1
+        poses = {name: self._pose_at(name, stamp) for name in OBJECT_NAMES}
+        ep.t_ns.append(stamp)
+        ep.q.append(q)
+        ep.actions.append(action.copy())
+        if all(pose is not None for pose in poses.values()):
+            for name, pose in poses.items():
+                ep.poses.setdefault(name, []).append(np.asarray(pose))
+        else:  # a pose missing for this step: hold the last one (arrays stay aligned)
+            for history in ep.poses.values():
+                history.append(history[-1])
+        if len(ep.poses) == len(OBJECT_NAMES):
+            vial, rack = ep.poses[VIAL][-1], ep.poses[RACK][-1]
+            held = bool(q[GRIPPER_INDEX] < self.params.held_gripper_max_rad)
+            ep.success = ep.detector.update(vial[:3], vial[3:], rack[:3], rack[3:], held)
+        ep.expert_done = ep.expert_done or self._expert_done
+        if ep.expert_done:
+            ep.steps_since_done += 1
+
+    # ------------------------------------------------------------------ episodes
+    def _run(self) -> None:
+        try:
+            self._record_episodes()
+        except Exception as exc:
+            if not self._stop.is_set():
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.node.logger.error(f"seed recording failed: {self.error}")
+        finally:
+            if self.params.exit_when_done:
+                request = getattr(self.node, "request_shutdown", None)
+                if callable(request):
+                    request()
+
+    def _call(self, client: Client, request: Any, name: str) -> Any:
+        """Call a service, retrying while it is discovered but not yet reachable (its liveliness token can
+        arrive before its queryable is routed: the call then fails at once)."""
+        deadline = time.monotonic() + self.params.service_timeout_s
+        while True:
+            try:
+                return client.call(request, max(0.1, deadline - time.monotonic()))
+            except ServiceTimeout:
+                if time.monotonic() >= deadline or self._stop.is_set():
+                    raise
+                self.node.logger.debug(f"{name} not reachable yet; retrying")
+                time.sleep(0.1)
+
+    def _wait_for_graph(self) -> bool:
+        """Wait for the services and the first state (RuntimeError naming what is missing); False if stopped."""
+        timeout = self.params.service_timeout_s
+        scripted = self.params.mode == "scripted"
+        if scripted and self.reset_client is not None and not self.reset_client.wait_for_service(timeout):
+            raise RuntimeError(f"no sim/reset service after {timeout:g} s: is the sim running?")
+        for client, name in ((self.expert_start, "start"), (self.expert_stop, "stop")):
+            if client is not None and not client.wait_for_service(timeout):
+                raise RuntimeError(f"no {self.params.expert}/{name} service after {timeout:g} s: is the expert up?")
+        deadline = time.monotonic() + timeout
+        while self.states_seen == 0:
+            if self._stop.is_set():
+                return False
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no message on {self.joint_states_topic} after {timeout:g} s")
+            time.sleep(0.05)
+        if not scripted and self.reset_client is not None and not self.reset_client.wait_for_service(2.0):
+            self.node.logger.info("no sim/reset service: recording without resets (real arm)")
+            self.reset_client = None
+        return True
+
+    def _first_index(self) -> int:
+        """The first episode without a seed file (earlier ones are kept: resume)."""
+        index = 0
+        while (self.output / f"{seed_name(index)}.npz").exists():
+            index += 1
+        return index
+
+    def _record_episodes(self) -> None:
+        p = self.params
+        if not self._wait_for_graph():
+            return
+        index = self._first_index()
+        if index:
+            self.node.logger.info(f"{index} seed file(s) already in {self.output}: resuming at episode {index}")
+        while not self._stop.is_set() and (p.episodes == 0 or index < p.episodes):
+            self._record_one(index)
+            index += 1
+        self.node.logger.info(f"recorded {len(self.results)} episode(s) to {self.output}")
+
+    def _record_one(self, index: int) -> None:
+        p = self.params
+        seed = p.seed + index if self.reset_client is not None else None
+        if self.expert_stop is not None:  # an expert still running (episode ended at max_steps) stops first
+            self._call(self.expert_stop, self.node.message("std_srvs/srv/Trigger_Request"), f"{p.expert}/stop")
+        if self.reset_client is not None:
+            request = self.node.message("so101_msgs/srv/ResetSim_Request", seed=seed)
+            response = self._call(self.reset_client, request, "sim/reset")
+            if not response.success:
+                raise RuntimeError(f"sim/reset with seed {seed} failed: {response.message}")
+        bag_dir = self.output / seed_name(index)
+        if bag_dir.exists():  # left by an interrupted run (no seed file): record it again
+            shutil.rmtree(bag_dir)
+        bag = BagWriter(bag_dir, custom_data={"seed": str(seed), "source": p.mode, "episode": str(index)}).open()
+        detector = SuccessDetector(self.task, self.rack)
+        with self._lock:
+            self._expert_done = False
+            self._end_request = None
+            self._latest_action = None if p.mode == "scripted" else self._latest_action
+            self._episode = _Episode(index=index, seed=seed, bag=bag, detector=detector)
+            self._episode.has_action = self._latest_action is not None
+        if self.expert_start is not None:
+            trigger = self.node.message("std_srvs/srv/Trigger_Request")
+            response = self._call(self.expert_start, trigger, f"{p.expert}/start")
+            if not response.success:
+                raise RuntimeError(f"{p.expert}/start failed: {response.message}")
+        self.node.logger.info(f"episode {index}: recording (seed {seed})")
+        reason = self._wait_for_end()
+        self._end_episode(reason)
+
+    def _wait_for_end(self) -> str:
+        p = self.params
+        while True:
+            self._wake.wait(0.1)
+            self._wake.clear()
+            with self._lock:
+                ep = self._episode
+                if ep is None:
+                    return "stopped"
+                if self._end_request is not None:
+                    return self._end_request
+                steps = len(ep.t_ns)
+                if p.mode == "scripted" and ep.expert_done and ep.success:
+                    return "success"
+                if ep.expert_done and ep.steps_since_done >= p.done_steps:
+                    return "expert_done"
+                if self.max_steps and steps >= self.max_steps:
+                    return "max_steps"
+                if time.monotonic() - ep.start_wall > p.episode_timeout_s:
+                    return "timeout"
+            if self._stop.is_set():
+                return "stop"
+
+    def _end_episode(self, reason: str) -> EpisodeResult | None:
+        """Close the episode's bag and write its seed file (teleop: also when interrupted)."""
+        with self._lock:
+            ep = self._episode
+            self._episode = None
+            if ep is None:
+                return None
+            if ep.pending is not None and ep.has_action and self._latest_action is not None:
+                self._finish_step(ep)
+        ep.bag.close()
+        operator = reason in ("next_episode", "stop", "shutdown")
+        steps = len(ep.t_ns)
+        seed_file: Path | None = None
+        has_poses = len(ep.poses) == len(OBJECT_NAMES) and all(len(v) == steps for v in ep.poses.values())
+        success = ep.success if has_poses else operator
+        keep = steps > 0 and (self.params.mode == "teleop" or reason not in ("shutdown", "stop"))
+        duration = (ep.t_ns[-1] - ep.t_ns[0]) * 1e-9 if steps else 0.0
+        if keep:
+            demo = SeedDemo(
+                t=(np.asarray(ep.t_ns, dtype=np.int64) - ep.t_ns[0]).astype(np.float64) * 1e-9,
+                joint_positions=np.asarray(ep.q, dtype=np.float64),
+                actions=np.asarray(ep.actions, dtype=np.float64),
+                object_poses={name: np.asarray(v, dtype=np.float64) for name, v in ep.poses.items()}
+                if has_poses
+                else {},
+                success=bool(success),
+                source=self.params.mode,
+                seed=ep.seed,
+                control_hz=self.control_hz,
+                extra={
+                    "episode": ep.index,
+                    "bag": ep.bag.path.name,
+                    "end_reason": reason,
+                    "duration_s": duration,
+                    "wall_s": time.monotonic() - ep.start_wall,
+                    "lead_steps": ep.lead_steps,
+                    "unmatched_actions": ep.unmatched_actions,
+                    "action_topic": self.action_topic,
+                    "success_source": "detector" if has_poses else "operator",
+                },
+            )
+            seed_file = save_seed(demo, self.output / f"{seed_name(ep.index)}.npz")
+        result = EpisodeResult(ep.index, ep.seed, steps, duration, bool(success), reason, seed_file, ep.bag.path)
+        self.results.append(result)
+        self.node.logger.info(
+            f"episode {ep.index}: {steps} steps, {duration:.1f} s, success {str(bool(success)).lower()} "
+            f"({reason})" + (f" -> {seed_file}" if seed_file else " (not saved)")
+        )
+        return result
+
+    def close(self) -> None:
+        """Stop recording; an episode in progress is saved in teleop mode (scripted: recorded again on resume)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.params.service_timeout_s + 5.0)
+        self._end_episode("shutdown")
+        if self.error is not None:
+            raise RuntimeError(f"seed recording failed: {self.error}")  # run_node: exit status 1
+
+
+def main(args: list[str] | None = None) -> int:
+    from nodegraph.transport.runtime import run_node
+
+    return run_node(SeedRecorder, "seed_recorder", args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,659 @@
+"""sim: the MuJoCo digital twin as a node, with the driver's interface so that consumers cannot tell sim from real.
+
+A stepping thread advances the :class:`~so101_core.sim.twin.Twin` one control period (``physics.control_hz``
+of sim.yaml, 30 Hz) at a time, paced at ``real_time_factor`` × real time (0 = as fast as possible). Every
+message is stamped with the sim clock (ns since the node started; it keeps running across resets), which is
+published on ``/clock`` for ``use_sim_time`` consumers. Cameras render on a second thread (only the copy of
+the state into the visual scene holds the lock), so rendering never delays ``joint_states``; with
+``real_time_factor`` 0 frames the renderer cannot keep up with are skipped.
+
+Topics (relative names; ``cameras`` lists which cameras render):
+  - ``joint_states`` (sensor_msgs/JointState): canonical names, position rad, velocity rad/s, effort N·m;
+    every step, or at ``joint_state_rate_hz`` when that is higher (the latest state, stamps advancing).
+  - ``joint_commands`` (sensor_msgs/JointState, subscribed): targets in rad, by name (others keep their
+    target) or all six in canonical order; preempts a running trajectory.
+  - ``/clock`` (rosgraph_msgs/Clock): the sim time, every step.
+  - ``/diagnostics`` (diagnostic_msgs/DiagnosticArray): one status ``<node>: twin`` every
+    ``diagnostics_period_s`` (achieved real-time factor, sim time, seed, ...).
+  - ``cameras/<name>/image_raw`` (sensor_msgs/Image, rgb8) and ``cameras/<name>/camera_info``
+    (sensor_msgs/CameraInfo: K and P = [K|0] from the MuJoCo fovy, plumb_bob with zero distortion), at
+    ``camera_rate_hz`` of sim time; with ``depth`` also ``cameras/<name>/depth/image_raw`` (16UC1, mm,
+    0 = no hit) and ``cameras/<name>/depth/camera_info``. Frame id ``<name>_camera_optical_frame``.
+  - ``sim/objects/<object>/pose`` (geometry_msgs/PoseStamped, frame ``world``, every step) for ``vial`` and
+    ``rack`` (the rack origin is its base-plate bottom centre). ``world`` is the robot base on the mat.
+
+Action: ``arm_controller/follow_joint_trajectory`` (control_msgs/FollowJointTrajectory), validated and
+interpolated like the driver's (:class:`~so101_nodes.driver_node.Trajectory`), timed in sim time,
+cancel checked on every step, error codes INVALID_JOINTS / INVALID_GOAL / OLD_HEADER_TIMESTAMP /
+PATH_TOLERANCE_VIOLATED / GOAL_TOLERANCE_VIOLATED; a nonzero ``header.stamp`` is read as sim time.
+
+Services: ``sim/reset`` (so101_msgs/ResetSim: same seed → same episode; seed < 0 draws one) and
+``sim/set_object_pose`` (so101_msgs/SetObjectPose, world frame).
+
+Parameters: ``sim_config`` / ``dr_config`` (YAML paths, "" = the config directory's sim.yaml / dr.yaml),
+``randomize`` (true: domain randomization from dr.yaml; false: nominal scene), ``seed`` (int, 0; < 0 =
+random), ``real_time_factor`` (1.0; 0 = as fast as possible), ``joint_state_rate_hz`` (Hz, 0 = every
+step), ``cameras`` (list, default ``[ego, side, top]``; ``[]`` = no rendering), ``camera_rate_hz``
+(Hz of sim time, 10.0), ``width`` / ``height`` (px, 0 = sim.yaml's), ``depth`` (false),
+``diagnostics_period_s`` (s, 1.0), ``goal_tolerance_rad`` (rad, 0.05), ``goal_time_tolerance_s`` (s, 1.0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from nodegraph.graph.qos import QoS
+from so101_core.sim import CAMERA_NAMES, JOINT_NAMES
+from so101_core.sim.config import load_sim_config
+from so101_core.sim.errors import SimError
+from so101_core.sim.geometry import F64
+from so101_core.sim.randomization import DRConfig, load_dr_config
+from so101_core.sim.scene import OBJECT_NAMES
+from so101_core.sim.twin import Twin
+from so101_hardware.safety import JointLimits
+
+from so101_nodes import camera_messages
+from so101_nodes.joint_messages import joint_vector
+from so101_nodes.trajectory import (
+    ACTION_NAME,
+    FJT,
+    GOAL_TOLERANCE_VIOLATED,
+    INVALID_GOAL,
+    PATH_TOLERANCE_VIOLATED,
+    SUCCESSFUL,
+    Trajectory,
+    TrajectoryError,
+    duration_msg,
+    duration_s,
+    joint_tolerances,
+    start_delay_s,
+)
+
+WORLD_FRAME = "world"
+FEEDBACK_PERIOD_S = 0.05
+MAX_STAMP_AHEAD_S = 3600.0  # a trajectory stamp further ahead of sim time is wall-clock time, not sim time
+OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
+RELIABLE_LATEST = QoS(depth=1)
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Sim node parameters (units in the module docstring); read once at start."""
+
+    sim_config: str = ""
+    dr_config: str = ""
+    randomize: bool = True
+    seed: int = 0
+    real_time_factor: float = 1.0
+    joint_state_rate_hz: float = 0.0
+    cameras: tuple[str, ...] = CAMERA_NAMES
+    camera_rate_hz: float = 10.0
+    width: int = 0
+    height: int = 0
+    depth: bool = False
+    diagnostics_period_s: float = 1.0
+    goal_tolerance_rad: float = 0.05
+    goal_time_tolerance_s: float = 1.0
+
+    @classmethod
+    def declare(cls, node: Node) -> SimParams:
+        d = cls()
+        cameras = node.declare_parameter("cameras", list(d.cameras))
+        params = cls(
+            sim_config=str(node.declare_parameter("sim_config", d.sim_config)),
+            dr_config=str(node.declare_parameter("dr_config", d.dr_config)),
+            randomize=bool(node.declare_parameter("randomize", d.randomize)),
+            seed=int(node.declare_parameter("seed", d.seed)),
+            real_time_factor=float(node.declare_parameter("real_time_factor", d.real_time_factor)),
+            joint_state_rate_hz=float(node.declare_parameter("joint_state_rate_hz", d.joint_state_rate_hz)),
+            cameras=tuple(str(c) for c in cameras or ()),
+            camera_rate_hz=float(node.declare_parameter("camera_rate_hz", d.camera_rate_hz)),
+            width=int(node.declare_parameter("width", d.width)),
+            height=int(node.declare_parameter("height", d.height)),
+            depth=bool(node.declare_parameter("depth", d.depth)),
+            diagnostics_period_s=float(node.declare_parameter("diagnostics_period_s", d.diagnostics_period_s)),
+            goal_tolerance_rad=float(node.declare_parameter("goal_tolerance_rad", d.goal_tolerance_rad)),
+            goal_time_tolerance_s=float(node.declare_parameter("goal_time_tolerance_s", d.goal_time_tolerance_s)),
+        )
+        params.validate()
+        return params
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first invalid parameter."""
+        for name in ("camera_rate_hz", "diagnostics_period_s", "goal_tolerance_rad"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"sim: parameter {name!r} must be > 0, got {value}")
+        for name in ("real_time_factor", "joint_state_rate_hz", "goal_time_tolerance_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"sim: parameter {name!r} must be >= 0, got {value}")
+        for name in ("width", "height"):
+            value = getattr(self, name)
+            if value != 0 and not 8 <= value <= 4096:
+                raise ValueError(f"sim: parameter {name!r} must be 0 (sim.yaml's) or 8..4096 px, got {value}")
+        unknown = [c for c in self.cameras if c not in CAMERA_NAMES]
+        if unknown:
+            raise ValueError(
+                f"sim: parameter 'cameras': unknown camera {unknown[0]!r} (known: {', '.join(CAMERA_NAMES)})"
+            )
+        if len(set(self.cameras)) != len(self.cameras):
+            raise ValueError(f"sim: parameter 'cameras' lists a camera twice: {list(self.cameras)}")
+
+
+@dataclass
+class _Goal:
+    """A trajectory being followed; written by the stepping thread, read by the goal thread (under the lock)."""
+
+    handle: ServerGoalHandle
+    trajectory: Trajectory
+    start_ns: int  # sim clock of t = 0
+    goal_tol: F64
+    path_tol: F64
+    time_tol: float
+    outcome: tuple[str, int, str] | None = None  # ("succeed" | "abort" | "canceled", error_code, error_string)
+    done: threading.Event = field(default_factory=threading.Event)
+    t_s: float = 0.0
+    desired: F64 = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
+    actual: F64 = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
+
+    def finish(self, status: str, code: int, text: str) -> None:
+        if self.outcome is None:
+            self.outcome = (status, code, text)
+            self.done.set()
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The twin's state after a step (stamp ns of sim clock; rad, rad/s, N·m; poses wxyz)."""
+
+    stamp_ns: int
+    positions: F64
+    velocities: F64
+    efforts: F64
+    objects: dict[str, tuple[F64, F64]]
+
+
+@dataclass
+class _CameraPublishers:
+    name: str
+    image: Any
+    info: Any
+    depth_image: Any | None
+    depth_info: Any | None
+
+
+class SimNode:
+    """The twin behind the driver's interface (see the module docstring)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.params = p = SimParams.declare(node)
+        sim_cfg = load_sim_config(p.sim_config or None)
+        dr = load_dr_config(p.dr_config or None) if p.randomize else DRConfig.disabled()
+        self.twin = Twin(sim_cfg, dr)
+        try:
+            self._check_resolution()
+            self.seed = p.seed if p.seed >= 0 else self._random_seed()
+            self.twin.reset(self.seed)
+        except Exception:
+            self.twin.close()
+            raise
+        self.width = p.width or sim_cfg.width
+        self.height = p.height or sim_cfg.height
+        self.period_s = self.twin.control_period
+        ranges = self.twin.model.actuator_ctrlrange[self.twin.index.actuator_ids]
+        self.limits = JointLimits.from_arrays(ranges[:, 0], ranges[:, 1])
+
+        self._lock = threading.Lock()  # twin, targets, active goal, snapshot, clock
+        self._stop = threading.Event()
+        self._clock_base_ns = 0  # sim clock at the last reset
+        self._target = self.twin.joint_targets()
+        self._active: _Goal | None = None
+        self._snapshot = self._take_snapshot()
+        self._snapshot_wall = time.monotonic()
+        self._next_camera_ns = 0
+        self._camera_period_ns = round(1e9 / p.camera_rate_hz)
+        self._log_times: dict[str, float] = {}
+        self.steps = 0
+        self.rejected_commands = 0
+        self.resets = 0
+        self._rtf_mark = (time.monotonic(), 0)
+
+        self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
+        self.clock = node.create_publisher("rosgraph_msgs/msg/Clock", "/clock", RELIABLE_LATEST)
+        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
+        self.object_poses = {
+            name: node.create_publisher("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose")
+            for name in OBJECT_NAMES
+        }
+        self.cameras = [self._camera_publishers(name) for name in p.cameras]
+        node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self.on_command)
+        node.create_service("so101_msgs/srv/ResetSim", "sim/reset", self.on_reset)
+        node.create_service("so101_msgs/srv/SetObjectPose", "sim/set_object_pose", self.on_set_object_pose)
+        self.action_server = node.create_action_server(
+            FJT, ACTION_NAME, self.execute_trajectory, goal_callback=lambda goal: True
+        )
+        self._fast_joint_states = p.joint_state_rate_hz > 1.0 / self.period_s and p.real_time_factor > 0
+        self._timers = [node.create_timer(p.diagnostics_period_s, self.publish_diagnostics)]
+        if self._fast_joint_states:
+            self._timers.append(node.create_timer(1.0 / p.joint_state_rate_hz, self._republish_joint_states))
+        self._render_request = threading.Event()
+        self._threads = [threading.Thread(target=self._run, name="sim-stepping", daemon=True)]
+        if self.cameras:
+            self._threads.append(threading.Thread(target=self._render_run, name="sim-rendering", daemon=True))
+        for thread in self._threads:
+            thread.start()
+        pace = "as fast as possible" if p.real_time_factor == 0 else f"{p.real_time_factor:g}x real time"
+        node.logger.info(
+            f"twin stepping at {1.0 / self.period_s:g} Hz ({pace}), seed {self.seed}, cameras "
+            f"{list(p.cameras) or 'off'}"
+            + (f" {self.width}x{self.height} at {p.camera_rate_hz:g} Hz" if p.cameras else "")
+        )
+
+    # ------------------------------------------------------------------ setup helpers
+    @staticmethod
+    def _random_seed() -> int:
+        return int(np.random.default_rng().integers(0, 2**31 - 1))
+
+    def _check_resolution(self) -> None:
+        vis = self.twin.model.vis.global_
+        for name, value, most in (
+            ("width", self.params.width, vis.offwidth),
+            ("height", self.params.height, vis.offheight),
+        ):
+            if value > most:
+                raise ValueError(f"sim: parameter {name!r} = {value} px exceeds the offscreen buffer ({most} px)")
+
+    def _camera_publishers(self, name: str) -> _CameraPublishers:
+        node, base = self.node, f"cameras/{name}"
+        depth = self.params.depth
+        return _CameraPublishers(
+            name=name,
+            image=node.create_publisher("sensor_msgs/msg/Image", f"{base}/image_raw"),
+            info=node.create_publisher("sensor_msgs/msg/CameraInfo", f"{base}/camera_info"),
+            depth_image=node.create_publisher("sensor_msgs/msg/Image", f"{base}/depth/image_raw") if depth else None,
+            depth_info=node.create_publisher("sensor_msgs/msg/CameraInfo", f"{base}/depth/camera_info")
+            if depth
+            else None,
+        )
+
+    def _log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
+        now = time.monotonic()
+        if now - self._log_times.get(key, -math.inf) >= period_s:
+            self._log_times[key] = now
+            self.node.logger.warning(msg)
+
+    # ------------------------------------------------------------------ clock and state
+    def sim_time_ns(self) -> int:
+        """The sim clock (ns): time since the node started, summed over episodes."""
+        return self._clock_base_ns + round(self.twin.time * 1e9)
+
+    def _take_snapshot(self) -> _Snapshot:
+        t = self.twin
+        objects = {name: (pose.position, pose.quaternion) for name, pose in t.object_poses().items()}
+        return _Snapshot(self.sim_time_ns(), t.joint_positions(), t.joint_velocities(), t.joint_efforts(), objects)
+
+    # ------------------------------------------------------------------ stepping thread
+    def _run(self) -> None:
+        """Step, publish, pace; ends on close() or when the node can no longer publish (shut down)."""
+        rtf = self.params.real_time_factor
+        next_wall = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.tick()
+                except SimError as exc:
+                    self.node.logger.error(f"sim step failed: {exc}")
+                if rtf > 0:
+                    next_wall += self.period_s / rtf
+                    delay = next_wall - time.monotonic()
+                    if delay > 0:
+                        self._stop.wait(delay)
+                    elif delay < -0.5:  # far behind (rendering, a slow machine): do not try to catch up
+                        self._log_throttled("late", f"sim runs {-delay:.2f} s behind real time")
+                        next_wall = time.monotonic()
+        except Exception as exc:  # normally: publishing after the node was shut down
+            expected = self._stop.is_set() or getattr(self.node, "is_shutdown", False)
+            (self.node.logger.debug if expected else self.node.logger.error)(
+                f"stepping thread ends: {type(exc).__name__}: {exc}"
+            )
+        finally:
+            with self._lock:
+                self._finish_active("abort", INVALID_GOAL, "aborted: sim shutting down")
+                self.twin.close()  # the GL contexts belong to this thread
+
+    def tick(self) -> None:
+        """One control period: trajectory target → Twin.step → goal checks → publish state; asks for images when due."""
+        with self._lock:
+            active = self._active
+            if active is not None:
+                self._track_before(active)
+            self.twin.step(self._target)
+            self.steps += 1
+            snap = self._snapshot = self._take_snapshot()
+            self._snapshot_wall = time.monotonic()
+            if active is not None:
+                self._track_after(active, snap)
+            if self.cameras and snap.stamp_ns >= self._next_camera_ns:
+                self._next_camera_ns = max(self._next_camera_ns + self._camera_period_ns, snap.stamp_ns)
+                self._render_request.set()
+        self._publish_state(snap)
+
+    def _track_before(self, g: _Goal) -> None:
+        """Cancel check and the next trajectory setpoint (the sample at the end of this period)."""
+        if g.handle.is_cancel_requested:
+            self._target = self.twin.joint_positions()  # stop where it is
+            self._finish_active("canceled", SUCCESSFUL, "canceled")
+            return
+        t_next = (self.sim_time_ns() - g.start_ns) * 1e-9 + self.period_s
+        desired = g.trajectory.sample(t_next)
+        joints = list(g.trajectory.joints)
+        self._target[joints] = desired[joints]
+
+    def _track_after(self, g: _Goal, snap: _Snapshot) -> None:
+        """Path / goal tolerances after the step; finishes the goal when it succeeded or failed."""
+        if g.outcome is not None:
+            return
+        traj, joints = g.trajectory, list(g.trajectory.joints)
+        t = (snap.stamp_ns - g.start_ns) * 1e-9
+        desired = traj.sample(t)
+        g.t_s, g.desired, g.actual = t, desired, snap.positions
+        error = np.abs(snap.positions - desired)[joints]
+        if 0 <= t <= traj.duration_s and np.any(error > g.path_tol[joints]):
+            bad = JOINT_NAMES[joints[int(np.argmax(error - g.path_tol[joints]))]]
+            self._target = snap.positions.copy()
+            self._finish_active("abort", PATH_TOLERANCE_VIOLATED, f"path tolerance violated on {bad} at t={t:.2f} s")
+            return
+        final_err = np.abs(snap.positions - traj.final)[joints]
+        if t >= traj.duration_s and np.all(final_err <= g.goal_tol[joints]):
+            self._finish_active("succeed", SUCCESSFUL, "")
+        elif t > traj.duration_s + g.time_tol:
+            k = int(np.argmax(final_err - g.goal_tol[joints]))
+            self._finish_active(
+                "abort",
+                GOAL_TOLERANCE_VIOLATED,
+                f"goal not reached within {g.time_tol:.2f} s: {JOINT_NAMES[joints[k]]} off by {final_err[k]:.3f} rad",
+            )
+
+    def _finish_active(self, status: str, code: int, text: str) -> None:
+        """Finish the active goal (caller holds the lock)."""
+        if self._active is not None:
+            self._active.finish(status, code, text)
+            self._active = None
+
+    # ------------------------------------------------------------------ rendering thread
+    def _render_run(self) -> None:
+        """Render the cameras when the stepping thread asks (every ``camera_rate_hz`` of sim time).
+
+        Only ``update_scene`` (a copy of the state into the visual scene) holds the lock; the slow OpenGL
+        render runs beside the stepping, so that images never delay ``joint_states``. Frames the renderer
+        cannot keep up with are skipped. The renderer (its GL context) lives and dies on this thread.
+        """
+        import mujoco
+
+        twin = self.twin
+        renderer: mujoco.Renderer | None = None
+        try:
+            renderer = mujoco.Renderer(twin.model, height=self.height, width=self.width)
+            far = float(twin.model.stat.extent * twin.model.vis.map.zfar)
+            while not self._stop.is_set():
+                if not self._render_request.wait(0.1):
+                    continue
+                self._render_request.clear()
+                for cam in self.cameras:
+                    with self._lock:
+                        renderer.update_scene(twin.data, camera=twin.index.cameras[cam.name])
+                        stamp_ns = self.sim_time_ns()
+                    rgb = renderer.render().copy()
+                    depth = None
+                    if self.params.depth:
+                        renderer.enable_depth_rendering()
+                        try:
+                            d = renderer.render()
+                        finally:
+                            renderer.disable_depth_rendering()
+                        mm = np.where((d > 0) & (d < 0.99 * far), np.round(d * 1000.0), 0)
+                        depth = np.clip(mm, 0, 65535).astype(np.uint16)
+                    self._publish_images(cam, stamp_ns, rgb, depth)
+        except Exception as exc:
+            expected = self._stop.is_set() or getattr(self.node, "is_shutdown", False)
+            (self.node.logger.debug if expected else self.node.logger.error)(
+                f"rendering thread ends: {type(exc).__name__}: {exc}"
+            )
+        finally:
+            if renderer is not None:
+                renderer.close()
+
+    # ------------------------------------------------------------------ publishing
+    def _header(self, stamp_ns: int, frame_id: str = "") -> Message:
+        return camera_messages.header(self.node, stamp_ns, frame_id)
+
+    def _joint_state(self, snap: _Snapshot, stamp_ns: int) -> Message:
+        return self.node.message(
+            "sensor_msgs/msg/JointState",
+            header=self._header(stamp_ns),
+            name=list(JOINT_NAMES),
+            position=snap.positions,
+            velocity=snap.velocities,
+            effort=snap.efforts,
+        )
+
+    def _publish_state(self, snap: _Snapshot) -> None:
+        node = self.node
+        self.clock.publish(node.message("rosgraph_msgs/msg/Clock", clock=node.stamp(snap.stamp_ns)))
+        if not self._fast_joint_states:
+            self.joint_states.publish(self._joint_state(snap, snap.stamp_ns))
+        for name, (pos, quat) in snap.objects.items():
+            pose = node.message(
+                "geometry_msgs/msg/Pose",
+                position=node.message("geometry_msgs/msg/Point", x=pos[0], y=pos[1], z=pos[2]),
+                orientation=node.message("geometry_msgs/msg/Quaternion", x=quat[1], y=quat[2], z=quat[3], w=quat[0]),
+            )
+            msg = node.message(
+                "geometry_msgs/msg/PoseStamped", header=self._header(snap.stamp_ns, WORLD_FRAME), pose=pose
+            )
+            self.object_poses[name].publish(msg)
+
+    def _republish_joint_states(self) -> None:
+        """Timer (``joint_state_rate_hz`` above the control rate): the latest state, the stamp advanced by the
+        sim time elapsed since it was taken (at most one period: sample-and-hold between steps)."""
+        with self._lock:
+            snap, wall = self._snapshot, self._snapshot_wall
+        ahead = min((time.monotonic() - wall) * self.params.real_time_factor, 0.999 * self.period_s)
+        self.joint_states.publish(self._joint_state(snap, snap.stamp_ns + round(ahead * 1e9)))
+
+    def camera_info(self, stamp_ns: int, frame_id: str, camera: str) -> Message:
+        """CameraInfo of ``camera`` at the published resolution: K from the fovy, P = [K | 0], no distortion."""
+        k = self.twin.camera_intrinsics(camera, self.width, self.height)
+        return camera_messages.camera_info(self.node, self._header(stamp_ns, frame_id), self.width, self.height, k)
+
+    def _publish_images(self, cam: _CameraPublishers, stamp_ns: int, rgb: np.ndarray, depth: np.ndarray | None) -> None:
+        frame = camera_messages.optical_frame(cam.name)
+        head = self._header(stamp_ns, frame)
+        info = self.camera_info(stamp_ns, frame, cam.name)
+        cam.image.publish(camera_messages.rgb_image(self.node, head, rgb))
+        cam.info.publish(info)
+        if depth is not None and cam.depth_image is not None and cam.depth_info is not None:
+            cam.depth_image.publish(camera_messages.depth_image(self.node, head, depth))
+            cam.depth_info.publish(info)
+
+    def publish_diagnostics(self) -> None:
+        """``/diagnostics``: the twin's health (WARN when the achieved real-time factor lags the requested)."""
+        with self._lock:
+            sim_ns, steps, active = self.sim_time_ns(), self.steps, self._active is not None
+        wall0, steps0 = self._rtf_mark
+        now = time.monotonic()
+        self._rtf_mark = (now, steps)
+        achieved = (steps - steps0) * self.period_s / (now - wall0) if now > wall0 else 0.0
+        wanted = self.params.real_time_factor
+        level, message = OK, "ok"
+        if not all(thread.is_alive() for thread in self._threads):
+            level, message = ERROR, "stepping or rendering thread stopped"
+        elif wanted > 0 and achieved < 0.9 * wanted:
+            level, message = WARN, f"running at {achieved:.2f}x real time (requested {wanted:g}x)"
+        values = {
+            "sim_time_s": f"{sim_ns * 1e-9:.3f}",
+            "real_time_factor": f"{achieved:.3f}",
+            "target_real_time_factor": f"{wanted:g}",
+            "control_rate_hz": f"{1.0 / self.period_s:g}",
+            "steps": str(steps),
+            "seed": str(self.seed),
+            "resets": str(self.resets),
+            "trajectory_active": str(active).lower(),
+            "rejected_commands": str(self.rejected_commands),
+            "cameras": ",".join(self.params.cameras),
+        }
+        node = self.node
+        status = node.message(
+            "diagnostic_msgs/msg/DiagnosticStatus",
+            level=level,
+            name=f"{node.name}: twin",
+            message=message,
+            hardware_id="mujoco",
+            values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
+        )
+        header = self._header(sim_ns)
+        self.diagnostics.publish(node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=[status]))
+
+    # ------------------------------------------------------------------ commands and services
+    def on_command(self, msg: Any) -> None:
+        """``joint_commands``: new targets (rad); preempts a running trajectory."""
+        with self._lock:
+            try:
+                target = joint_vector(msg, self._target)
+            except ValueError as exc:
+                self.rejected_commands += 1
+                self._log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
+                return
+            self._target = np.clip(target, self.limits.lower, self.limits.upper)
+            self._finish_active("abort", INVALID_GOAL, "aborted: preempted by a joint_commands message")
+
+    def on_reset(self, request: Any, response: Any) -> Any:
+        """``sim/reset``: a new episode from ``request.seed`` (< 0: a random seed); the sim clock keeps running."""
+        seed = int(request.seed) if int(request.seed) >= 0 else self._random_seed()
+        with self._lock:
+            try:
+                self._finish_active("abort", INVALID_GOAL, "aborted: sim reset")
+                self._clock_base_ns = self.sim_time_ns()
+                sample = self.twin.reset(seed)
+                self._target = self.twin.joint_targets()
+                self._snapshot = self._take_snapshot()
+            except (SimError, ValueError) as exc:
+                response.success, response.message = False, f"reset failed: {exc}"
+                self.node.logger.error(response.message)
+                return response
+            self.seed = seed
+            self.resets += 1
+        response.success = True
+        response.message = f"reset with seed {seed}" + (" (partly done: vial in hand)" if sample.partly_done else "")
+        self.node.logger.info(response.message)
+        return response
+
+    def on_set_object_pose(self, request: Any, response: Any) -> Any:
+        """``sim/set_object_pose``: teleport ``request.name`` to ``request.pose`` (world frame, m)."""
+        pose = request.pose
+        position = (pose.position.x, pose.position.y, pose.position.z)
+        quat = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
+        with self._lock:
+            try:
+                self.twin.set_object_pose(str(request.name), (position, quat))
+            except (SimError, ValueError, KeyError) as exc:
+                response.success, response.message = False, str(exc)
+                return response
+        response.success, response.message = True, ""
+        return response
+
+    # ------------------------------------------------------------------ trajectories
+    def execute_trajectory(self, handle: ServerGoalHandle) -> Message:
+        """FollowJointTrajectory execute callback (goal thread): waits for the stepping thread's verdict."""
+        result = self.node.message(f"{FJT}_Result")
+        goal = handle.request
+        with self._lock:
+            try:
+                trajectory = Trajectory.from_goal(goal, self._target.copy(), self.limits)
+                now_ns = self.sim_time_ns()
+                delay = start_delay_s(goal, trajectory, now_ns)
+                if delay > MAX_STAMP_AHEAD_S:
+                    raise TrajectoryError(
+                        f"header.stamp is {delay:.0f} s ahead of the sim clock: stamp with /clock time "
+                        "(use_sim_time) or leave it zero",
+                        INVALID_GOAL,
+                    )
+            except TrajectoryError as exc:
+                result.error_code, result.error_string = exc.code, str(exc)
+                self.node.logger.warning(f"trajectory rejected: {exc}")
+                handle.abort()
+                return result
+            self._finish_active("abort", INVALID_GOAL, "aborted: preempted by a new goal")
+            active = _Goal(
+                handle=handle,
+                trajectory=trajectory,
+                start_ns=now_ns + max(0, round(delay * 1e9)),
+                goal_tol=joint_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad),
+                path_tol=joint_tolerances(goal.path_tolerance, math.inf),
+                time_tol=duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s,
+            )
+            if self._stop.is_set():
+                active.finish("abort", INVALID_GOAL, "aborted: sim shutting down")
+            else:
+                self._active = active
+        names = [JOINT_NAMES[j] for j in trajectory.joints]
+        while not active.done.wait(FEEDBACK_PERIOD_S):
+            with self._lock:
+                t, desired, actual = active.t_s, active.desired.copy(), active.actual.copy()
+            with contextlib.suppress(Exception):  # feedback is best effort
+                handle.publish_feedback(self._feedback(names, list(trajectory.joints), desired, actual, t))
+        assert active.outcome is not None
+        status, result.error_code, result.error_string = active.outcome
+        {"succeed": handle.succeed, "abort": handle.abort, "canceled": handle.canceled}[status]()
+        if status == "abort":
+            self.node.logger.warning(f"trajectory {result.error_string}")
+        return result
+
+    def _feedback(self, names: list[str], joints: list[int], desired: F64, actual: F64, t: float) -> Message:
+        node = self.node
+        since = duration_msg(node, t)
+
+        def point(values: F64) -> Message:
+            return node.message(
+                "trajectory_msgs/msg/JointTrajectoryPoint",
+                positions=values[joints].astype(np.float64),
+                time_from_start=since,
+            )
+
+        return node.message(
+            f"{FJT}_Feedback",
+            header=self._header(self.sim_time_ns()),
+            joint_names=names,
+            desired=point(desired),
+            actual=point(actual),
+            error=point(actual - desired),
+        )
+
+    # ------------------------------------------------------------------ shutdown
+    def close(self) -> None:
+        """Stop stepping (the stepping thread aborts a running goal and frees the renderers)."""
+        self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
+        for thread in self._threads:
+            if thread.is_alive() and thread is not threading.current_thread():
+                thread.join(timeout=10.0)
+
+
+def main(args: list[str] | None = None) -> int:
+    from nodegraph.transport.runtime import run_node
+
+    return run_node(SimNode, "sim", args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""The seed recorder node in teleop mode through a real zenoh router: the sim node, the recorder and a stand-in
+leader arm run in this process on three contexts (the wire between them is real); episode boundaries come from
+the recorder's ``~/next_episode`` and ``~/stop`` services."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from nodegraph.bag import info
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.transport.zenoh.router import RouterProcess
+from so101_core.robot_spec import JOINT_NAMES
+from so101_core.seeds import load_seed
+from so101_nodes.seed_recorder_node import SeedRecorder, SeedRecorderParams
+from so101_nodes.sim_node import SimNode
+
+LEADER_HZ = 50.0
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+class Leader:
+    """A stand-in leader arm: publishes ``leader/joint_states`` (a slow sine on the shoulder) at 50 Hz."""
+
+    def __init__(self, node: ZenohNode) -> None:
+        self.node = node
+        self.published: list[np.ndarray] = []
+        self.lock = threading.Lock()
+        self.publisher = node.create_publisher("sensor_msgs/msg/JointState", "leader/joint_states")
+        self.start = time.monotonic()
+        node.create_timer(1.0 / LEADER_HZ, self.on_timer)
+
+    def on_timer(self) -> None:
+        t = time.monotonic() - self.start
+        q = np.array([0.2 * math.sin(t), -1.0, 0.8, 1.0, 0.0, 0.3 + 0.1 * math.cos(t)])
+        header = self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")
+        self.publisher.publish(
+            self.node.message("sensor_msgs/msg/JointState", header=header, name=list(JOINT_NAMES), position=q)
+        )
+        with self.lock:
+            self.published.append(q)
+
+
+@pytest.fixture
+def contexts(router: RouterProcess) -> Iterator[list[Context]]:
+    made = [Context(router.endpoint) for _ in range(3)]
+    for ctx in made:
+        assert ctx.wait_for_router(10.0)
+    yield made
+    for ctx in made:
+        ctx.close()
+
+
+def call_trigger(node: ZenohNode, service: str) -> Any:
+    client = node.create_client("std_srvs/srv/Trigger", service)
+    assert client.wait_for_service(10.0)
+    return client.call(node.message("std_srvs/srv/Trigger_Request"), 10.0)
+
+
+def test_teleop_episodes_end_on_services(contexts: list[Context], tmp_path: Path) -> None:
+    out = tmp_path / "seeds"
+    sim_node = ZenohNode(
+        "sim", args=[], context=contexts[0], parameter_overrides={"cameras": [], "real_time_factor": 4.0}
+    )
+    sim = SimNode(sim_node)
+    leader_node = ZenohNode("leader", args=[], context=contexts[1])
+    leader = Leader(leader_node)
+    rec_node = ZenohNode(
+        "seed_recorder",
+        args=[],
+        context=contexts[2],
+        parameter_overrides={"output": str(out), "mode": "teleop", "episodes": 0, "seed": 3},
+    )
+    recorder = SeedRecorder(rec_node)
+    try:
+        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 30)
+        assert call_trigger(leader_node, "/seed_recorder/next_episode").success
+        wait_until(lambda: len(recorder.results) == 1)
+        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 30)
+        assert call_trigger(leader_node, "/seed_recorder/stop").success
+        wait_until(lambda: rec_node.is_shutdown)  # stops by itself after ~/stop
+    finally:
+        rec_node.shutdown()
+        recorder.close()
+        leader_node.shutdown()
+        sim_node.shutdown()
+        sim.close()
+
+    assert [r.end_reason for r in recorder.results] == ["next_episode", "stop"]
+    assert sim.resets == 2 and sim.seed == 4  # sim/reset before each episode, seeds 3 and 4
+    published = np.array(leader.published)
+    for index, (seed, reason) in enumerate([(3, "next_episode"), (4, "stop")]):
+        demo = load_seed(out / f"seed_{index:03d}.npz")
+        assert (demo.source, demo.seed, demo.extra["end_reason"]) == ("teleop", seed, reason)
+        assert demo.extra["action_topic"] == "/leader/joint_states"
+        assert demo.steps >= 30 and set(demo.object_poses) == {"vial", "rack"}
+        assert not demo.success and demo.extra["success_source"] == "detector"  # nothing was placed
+        # every action is a leader sample (sample and hold), and the samples change over the episode
+        distance = np.abs(demo.actions[:, None, :] - published[None, :, :]).max(axis=2).min(axis=1)
+        assert distance.max() < 1e-9
+        assert np.ptp(demo.actions[:, 0]) > 0.0
+        counts = {t.name: t.message_count for t in info(out / f"seed_{index:03d}").topics}
+        assert counts["/leader/joint_states"] > 0 and counts["/joint_states"] >= demo.steps
+
+
+def test_scripted_mode_without_a_sim_fails_clearly(contexts: list[Context], tmp_path: Path) -> None:
+    node = ZenohNode(
+        "seed_recorder",
+        args=[],
+        context=contexts[0],
+        parameter_overrides={"output": str(tmp_path), "mode": "scripted", "service_timeout_s": 0.5},
+    )
+    recorder = SeedRecorder(node)
+    wait_until(lambda: node.is_shutdown, 10.0)
+    node.shutdown()
+    assert recorder.error is not None and "sim/reset" in recorder.error
+    with pytest.raises(RuntimeError, match="is the sim running"):
+        recorder.close()
+    assert not list(tmp_path.glob("*.npz"))
+
+
+@pytest.mark.parametrize(
+    ("changes", "name"),
+    [
+        ({"output": ""}, "output"),
+        ({"mode": "dance"}, "mode"),
+        ({"episodes": -1}, "episodes"),
+        ({"episodes": 0}, "episodes"),
+        ({"max_steps": -5}, "max_steps"),
+        ({"episode_timeout_s": 0.0}, "episode_timeout_s"),
+        ({"service_timeout_s": math.nan}, "service_timeout_s"),
+    ],
+)
+def test_invalid_parameters_are_named(changes: dict[str, Any], name: str) -> None:
+    params = {"output": "x", **changes}
+    with pytest.raises(ValueError, match=f"'{name}'"):
+        SeedRecorderParams(**params).validate()

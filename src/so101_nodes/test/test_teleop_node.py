@@ -1,0 +1,136 @@
+"""The teleop node through a real zenoh router: mapping, staleness, and leader -> teleop -> driver end to end."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from arm_testing import joint_position, move_by_hand, park_at_middle, wait_until, write_calibration
+from graph_testing import endpoint, router  # noqa: F401
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.transport.zenoh.router import RouterProcess
+from so101_core.robot_spec import JOINT_NAMES
+from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_nodes.driver_node import Driver
+from so101_nodes.leader_node import Leader
+from so101_nodes.teleop_node import Teleop
+
+LEADER = [0.2, -0.3, 0.4, 0.1, -0.5, 1.0]
+SCALE = [1.0, 1.0, 1.0, 1.0, -1.0, 0.5]
+OFFSET = [0.1, 0.0, 0.0, 0.0, 0.0, 0.0]
+STALE_S = 0.2
+
+
+@pytest.fixture
+def stack() -> Iterator[contextlib.ExitStack]:
+    with contextlib.ExitStack() as s:
+        yield s
+
+
+def connected_contexts(stack: contextlib.ExitStack, router_endpoint: str, n: int) -> list[Context]:
+    contexts = [Context(router_endpoint) for _ in range(n)]
+    for ctx in contexts:
+        stack.callback(ctx.close)
+    assert all(ctx.wait_for_router(10.0) for ctx in contexts)
+    return contexts
+
+
+def start(stack: contextlib.ExitStack, factory: Any, name: str, ctx: Context, **parameters: Any) -> Any:
+    """A node running ``factory``'s logic; shut down (then its ``close()``, as run_node does) at teardown."""
+    node = ZenohNode(name, context=ctx, parameter_overrides=parameters)
+    stack.callback(node.shutdown)
+    logic = factory(node)
+    if hasattr(logic, "close"):
+        stack.callback(logic.close)
+    stack.callback(node.shutdown)
+    return logic
+
+
+def test_teleop_maps_forwards_and_stops_when_stale(
+    router: RouterProcess,  # noqa: F811
+    stack: contextlib.ExitStack,
+) -> None:
+    ctx_teleop, ctx_client = connected_contexts(stack, router.endpoint, 2)
+    teleop = start(
+        stack, Teleop, "teleop", ctx_teleop, scale=SCALE, offset_rad=OFFSET, stale_timeout_s=STALE_S, rate_hz=50.0
+    )
+    client = ZenohNode("client", context=ctx_client)
+    stack.callback(client.shutdown)
+    lock = threading.Lock()
+    commands: list[tuple[float, Any]] = []
+
+    def on_command(msg: Any) -> None:
+        with lock:
+            commands.append((time.monotonic(), msg))
+
+    client.create_subscription("sensor_msgs/msg/JointState", "/joint_commands", on_command)
+    leader = client.create_publisher("sensor_msgs/msg/JointState", "/leader/joint_states")
+
+    def publish_leader(seconds: float, stamp_age_s: float = 0.0, names: list[str] | None = None) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ns = client.now_ns() - round(stamp_age_s * 1e9)
+            stamp = client.message("builtin_interfaces/msg/Time", sec=ns // 10**9, nanosec=ns % 10**9)
+            header = client.message("std_msgs/msg/Header", stamp=stamp)
+            positions = [LEADER[JOINT_NAMES.index(n)] for n in (names or JOINT_NAMES)]
+            leader.publish(
+                client.message(
+                    "sensor_msgs/msg/JointState", header=header, name=names or list(JOINT_NAMES), position=positions
+                )
+            )
+            time.sleep(0.02)
+
+    publish_leader(0.6)
+    wait_until(lambda: len(commands) > 5, 5.0, "forwarded commands")
+    msg = commands[-1][1]
+    assert list(msg.name) == list(JOINT_NAMES)
+    expected = np.array(SCALE) * np.array(LEADER) + np.array(OFFSET)
+    assert np.allclose(msg.position, expected)
+
+    time.sleep(STALE_S + 0.3)  # the leader went quiet: forwarding stops
+    count = len(commands)
+    time.sleep(0.4)
+    assert len(commands) == count
+
+    publish_leader(0.4, stamp_age_s=1.0)  # delayed (old) messages are not forwarded
+    publish_leader(0.4, names=list(JOINT_NAMES[:5]))  # incomplete ones neither
+    assert len(commands) == count and teleop.dropped >= 20
+
+    publish_leader(0.4)  # fresh again: resumes
+    wait_until(lambda: len(commands) > count + 5, 5.0, "forwarding resumed")
+
+
+def test_leader_drives_follower_end_to_end(
+    router: RouterProcess,  # noqa: F811
+    stack: contextlib.ExitStack,
+    tmp_path: Path,
+) -> None:
+    follower_cal_path, cal = write_calibration(tmp_path, "follower")
+    leader_cal_path, _ = write_calibration(tmp_path, "leader", "teleoperators/so_leader")
+    leader_emu = stack.enter_context(FeetechEmulator(seed=1))
+    follower_emu = stack.enter_context(FeetechEmulator(seed=2))
+    park_at_middle(leader_emu, cal)
+    park_at_middle(follower_emu, cal)
+    config = tmp_path / "robot.yaml"
+    config.write_text(
+        "robot:\n"
+        f"  follower: {{id: follower, calibration: {follower_cal_path}, bus: {{port: {follower_emu.port}}}}}\n"
+        f"  leader: {{id: leader, calibration: {leader_cal_path}, bus: {{port: {leader_emu.port}}}}}\n"
+    )
+    (ctx,) = connected_contexts(stack, router.endpoint, 1)
+    driver = start(stack, Driver, "driver", ctx, robot_config=str(config))
+    start(stack, Leader, "leader", ctx, robot_config=str(config))
+    start(stack, Teleop, "teleop", ctx)
+    wait_until(lambda: driver.latest_state() is not None, 10.0, "driver running")
+
+    move_by_hand(leader_emu, cal, "shoulder_pan", 0.6)
+    move_by_hand(leader_emu, cal, "wrist_flex", -0.4)
+    wait_until(lambda: abs(joint_position(follower_emu, cal, "shoulder_pan") - 0.6) < 0.01, 10.0, "pan follows")
+    wait_until(lambda: abs(joint_position(follower_emu, cal, "wrist_flex") + 0.4) < 0.01, 10.0, "wrist follows")
