@@ -48,7 +48,6 @@ import math
 import shutil
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,10 +58,12 @@ from nodegraph.graph.api import Client, Node, ServiceTimeout
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
 from so101_core.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
-from so101_core.seeds.format import SeedDemo, save_seed
+from so101_core.seeds.format import save_seed
 from so101_core.sim.config import load_sim_config, load_task_config
 from so101_core.sim.scene import OBJECT_NAMES, RACK, VIAL
 from so101_core.sim.task import SuccessDetector
+
+from so101_nodes.seed_episode import F64, SeedEpisode, StreamHistory
 
 MODES = ("scripted", "teleop")
 RECORD_QOS = QoS(depth=100)
@@ -70,7 +71,6 @@ JOINT_STATE = "sensor_msgs/msg/JointState"
 POSE = "geometry_msgs/msg/PoseStamped"
 POSE_HISTORY = 16
 ACTION_HISTORY = 64
-F64 = np.ndarray
 
 
 def _stamp_ns(header: Any) -> int:
@@ -169,27 +169,17 @@ class EpisodeResult:
     bag: Path
 
 
-@dataclass
-class _Episode:
-    """The episode being recorded (callbacks write it under the recorder's lock)."""
+@dataclass(kw_only=True)
+class _Episode(SeedEpisode):
+    """The episode being recorded: its steps plus the node's side (callbacks write it under the lock)."""
 
-    index: int
-    seed: int | None
     bag: BagWriter
     detector: SuccessDetector
     start_wall: float = field(default_factory=time.monotonic)
     registered: set[str] = field(default_factory=set)
-    t_ns: list[int] = field(default_factory=list)
-    q: list[F64] = field(default_factory=list)
-    actions: list[F64] = field(default_factory=list)
-    poses: dict[str, list[F64]] = field(default_factory=dict)
-    pending: tuple[int, F64] | None = None  # the last state, waiting for its action and poses
-    lead_steps: int = 0
-    unmatched_actions: int = 0
     success: bool = False
     expert_done: bool = False
     steps_since_done: int = 0
-    has_action: bool = False
 
 
 class SeedRecorder:
@@ -213,11 +203,8 @@ class SeedRecorder:
         self._stop = threading.Event()
         self._end_request: str | None = None
         self._episode: _Episode | None = None
-        self._q = np.zeros(len(JOINT_NAMES))
-        self._latest_action: F64 | None = None
-        self._actions_by_stamp: dict[int, F64] = {}
-        self._action_stamps: deque[int] = deque()
-        self._poses: dict[str, deque[tuple[int, F64]]] = {name: deque(maxlen=POSE_HISTORY) for name in OBJECT_NAMES}
+        self._q: F64 = np.zeros(len(JOINT_NAMES))
+        self._history = StreamHistory(OBJECT_NAMES, pose_history=POSE_HISTORY, action_history=ACTION_HISTORY)
         self._expert_done = False
         self.states_seen = 0
 
@@ -307,20 +294,15 @@ class SeedRecorder:
                 p, o = msg.pose.position, msg.pose.orientation
                 pose = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z], dtype=np.float64)
                 with self._lock:
-                    self._poses[self.pose_topics[topic]].append((_stamp_ns(msg.header), pose))
+                    self._history.add_pose(self.pose_topics[topic], _stamp_ns(msg.header), pose)
         except (MessageError, ValueError) as exc:
             self.node.logger.warning(f"ignored a message on {topic}: {exc}")
 
     def _on_action(self, msg: Any) -> None:
-        base = self._latest_action if self._latest_action is not None else self._q
-        action = _joint_vector(msg, base)
-        stamp = _stamp_ns(msg.header)
+        latest = self._history.latest_action
+        action = _joint_vector(msg, latest if latest is not None else self._q)
         with self._lock:
-            self._latest_action = action
-            self._actions_by_stamp[stamp] = action
-            self._action_stamps.append(stamp)
-            while len(self._action_stamps) > ACTION_HISTORY:
-                self._actions_by_stamp.pop(self._action_stamps.popleft(), None)
+            self._history.add_action(_stamp_ns(msg.header), action)
             if self._episode is not None:
                 self._episode.has_action = True
 
@@ -328,54 +310,19 @@ class SeedRecorder:
         """A new step of ``episode`` (the one whose bag got this message; None: not recording)."""
         q = _joint_vector(msg, self._q)
         self._q = q
-        stamp = _stamp_ns(msg.header)
         with self._lock:
             self.states_seen += 1
             if episode is None or episode is not self._episode:
                 return
-            if episode.pending is not None:
-                if stamp - episode.pending[0] < 0.9 * self.period_ns:
-                    return  # a re-published state, or a faster stream (driver at 100 Hz): one step per period
-                self._finish_step(episode)
-            episode.pending = (stamp, q)
+            if episode.add_state(_stamp_ns(msg.header), q, self._history):
+                self._judge(episode)
         self._wake.set()
 
-    def _pose_at(self, name: str, stamp: int) -> F64 | None:
-        """The latest pose of ``name`` stamped <= ``stamp`` (else the oldest kept); None if none was received."""
-        history = self._poses[name]
-        if not history:
-            return None
-        best = None
-        for s, pose in history:
-            if s <= stamp:
-                best = pose
-        return best if best is not None else history[0][1]
-
-    def _finish_step(self, ep: _Episode) -> None:
-        """Append the pending state as a step, with its action and poses (caller holds the lock)."""
-        assert ep.pending is not None
-        stamp, q = ep.pending
-        ep.pending = None
-        if not ep.has_action or self._latest_action is None:
-            ep.lead_steps += 1
-            return
-        action = self._actions_by_stamp.get(stamp)
-        if action is None:
-            action = self._latest_action
-            ep.unmatched_actions += 1
-        poses = {name: self._pose_at(name, stamp) for name in OBJECT_NAMES}
-        ep.t_ns.append(stamp)
-        ep.q.append(q)
-        ep.actions.append(action.copy())
-        if all(pose is not None for pose in poses.values()):
-            for name, pose in poses.items():
-                ep.poses.setdefault(name, []).append(np.asarray(pose))
-        else:  # a pose missing for this step: hold the last one (arrays stay aligned)
-            for history in ep.poses.values():
-                history.append(history[-1])
+    def _judge(self, ep: _Episode) -> None:
+        """Success and the expert's progress after ``ep`` got a step (caller holds the lock)."""
         if len(ep.poses) == len(OBJECT_NAMES):
-            vial, rack = ep.poses[VIAL][-1], ep.poses[RACK][-1]
-            held = bool(q[GRIPPER_INDEX] < self.params.held_gripper_max_rad)
+            vial, rack = ep.latest_pose(VIAL), ep.latest_pose(RACK)
+            held = bool(ep.q[-1][GRIPPER_INDEX] < self.params.held_gripper_max_rad)
             ep.success = ep.detector.update(vial[:3], vial[3:], rack[:3], rack[3:], held)
         ep.expert_done = ep.expert_done or self._expert_done
         if ep.expert_done:
@@ -466,9 +413,10 @@ class SeedRecorder:
         with self._lock:
             self._expert_done = False
             self._end_request = None
-            self._latest_action = None if p.mode == "scripted" else self._latest_action
-            self._episode = _Episode(index=index, seed=seed, bag=bag, detector=detector)
-            self._episode.has_action = self._latest_action is not None
+            if p.mode == "scripted":
+                self._history.latest_action = None
+            self._episode = _Episode(index=index, seed=seed, period_ns=self.period_ns, bag=bag, detector=detector)
+            self._episode.has_action = self._history.latest_action is not None
         if self.expert_start is not None:
             trigger = self.node.message("std_srvs/srv/Trigger_Request")
             response = self._call(self.expert_start, trigger, f"{p.expert}/start")
@@ -508,28 +456,22 @@ class SeedRecorder:
             self._episode = None
             if ep is None:
                 return None
-            if ep.pending is not None and ep.has_action and self._latest_action is not None:
-                self._finish_step(ep)
+            if ep.flush(self._history):
+                self._judge(ep)
         ep.bag.close()
         operator = reason in ("next_episode", "stop", "shutdown")
-        steps = len(ep.t_ns)
+        steps = ep.steps
         seed_file: Path | None = None
-        has_poses = len(ep.poses) == len(OBJECT_NAMES) and all(len(v) == steps for v in ep.poses.values())
+        has_poses = ep.has_poses(OBJECT_NAMES)
         success = ep.success if has_poses else operator
         keep = steps > 0 and (self.params.mode == "teleop" or reason not in ("shutdown", "stop"))
         duration = (ep.t_ns[-1] - ep.t_ns[0]) * 1e-9 if steps else 0.0
         if keep:
-            demo = SeedDemo(
-                t=(np.asarray(ep.t_ns, dtype=np.int64) - ep.t_ns[0]).astype(np.float64) * 1e-9,
-                joint_positions=np.asarray(ep.q, dtype=np.float64),
-                actions=np.asarray(ep.actions, dtype=np.float64),
-                object_poses={name: np.asarray(v, dtype=np.float64) for name, v in ep.poses.items()}
-                if has_poses
-                else {},
+            demo = ep.to_seed_demo(
                 success=bool(success),
                 source=self.params.mode,
-                seed=ep.seed,
                 control_hz=self.control_hz,
+                with_poses=has_poses,
                 extra={
                     "episode": ep.index,
                     "bag": ep.bag.path.name,
