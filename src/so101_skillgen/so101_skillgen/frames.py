@@ -7,7 +7,7 @@ child-frame points to the parent (world = robot base) frame. Batched functions t
 from __future__ import annotations
 
 import numpy as np
-from so101_core.sim.geometry import F64, mat_to_quat, quat_to_mat
+from so101_core.sim.geometry import F64, quat_to_mat
 
 
 def pose_to_matrix(pose: F64) -> F64:
@@ -19,14 +19,6 @@ def pose_to_matrix(pose: F64) -> F64:
         out[i, :3, :3] = quat_to_mat(row[3:])
         out[i, :3, 3] = row[:3]
     return out[0] if p.ndim == 1 else out
-
-
-def matrix_to_pose(t: F64) -> F64:
-    """(4, 4) or (N, 4, 4) → (7,) or (N, 7) xyz + wxyz (w ≥ 0, Shepperd)."""
-    m = np.asarray(t, dtype=np.float64)
-    flat = m.reshape(-1, 4, 4)
-    out = np.array([[*x[:3, 3], *mat_to_quat(x[:3, :3])] for x in flat])
-    return out[0] if m.ndim == 2 else out
 
 
 def rigid_inverse(t: F64) -> F64:

@@ -70,10 +70,6 @@ class ArmIK:
         self._jacp = np.zeros((3, model.nv))
         self._jacr = np.zeros((3, model.nv))
 
-    def set_fixed(self, qpos: F64) -> None:
-        """Set the full ``qpos`` used for joints not solved for (e.g. the gripper opening)."""
-        self._d.qpos[:] = qpos
-
     def forward(self, q: F64) -> tuple[F64, F64]:
         """Site position (3,) m and rotation (3, 3) for arm joints ``q``."""
         self._d.qpos[self._qadr] = q

@@ -208,13 +208,6 @@ class Twin:
         self._write_pose(name, pos, quat)
         mujoco.mj_forward(self.model, self.data)
 
-    def ee_pose(self) -> Pose:
-        """End-effector site pose (position (3,) m, quaternion wxyz)."""
-        from .geometry import mat_to_quat
-
-        s = self.index.ee_site
-        return Pose(self.data.site_xpos[s].copy(), mat_to_quat(self.data.site_xmat[s].reshape(3, 3)))
-
     def jaw_contacts(self) -> ContactState:
         """Which jaw pads currently touch the vial."""
         vial = set(self.index.object_geoms[VIAL])
