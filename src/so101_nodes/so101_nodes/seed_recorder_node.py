@@ -35,7 +35,7 @@ Modes (``mode``):
 
 Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed`` (0), ``reset_sim`` (true),
 ``action_topic`` ("" = per mode), ``expert`` (node name, ``scripted_expert``), ``max_steps`` (0),
-``done_steps`` (45), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 10), ``task_config`` /
+``done_steps`` (45), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 30), ``task_config`` /
 ``sim_config`` (YAML paths, "" = config/), ``images`` (true), ``held_gripper_max_rad`` (0.3),
 ``exit_when_done`` (true).
 """
@@ -102,7 +102,7 @@ class SeedRecorderParams:
     max_steps: int = 0
     done_steps: int = 45
     episode_timeout_s: float = 300.0
-    service_timeout_s: float = 10.0
+    service_timeout_s: float = 30.0
     task_config: str = ""
     sim_config: str = ""
     images: bool = True
