@@ -1,0 +1,301 @@
+"""The render stage: kept demos → one complete unit per episode under ``<out>/episodes/``, resumable.
+
+Unit ``episode_NNNNNN`` (NNNNNN = the demo's position in the sorted demo file list)::
+
+    lerobot/       one-episode LeRobot v3.0 dataset (state, action, one MP4 per camera) — lerobot writes it
+    replay.npz     t (F,) s, q (F, 6) rad, action (F, 6) rad, object_pose/<name> (F, 7): what was rendered
+    episode.json   task, provenance (source, demo file, seed ids, generation attempt), the visual DR draw,
+                   frame count, phase times
+
+A unit is built under ``.tmp/`` and renamed into place only when complete, so after a SIGKILL a rerun finds
+complete units (skipped) and partial ones (deleted, redone): exactly the requested episodes, no duplicates,
+no torn files. Demos that fail (unreadable file, unsuccessful demo, render or encode error) never become a
+unit; ``failures.json`` lists them with their reason (``on_bad_demo: stop`` raises instead, naming the file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import traceback
+import zlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import DatasetConfig
+from .errors import DatasetError, DemoFileError
+
+UNIT_GLOB = "episode_*"
+Progress = Callable[[str, int, int], None]
+
+
+def unit_name(index: int) -> str:
+    return f"episode_{index:06d}"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic JSON write (temp file + rename)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def find_demos(demos_dir: Path) -> list[Path]:
+    """Kept demo files (``*.npz``, sorted, temporaries excluded); raises naming the directory when none."""
+    if not demos_dir.is_dir():
+        raise DemoFileError(str(demos_dir), "no such demo directory")
+    files = sorted(p for p in demos_dir.glob("**/*.npz") if ".tmp" not in p.name)
+    if not files:
+        raise DemoFileError(str(demos_dir), "no demo files (*.npz)")
+    return files
+
+
+def provenance_source(demo_source: str) -> str:
+    """seed | generated (the mix adds real)."""
+    return "generated" if demo_source == "skillgen" else "seed"
+
+
+def render_seed(demo_seed: int | None, demo_file: str, base: int) -> int:
+    """The demo's scene seed, or one derived from (base, file name) when it carries none."""
+    if demo_seed is not None:
+        return int(demo_seed)
+    return int(np.random.SeedSequence([base, zlib.crc32(demo_file.encode())]).generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    index: int
+    demo: str
+    ok: bool
+    reason: str | None = None
+    detail: str = ""
+    frames: int = 0
+    times: dict[str, float] | None = None
+
+
+class UnitRenderer:
+    """Per process: one :class:`EpisodeRenderer` reused for every episode this process renders."""
+
+    def __init__(self, cfg: DatasetConfig, frames_per_pass: int = 1) -> None:
+        from so101_core.sim.config import load_task_config
+
+        from .render import EpisodeRenderer, select_gl
+
+        select_gl(cfg.render.gl)
+        self.cfg = cfg
+        self.task = cfg.task or load_task_config().description
+        self.renderer = EpisodeRenderer(
+            cfg.width,
+            cfg.height,
+            cfg.cameras,
+            visual_dr=cfg.render.visual_dr,
+            shadows=cfg.render.shadows,
+            frames_per_pass=frames_per_pass,
+        )
+
+    def render_unit(self, index: int, demo_path: Path, root: Path, demos_dir: Path) -> UnitResult:
+        """Render demo ``demo_path`` into ``root/episode_<index>``; never raises for a bad demo."""
+        from so101_core.seeds.format import SeedFormatError, load_seed
+
+        rel = str(demo_path.relative_to(demos_dir)) if demo_path.is_relative_to(demos_dir) else str(demo_path)
+        try:
+            demo = load_seed(demo_path)
+        except SeedFormatError as exc:
+            return UnitResult(index, rel, False, "bad_demo_file", str(exc))
+        if not demo.success:
+            return UnitResult(index, rel, False, "unsuccessful_demo", f"{demo_path}: success is false")
+        tmp = root / ".tmp" / f"{unit_name(index)}.{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            result = self._render(index, rel, demo, tmp)
+            os.replace(tmp, root / unit_name(index))
+            return result
+        except Exception as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return UnitResult(index, rel, False, "render_error", f"{demo_path}: {exc}\n{traceback.format_exc(limit=3)}")
+
+    def _render(self, index: int, rel: str, demo: Any, tmp: Path) -> UnitResult:
+        from so101_core.lerobot_units import to_lerobot
+
+        from .lerobot_v3 import ShardWriter
+        from .render import RenderTimes, resample
+
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        replay = resample(demo.t, demo.joint_positions, demo.actions, dict(demo.object_poses), demo.control_hz, cfg.fps)
+        seed = render_seed(demo.seed, rel, cfg.render.random_seed)
+        dr = self.renderer.prepare(seed if cfg.render.visual_dr else None)
+        state, action = to_lerobot(replay.q).astype(np.float32), to_lerobot(replay.action).astype(np.float32)
+        before = RenderTimes(**vars(self.renderer.renderer.times))
+        t1 = time.perf_counter()
+        writer = ShardWriter(tmp / "lerobot", cfg)
+        add_s = 0.0
+        t_frames = time.perf_counter()
+        for j, images in enumerate(self.renderer.frames(replay)):
+            a0 = time.perf_counter()
+            writer.add(images, state[j], action[j], self.task)
+            add_s += time.perf_counter() - a0
+        t2 = time.perf_counter()
+        writer.finish()
+        t3 = time.perf_counter()
+        rt = self.renderer.renderer.times
+        arrays = {"t": replay.t, "q": replay.q, "action": replay.action}
+        arrays.update({f"object_pose/{k}": v for k, v in replay.objects.items()})
+        np.savez(tmp / "replay.npz", **arrays)
+        extra = dict(demo.extra)
+        times = {
+            "prepare_s": t1 - t0,
+            "render_scene_s": rt.scene_s - before.scene_s,
+            "render_draw_s": rt.draw_s - before.draw_s,
+            "readback_s": rt.readback_s - before.readback_s,
+            "add_frame_s": add_s - (writer.wait_s),
+            "encoder_wait_s": writer.wait_s,
+            "frames_loop_s": t2 - t_frames,
+            "finish_s": t3 - t2,
+            "total_s": time.perf_counter() - t0,
+        }
+        meta = {
+            "index": index,
+            "demo_file": rel,
+            "task": self.task,
+            "task_id": demo.task,
+            "frames": replay.frames,
+            "fps": cfg.fps,
+            "control_hz": demo.control_hz,
+            "width": cfg.width,
+            "height": cfg.height,
+            "cameras": list(cfg.cameras),
+            "provenance": {
+                "source": provenance_source(demo.source),
+                "demo_source": demo.source,
+                "scene_seed": demo.seed,
+                "render_seed": seed,
+                "attempt": extra.get("attempt"),
+                "random_seed": extra.get("random_seed"),
+                "seed_ids": sorted({str(s.get("source")) for s in extra.get("sources", []) if isinstance(s, dict)}),
+                "sources": extra.get("sources", []),
+            },
+            "visual_dr": dr if cfg.render.visual_dr else None,
+            "times": times,
+        }
+        write_json(tmp / "episode.json", meta)
+        return UnitResult(index, rel, True, frames=replay.frames, times=times)
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+# ---------------------------------------------------------------------------------------------- the stage
+_WORKER: UnitRenderer | None = None
+
+
+def _init_worker(cfg: DatasetConfig) -> None:
+    global _WORKER
+    _WORKER = UnitRenderer(cfg)
+
+
+def _work(index: int, demo: str, root: str, demos_dir: str) -> UnitResult:
+    assert _WORKER is not None
+    return _WORKER.render_unit(index, Path(demo), Path(root), Path(demos_dir))
+
+
+def complete_units(root: Path) -> dict[int, Path]:
+    """Index → directory of every complete unit under ``root`` (``episodes/``)."""
+    out = {}
+    for d in sorted(root.glob(UNIT_GLOB)) if root.is_dir() else []:
+        if d.is_dir() and (d / "episode.json").is_file():
+            out[int(d.name.split("_")[1])] = d
+    return out
+
+
+def render_episodes(
+    demos_dir: Path,
+    out_dir: Path,
+    cfg: DatasetConfig,
+    *,
+    workers: int | None = None,
+    max_episodes: int | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Render every kept demo (or the first ``max_episodes``) not yet rendered; returns a summary."""
+    demos = find_demos(demos_dir)
+    if max_episodes is not None:
+        demos = demos[:max_episodes]
+    root = out_dir / "episodes"
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(root / ".tmp", ignore_errors=True)
+    done = complete_units(root)
+    failures_path = root / "failures.json"
+    failures: dict[str, Any] = json.loads(failures_path.read_text()) if failures_path.is_file() else {}
+    todo = [(i, p) for i, p in enumerate(demos) if i not in done]
+    total = len(demos)
+    finished = len(demos) - len(todo)
+    if progress:
+        progress("render", finished, total)
+    n = max(1, min(workers or cfg.workers, len(todo) or 1))
+
+    def record(res: UnitResult) -> None:
+        nonlocal finished
+        finished += 1
+        if res.ok:
+            failures.pop(str(res.index), None)
+        else:
+            failures[str(res.index)] = {"demo": res.demo, "reason": res.reason, "detail": res.detail}
+        write_json(failures_path, failures)
+        if not res.ok and cfg.on_bad_demo == "stop":
+            raise DemoFileError(str(demos_dir / res.demo), f"{res.reason}: {res.detail}")
+        if progress:
+            progress("render", finished, total)
+
+    t0 = time.perf_counter()
+    if n == 1:
+        if todo:
+            worker = UnitRenderer(cfg)
+            try:
+                for i, p in todo:
+                    record(worker.render_unit(i, p, root, demos_dir))
+            finally:
+                worker.close()
+    else:
+        with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_init_worker, initargs=(cfg,)) as pool:
+            futs = [pool.submit(_work, i, str(p), str(root), str(demos_dir)) for i, p in todo]
+            try:
+                for fut in as_completed(futs):
+                    record(fut.result())
+            except BaseException:
+                for f in futs:
+                    f.cancel()
+                raise
+    units = complete_units(root)
+    wanted = set(range(len(demos)))
+    return {
+        "requested": len(demos),
+        "rendered": len(set(units) & wanted),
+        "failed": {k: v for k, v in failures.items() if int(k) in wanted},
+        "rendered_this_run": len(todo) - len([k for k in failures if int(k) in {i for i, _ in todo}]),
+        "wall_s": time.perf_counter() - t0,
+        "units": [units[i] for i in sorted(set(units) & wanted)],
+    }
+
+
+def load_unit(unit: Path) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads((unit / "episode.json").read_text(encoding="utf-8"))
+    return meta
+
+
+def selected_units(out_dir: Path, indices: Sequence[int] | None = None) -> list[Path]:
+    """Complete units under ``out_dir/episodes`` in index order (optionally only ``indices``)."""
+    units = complete_units(out_dir / "episodes")
+    if not units:
+        raise DatasetError(f"{out_dir / 'episodes'}: no rendered episodes (run `so101 dataset render` first)")
+    keys = sorted(units) if indices is None else [i for i in sorted(units) if i in set(indices)]
+    return [units[i] for i in keys]

@@ -1,0 +1,177 @@
+"""LeRobot v3.0 through the ``lerobot`` library itself: one-episode shards, merged with lerobot's aggregation.
+
+Each rendered episode is its own v3.0 dataset (``LeRobotDataset.create`` → ``add_frame`` per frame →
+``save_episode`` → ``finalize``), written by one worker under a temporary name and renamed when complete:
+a crash never leaves a half episode, and workers never share a file. :func:`merge_shards` joins the
+complete shards with ``lerobot.datasets.aggregate_datasets`` (tasks re-indexed, videos concatenated).
+
+Frames are streamed to lerobot's encoder threads (``streaming_encoding=True``: no PNG round trip). Its
+queue drops a frame when full; :class:`ShardWriter` waits for room before each frame instead, and checks
+the encoded frame count against the episode length, so a dataset never holds a frame-short video.
+
+Features (shapes, LeRobot units): ``observation.state`` (6,) float32 and ``action`` (6,) float32 named
+:data:`LEROBOT_JOINT_NAMES` (arm degrees, gripper 0..100); ``observation.images.<cam>`` video (H, W, 3).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from so101_core.lerobot_units import LEROBOT_JOINT_NAMES
+
+from .config import DatasetConfig, VideoConfig
+from .errors import ExportError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def image_key(camera: str) -> str:
+    return f"observation.images.{camera}"
+
+
+def features(cfg: DatasetConfig) -> dict[str, dict[str, Any]]:
+    """The feature dict (as lerobot-record builds it for the SO-101 follower with these cameras)."""
+    names = list(LEROBOT_JOINT_NAMES)
+    feats: dict[str, dict[str, Any]] = {
+        "observation.state": {"dtype": "float32", "shape": (6,), "names": names},
+        "action": {"dtype": "float32", "shape": (6,), "names": names},
+    }
+    for cam in cfg.cameras:
+        feats[image_key(cam)] = {
+            "dtype": "video",
+            "shape": (cfg.height, cfg.width, 3),
+            "names": ["height", "width", "channels"],
+            "info": {"is_depth_map": False},
+        }
+    return feats
+
+
+def rgb_encoder(video: VideoConfig) -> Any:
+    """lerobot ``RGBEncoderConfig`` of ``video``."""
+    from lerobot.configs import RGBEncoderConfig
+
+    return RGBEncoderConfig(vcodec=video.vcodec, pix_fmt=video.pix_fmt, g=video.g, crf=video.crf, preset=video.preset)
+
+
+class ShardWriter:
+    """Writes one episode as a complete v3.0 dataset at ``root`` (which must not exist)."""
+
+    def __init__(self, root: Path, cfg: DatasetConfig) -> None:
+        from lerobot.datasets import LeRobotDataset
+
+        self.root = root
+        self.cfg = cfg
+        self.ds = LeRobotDataset.create(
+            repo_id=cfg.repo_id,
+            fps=cfg.fps,
+            features=features(cfg),
+            root=root,
+            robot_type=cfg.robot_type,
+            use_videos=True,
+            rgb_encoder=rgb_encoder(cfg.video),
+            streaming_encoding=True,
+            encoder_queue_maxsize=cfg.video.queue_frames,
+            encoder_threads=cfg.video.encoder_threads or None,
+        )
+        self.frames = 0
+        self.wait_s = 0.0  # time spent waiting for the encoder queues (encode-bound share)
+
+    def _queues(self) -> list[Any]:
+        enc = getattr(self.ds.writer, "_streaming_encoder", None)
+        return list(getattr(enc, "_frame_queues", {}).values()) if enc is not None else []
+
+    def add(self, images: dict[str, npt.NDArray[np.uint8]], state: npt.ArrayLike, action: npt.ArrayLike, task: str) -> None:
+        """One frame: ``images`` camera → (H, W, 3) uint8, ``state``/``action`` (6,) LeRobot units."""
+        if self.frames:
+            t0 = time.perf_counter()
+            while any(q.full() for q in self._queues()):
+                time.sleep(0.0005)
+            self.wait_s += time.perf_counter() - t0
+        frame: dict[str, Any] = {
+            "observation.state": np.asarray(state, dtype=np.float32),
+            "action": np.asarray(action, dtype=np.float32),
+            "task": task,
+        }
+        for cam in self.cfg.cameras:
+            frame[image_key(cam)] = images[cam]
+        self.ds.add_frame(frame)
+        self.frames += 1
+
+    def finish(self) -> int:
+        """Encode, write and finalize; returns the frame count (raises if an encoded video is short)."""
+        self.ds.save_episode()
+        self.ds.finalize()
+        enc = getattr(self.ds.writer, "_streaming_encoder", None)
+        dropped = dict(getattr(enc, "_dropped_frames", {}) or {}) if enc is not None else {}
+        if any(dropped.values()):
+            raise ExportError(f"{self.root}: the encoder dropped frames {dropped}")
+        check_video_frames(self.root, self.cfg.cameras, self.frames)
+        return self.frames
+
+    def abort(self) -> None:
+        try:
+            self.ds.clear_episode_buffer()
+        except Exception:  # best effort: the directory is removed anyway
+            pass
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def count_video_frames(path: Path) -> int:
+    """Decoded frame count of an MP4 (decodes: exact, not the container's estimate)."""
+    import av
+
+    with av.open(str(path)) as c:
+        return sum(1 for _ in c.decode(video=0))
+
+
+def check_video_frames(root: Path, cameras: Sequence[str], expected: int) -> None:
+    """Every camera's (single) MP4 of a one-episode shard holds ``expected`` frames."""
+    for cam in cameras:
+        files = sorted((root / "videos" / image_key(cam)).glob("chunk-*/file-*.mp4"))
+        if len(files) != 1:
+            raise ExportError(f"{root}: expected one video for {cam}, found {len(files)}")
+        n = count_video_frames(files[0])
+        if n != expected:
+            raise ExportError(f"{files[0]}: {n} frames, the episode has {expected}")
+
+
+def merge_shards(shards: Sequence[Path], out: Path, cfg: DatasetConfig) -> Path:
+    """Aggregate complete one-episode shards (in order) into a v3.0 dataset at ``out`` (replaced atomically)."""
+    from lerobot.datasets import aggregate_datasets
+
+    if not shards:
+        raise ExportError("no rendered episodes to export")
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    aggregate_datasets(
+        repo_ids=[f"{cfg.repo_id}_{i}" for i in range(len(shards))],
+        aggr_repo_id=cfg.repo_id,
+        roots=[Path(s) for s in shards],
+        aggr_root=tmp,
+    )
+    replace_dir(tmp, out)
+    return out
+
+
+def replace_dir(new: Path, final: Path) -> None:
+    """Swap ``new`` in as ``final`` (an older ``final`` is moved aside first, then removed)."""
+    old = final.with_name(final.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(new, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def load(root: Path, repo_id: str = "local/so101_sim") -> Any:
+    """Stock ``LeRobotDataset`` over ``root`` (offline)."""
+    from lerobot.datasets import LeRobotDataset
+
+    return LeRobotDataset(repo_id, root=root)
