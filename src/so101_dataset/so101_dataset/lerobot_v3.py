@@ -66,6 +66,7 @@ class ShardWriter:
     def __init__(self, root: Path, cfg: DatasetConfig) -> None:
         from lerobot.datasets import LeRobotDataset
 
+        quiet_av()
         self.root = root
         self.cfg = cfg
         self.ds = LeRobotDataset.create(
@@ -123,12 +124,14 @@ class ShardWriter:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def count_video_frames(path: Path) -> int:
-    """Decoded frame count of an MP4 (decodes: exact, not the container's estimate)."""
+def count_video_frames(path: Path, *, decode: bool = True) -> int:
+    """Frame count of an MP4: decoded frames, or (``decode=False``) non-empty video packets (no decoding)."""
     import av
 
     with av.open(str(path)) as c:
-        return sum(1 for _ in c.decode(video=0))
+        if decode:
+            return sum(1 for _ in c.decode(video=0))
+        return sum(1 for p in c.demux(video=0) if p.size)
 
 
 def check_video_frames(root: Path, cameras: Sequence[str], expected: int) -> None:
@@ -137,7 +140,7 @@ def check_video_frames(root: Path, cameras: Sequence[str], expected: int) -> Non
         files = sorted((root / "videos" / image_key(cam)).glob("chunk-*/file-*.mp4"))
         if len(files) != 1:
             raise ExportError(f"{root}: expected one video for {cam}, found {len(files)}")
-        n = count_video_frames(files[0])
+        n = count_video_frames(files[0], decode=False)
         if n != expected:
             raise ExportError(f"{files[0]}: {n} frames, the episode has {expected}")
 
@@ -175,3 +178,10 @@ def load(root: Path, repo_id: str = "local/so101_sim") -> Any:
     from lerobot.datasets import LeRobotDataset
 
     return LeRobotDataset(repo_id, root=root)
+
+
+def quiet_av() -> None:
+    """Keep FFmpeg's per-stream encoder statistics (INFO) out of the log."""
+    import av
+
+    av.logging.set_level(av.logging.ERROR)

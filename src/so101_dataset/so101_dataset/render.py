@@ -92,6 +92,8 @@ def resample(t: F64, q: F64, action: F64, objects: dict[str, F64], hz: float, fp
 class TiledRenderer:
     """Renders ``cameras`` (twin camera ids) of up to ``frames_per_pass`` frames into one offscreen buffer.
 
+    ``frames_per_pass`` may be lowered later (never above the capacity it was built with).
+
     The buffer is (frames_per_pass·H, ncam·W, 3) uint8; :meth:`render` returns it as a top-down view
     ``(n, H, ncam·W, 3)``; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is reused
     by the next call: copy what must outlive it.
@@ -113,7 +115,8 @@ class TiledRenderer:
         self.model = model
         self.width, self.height = width, height
         self.ncam = len(camera_ids)
-        self.frames_per_pass = frames_per_pass
+        self.frames_per_pass = frames_per_pass  # frames per pass now (≤ capacity)
+        self.capacity = frames_per_pass  # rows of the buffer
         bw, bh = width * self.ncam, height * frames_per_pass
         model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), bw)
         model.vis.global_.offheight = max(int(model.vis.global_.offheight), bh)
@@ -148,8 +151,8 @@ class TiledRenderer:
         """Render ``count`` (≤ frames_per_pass) frames; ``set_state(i)`` writes frame i's state into ``data``
         (kinematics included). Returns (count, H, ncam·W, 3) uint8, top row first."""
         mj = self._mj
-        if not 1 <= count <= self.frames_per_pass:
-            raise RenderError(f"count must be 1..{self.frames_per_pass}, got {count}")
+        if not 1 <= count <= self.capacity:
+            raise RenderError(f"count must be 1..{self.capacity}, got {count}")
         self._gl.make_current()
         t0 = time.perf_counter()
         draw = 0.0
@@ -166,7 +169,7 @@ class TiledRenderer:
                 draw += time.perf_counter() - d0
         t1 = time.perf_counter()
         h = count * self.height
-        rect = mj.MjrRect(0, (self.frames_per_pass - count) * self.height, self.width * self.ncam, h)
+        rect = mj.MjrRect(0, (self.capacity - count) * self.height, self.width * self.ncam, h)
         buf = self._buf[:h]
         mj.mjr_readPixels(buf, None, rect, self._ctx)
         out = self._out[:h]

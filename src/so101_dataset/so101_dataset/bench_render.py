@@ -1,0 +1,331 @@
+"""``so101 bench render``: three-camera frames per second rendered **and written to a LeRobot v3.0 dataset**.
+
+P worker processes (spawned; each its own twin, OpenGL context and lerobot writer) replay synthetic
+episodes (the arm sweeping, F frames each, per-episode DR) for a fixed time per phase; all workers start a
+phase together (barrier) and the rate is frames of *completed* work ÷ wall time of the phase. Phases:
+
+- ``stock``: ``mujoco.Renderer`` one camera at a time (3 renders, 3 readbacks per frame): the ceiling the
+  issue measured;
+- ``tiled``: :class:`~so101_dataset.render.TiledRenderer`, all cameras (and B frames) per pass, one readback;
+- ``dataset``: tiled rendering into one-episode v3.0 shards through lerobot (streaming encode, finalize,
+  frame-count check) — ``three_cam_fps_to_dataset`` — plus the final ``aggregate_datasets`` merge.
+
+Per-phase time shares (summed over workers): scene update, draw submission, readback, lerobot add_frame,
+waiting for the encoder (encode-bound), save/finalize/check (write). Cold start (process spawn + imports +
+twin + GL context) is reported separately.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import DatasetConfig, load_dataset_config
+
+
+def _replay(twin: Any, episode: int, frames: int, fps: int) -> Any:
+    from .render import Replay
+
+    rng = np.random.default_rng(episode)
+    home = twin.joint_positions()
+    s = np.linspace(0.0, 1.0, frames)[:, None]
+    target = np.array([*rng.uniform(-0.6, 0.6, 3), rng.uniform(-0.5, 0.5), rng.uniform(-1, 1), 0.0])
+    q = home + s * target
+    q[:, 5] = 0.9 - 1.0 * s[:, 0]
+    objs = {k: np.tile(np.r_[p.position, p.quaternion], (frames, 1)) for k, p in twin.object_poses().items()}
+    return Replay(np.arange(frames) / fps, q, q, objs)
+
+
+def _worker(rank: int, cfg: DatasetConfig, phases: list[dict[str, Any]], barrier: Any, results: Any, work: str) -> None:
+    t_spawn = time.time()
+    from .render import select_gl
+
+    select_gl(cfg.render.gl)
+    from .render import EpisodeRenderer
+
+    fpp = max(p.get("frames_per_pass", 1) for p in phases)  # the buffer fits the largest pass
+    setup_error = None
+    try:
+        er = EpisodeRenderer(cfg.width, cfg.height, cfg.cameras, visual_dr=True, shadows=cfg.render.shadows, frames_per_pass=fpp)
+    except Exception as exc:
+        setup_error = f"renderer: {exc!r}"
+    try:
+        import lerobot.datasets  # noqa: F401  (import cost belongs to the cold start)
+
+        from .lerobot_v3 import quiet_av
+
+        quiet_av()
+    except Exception as exc:
+        setup_error = (setup_error or "") + f" lerobot: {exc!r}"
+    cold = time.time() - t_spawn
+    for ph in phases:
+        barrier.wait()
+        if rank >= ph["processes"]:
+            continue
+        try:
+            if setup_error and (ph["mode"] == "dataset" or "renderer" in setup_error):
+                raise RuntimeError(setup_error)
+            results.put(_phase(rank, er, ph, cfg, work, cold))
+        except Exception as exc:
+            results.put({"phase": ph["name"], "rank": rank, "error": repr(exc)[:500], "cold_start_s": cold})
+    barrier.wait()
+    if setup_error is None or "renderer" not in setup_error:
+        er.close()
+
+
+def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str, cold: float) -> dict[str, Any]:
+    import mujoco
+    from so101_core.lerobot_units import to_lerobot
+
+    from .lerobot_v3 import ShardWriter
+
+    out: dict[str, Any] = {"phase": ph["name"], "rank": rank, "cold_start_s": cold, "frames": 0}
+    import mujoco as _mj
+
+    er.renderer.frames_per_pass = ph.get("frames_per_pass", 1)
+    er.renderer._scene.flags[_mj.mjtRndFlag.mjRND_SHADOW] = ph.get("shadows", cfg.render.shadows)
+    before = replace(er.renderer.times)
+    ep_counter = rank * 100000 + abs(hash(ph["name"])) % 10000 * 10
+    t0 = time.time()
+    deadline = t0 + ph["seconds"]
+    add = wait = fin = 0.0
+    shards = []
+    while time.time() < deadline:
+        ep_counter += 1
+        er.prepare(ep_counter)
+        rep = _replay(er.twin, ep_counter, ph["frames"], cfg.fps)
+        if ph["mode"] == "stock":
+            tw = er.twin
+            for j in range(rep.frames):
+                tw.data.qpos[tw.index.qpos_adr] = rep.q[j]
+                mujoco.mj_kinematics(tw.model, tw.data)
+                mujoco.mj_camlight(tw.model, tw.data)
+                for c in cfg.cameras:
+                    tw.render(c)
+                out["frames"] += 1
+                if time.time() >= deadline:
+                    break
+        elif ph["mode"] == "tiled":
+            for _ in er.frames(rep):
+                out["frames"] += 1
+        else:
+            st = to_lerobot(rep.q).astype(np.float32)
+            root = Path(work) / f"{ph['name']}_{rank}_{ep_counter}"
+            w = ShardWriter(root, ph["cfg"])
+            for j, imgs in enumerate(er.frames(rep)):
+                a0 = time.perf_counter()
+                w.add(imgs, st[j], st[j], "bench")
+                add += time.perf_counter() - a0
+            f0 = time.perf_counter()
+            w.finish()
+            fin += time.perf_counter() - f0
+            wait += w.wait_s
+            out["frames"] += rep.frames
+            shards.append(str(root))
+    t1 = time.time()
+    rt = er.renderer.times
+    out.update(
+        t0=t0,
+        t1=t1,
+        scene_s=rt.scene_s - before.scene_s,
+        draw_s=rt.draw_s - before.draw_s,
+        readback_s=rt.readback_s - before.readback_s,
+        add_frame_s=add - wait,
+        encoder_wait_s=wait,
+        write_s=fin,
+        shards=shards,
+    )
+    return out
+
+
+DEFAULT_PHASES = "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast"
+
+
+def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
+    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``."""
+    phases = []
+    for item in spec.split(","):
+        mode, *rest = item.strip().split(":")
+        if mode not in ("stock", "tiled", "dataset"):
+            raise ValueError(f"phase {item!r}: mode must be stock, tiled or dataset")
+        p = int(rest[0]) if rest else 1
+        b = int(rest[1]) if len(rest) > 1 else 1
+        extras = rest[2:]
+        ph: dict[str, Any] = {"mode": mode, "processes": p, "frames_per_pass": b if mode != "stock" else 1}
+        name = f"{mode}_p{p}" + (f"_b{b}" if mode != "stock" else "")
+        preset = base.video.preset
+        for e in extras:
+            if e == "noshadow":
+                ph["shadows"] = False
+                name += "_noshadow"
+            elif e.startswith("s="):
+                ph["seconds"] = float(e[2:])
+            else:
+                preset = e
+        if mode == "dataset":
+            vc = replace(base.video, preset=preset, encoder_threads=encoder_threads)
+            ph["cfg"] = replace(base, video=vc)
+            name += f"_{base.video.vcodec}_{preset}"
+        ph["name"] = name
+        phases.append(ph)
+    return phases
+
+
+def run_render_benchmark(
+    *,
+    width: int = 640,
+    height: int = 480,
+    phases_spec: str = DEFAULT_PHASES,
+    seconds: float = 10.0,
+    frames: int = 60,
+    cfg: DatasetConfig | None = None,
+    encoder_threads: int = 2,
+    partial_out: Path | None = None,
+) -> dict[str, Any]:
+    """Run the phases (see :func:`parse_phases`); ``three_cam_fps_to_dataset`` = the best dataset phase."""
+    base = (cfg or load_dataset_config()).with_overrides(width=width, height=height)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    phases = parse_phases(phases_spec, base, encoder_threads)
+    processes = tuple(ph["processes"] for ph in phases)
+    for ph in phases:
+        ph.setdefault("seconds", seconds)
+        ph.setdefault("frames", frames)
+    nproc = max(processes)
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(nproc + 1)
+    results = ctx.Queue()
+    work = tempfile.mkdtemp(prefix="so101_bench_render_")
+    t_start = time.time()
+    procs = [ctx.Process(target=_worker, args=(r, base, phases, barrier, results, work)) for r in range(nproc)]
+    for pr in procs:
+        pr.start()
+    record: dict[str, Any] = {"phases": {}}
+    aggregated = False  # the merge is timed once (its cost grows with the shard count, not the phase)
+    best = 0.0
+    best_name = None
+    cold: list[float] = []
+    try:
+        for ph in phases:
+            barrier.wait(timeout=600)
+            got = [results.get(timeout=ph["seconds"] + 600) for _ in range(ph["processes"])]
+            errors = [r["error"] for r in got if "error" in r]
+            rows = [r for r in got if "error" not in r]
+            cold += [r["cold_start_s"] for r in got]
+            if errors:
+                record["phases"][ph["name"]] = {"mode": ph["mode"], "processes": ph["processes"], "errors": errors[:3]}
+                continue
+            wall = max(r["t1"] for r in rows) - min(r["t0"] for r in rows)
+            n = sum(r["frames"] for r in rows)
+            fps = n / wall if wall > 0 else 0.0
+            shares = {k: round(sum(r[k] for r in rows), 3) for k in ("scene_s", "draw_s", "readback_s", "add_frame_s", "encoder_wait_s", "write_s")}
+            entry: dict[str, Any] = {
+                "shadows": ph.get("shadows", base.render.shadows), "mode": ph["mode"], "processes": ph["processes"], "frames_per_pass": ph.get("frames_per_pass", 1),
+                "three_cam_frames": n, "wall_s": round(wall, 3), "three_cam_fps": round(fps, 1),
+                "worker_time_s": shares,
+                "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
+            }  # fmt: skip
+            if ph["mode"] == "dataset":
+                shards = [Path(s) for r in rows for s in r["shards"]]
+                entry["episodes"] = len(shards)
+                entry["encoder"] = {"vcodec": ph["cfg"].video.vcodec, "preset": ph["cfg"].video.preset,
+                                    "crf": ph["cfg"].video.crf, "g": ph["cfg"].video.g, "threads": encoder_threads}  # fmt: skip
+                if shards and not aggregated:
+                    aggregated = True
+                    from .lerobot_v3 import merge_shards
+
+                    a0 = time.time()
+                    merge_shards(shards, Path(work) / f"{ph['name']}_merged", ph["cfg"])
+                    agg = time.time() - a0
+                    entry["aggregate_s"] = round(agg, 3)
+                    entry["aggregate_s_per_episode"] = round(agg / len(shards), 4)
+                    entry["three_cam_fps_incl_aggregate"] = round(n / (wall + agg), 1)
+                if fps > best:
+                    best, best_name = fps, ph["name"]
+                for s in shards:
+                    shutil.rmtree(s, ignore_errors=True)
+            record["phases"][ph["name"]] = entry
+            if partial_out is not None:
+                import json
+
+                partial_out.write_text(json.dumps(record, indent=2) + "\n")
+        barrier.wait(timeout=600)
+    finally:
+        for pr in procs:
+            pr.join(timeout=60)
+            if pr.is_alive():
+                pr.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    stock = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "stock"]
+    tiled = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "tiled"]
+    record.update(
+        three_cam_fps_to_dataset=round(best, 1),
+        best_phase=best_name,
+        stock_ceiling_fps=max(stock) if stock else None,
+        tiled_render_fps=max(tiled) if tiled else None,
+        ratio_tiled_to_stock=round(max(tiled) / max(stock), 2) if stock and tiled and max(stock) > 0 else None,
+        ratio_dataset_to_stock=round(best / max(stock), 2) if stock and max(stock) > 0 else None,
+        cold_start_s={"mean": round(float(np.mean(cold)), 2), "max": round(float(np.max(cold)), 2)} if cold else None,
+        total_wall_s=round(time.time() - t_start, 1),
+        width=width,
+        height=height,
+        cameras=list(base.cameras),
+        frames_per_episode=frames,
+        shadows=base.render.shadows,
+        mujoco_gl=os.environ.get("MUJOCO_GL", ""),
+        goal_three_cam_fps_to_dataset_gpu=1000.0,
+    )
+    return record
+
+
+def gpu_name() -> str | None:
+    try:
+        import subprocess
+
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m so101_dataset.bench_render`` (the GPU machine runs it without the CLI's other deps)."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--width", type=int, default=640)
+    ap.add_argument("--height", type=int, default=480)
+    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|s=SEC]],...")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--frames", type=int, default=60)
+    ap.add_argument("--encoder-threads", type=int, default=2)
+    ap.add_argument("--no-shadows", action="store_true")
+    ap.add_argument("--label", default="cpu")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    cfg = load_dataset_config()
+    if a.no_shadows:
+        cfg = replace(cfg, render=replace(cfg.render, shadows=False))
+    rec = run_render_benchmark(
+        width=a.width, height=a.height, phases_spec=a.phases, seconds=a.seconds, frames=a.frames, cfg=cfg,
+        encoder_threads=a.encoder_threads, partial_out=Path(a.out) if a.out else None,
+    )  # fmt: skip
+    rec["machine"] = {"gpu": gpu_name()}
+    text = json.dumps(rec, indent=2)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+    return 0
+
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
