@@ -40,14 +40,18 @@ def export(out_dir: Path, cfg: DatasetConfig, indices: list[int] | None = None, 
     """Merge the units into ``lerobot_v3/`` (lerobot aggregate) and write ``lerobot_v21/``."""
     from .lerobot_v3 import merge_shards
     from .lerobot_v21 import write_v21
+    from .mix import unit_provenance, write_provenance
 
     units = selected_units(out_dir, indices)
     if progress:
         progress("export", 0, 2)
     v3 = merge_shards([u / "lerobot" for u in units], out_dir / "lerobot_v3", cfg)
+    prov = [unit_provenance(u) for u in units]
+    write_provenance(v3, prov)
     if progress:
         progress("export", 1, 2)
     v21 = write_v21(units, out_dir / "lerobot_v21", cfg)
+    write_provenance(v21, prov)
     if progress:
         progress("export", 2, 2)
     import json

@@ -49,3 +49,18 @@ def small_config():
     from so101_dataset.config import load_dataset_config
 
     return load_dataset_config().with_overrides(width=64, height=48)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """One small build shared by the read-only tests: 3 good demos + 1 corrupt file (skipped)."""
+    from so101_dataset.build import build_dataset
+    from so101_dataset.config import load_dataset_config
+
+    root = tmp_path_factory.mktemp("build")
+    demos = root / "demos"
+    write_demos(demos, 3)
+    (demos / "demo_000003.npz").write_bytes(b"not a zip file")
+    cfg = load_dataset_config().with_overrides(width=64, height=48)
+    result = build_dataset(demos, root / "out", cfg)
+    return result, cfg, demos

@@ -1,0 +1,169 @@
+"""One small build (conftest ``built``): every output read back with independent readers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from so101_core.lerobot_units import LEROBOT_JOINT_NAMES, to_lerobot
+
+
+def test_v3_loads_with_stock_lerobot_and_dataloader_batches(built) -> None:
+    import torch
+    from lerobot.datasets import LeRobotDataset
+
+    result, cfg, _ = built
+    assert result.episodes == 3 and result.frames == 36
+    ds = LeRobotDataset(cfg.repo_id, root=result.v3_dir, video_backend="pyav")
+    assert ds.meta.total_episodes == 3 and len(ds) == 36
+    assert ds.meta.robot_type == "so_follower" and ds.fps == 30
+    assert ds.meta.features["observation.state"]["names"] == list(LEROBOT_JOINT_NAMES)
+    batch = next(iter(torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)))
+    assert batch["observation.state"].shape == (4, 6) and batch["action"].shape == (4, 6)
+    for cam in cfg.cameras:
+        assert batch[f"observation.images.{cam}"].shape == (4, 3, 48, 64)
+    assert set(batch["task"]) == {"Pick up the vial and place it upright in the rack"}
+    # the state column is the recorded joint state in LeRobot units
+    unit = sorted((result.out_dir / "episodes").glob("episode_*"))[0]
+    with np.load(unit / "replay.npz") as z:
+        expected = to_lerobot(z["q"]).astype(np.float32)
+    first = torch.stack([ds[i]["observation.state"] for i in range(12)]).numpy()
+    np.testing.assert_allclose(first, expected, atol=1e-4)
+
+
+def test_corrupt_demo_is_skipped_and_named(built) -> None:
+    result, _, demos = built
+    assert set(result.failed) == {"3"}
+    assert result.failed["3"]["reason"] == "bad_demo_file"
+    assert str(demos / "demo_000003.npz") in result.failed["3"]["detail"]
+
+
+def test_frames_decode_to_the_rendered_pixels_and_render_is_deterministic(built) -> None:
+    from so101_dataset.bags import decode_frames
+    from so101_dataset.render import EpisodeRenderer, Replay
+
+    result, cfg, _ = built
+    unit = sorted((result.out_dir / "episodes").glob("episode_*"))[1]
+    meta = json.loads((unit / "episode.json").read_text())
+    with np.load(unit / "replay.npz") as z:
+        rep = Replay(z["t"], z["q"], z["action"], {k[12:]: z[k] for k in z.files if k.startswith("object_pose/")})
+    r = EpisodeRenderer(cfg.width, cfg.height, cfg.cameras, frames_per_pass=5)
+    try:
+        dr = r.prepare(meta["provenance"]["render_seed"])
+        assert dr == meta["visual_dr"]  # the recorded DR draw is the one rendered
+        a = [{c: v.copy() for c, v in f.items()} for f in r.frames(rep)]
+        r.prepare(meta["provenance"]["render_seed"])
+        b = [{c: v.copy() for c, v in f.items()} for f in r.frames(rep)]
+    finally:
+        r.close()
+    for cam in cfg.cameras:
+        assert all(np.array_equal(x[cam], y[cam]) for x, y in zip(a, b, strict=True))
+        video = next((unit / "lerobot" / "videos" / f"observation.images.{cam}").glob("chunk-*/file-*.mp4"))
+        decoded = np.stack(list(decode_frames(video))).astype(float)
+        rendered = np.stack([x[cam] for x in a]).astype(float)
+        assert decoded.shape == rendered.shape
+        mse = ((decoded - rendered) ** 2).mean()
+        # codec tolerance: h264 crf 23, yuv420p at 64×48 (chroma at 32×24) → PSNR ≈ 29–33 dB
+        assert 10 * np.log10(255**2 / max(mse, 1e-9)) > 26.0, cam
+        other = ((decoded[::-1] - rendered) ** 2).mean()  # the same frames, time-reversed: clearly worse
+        assert other > 2 * mse, cam
+
+
+def test_v21_passes_gr00t_rules_and_lerobot_converter(built, tmp_path: Path) -> None:
+    from lerobot.datasets import LeRobotDataset
+    from lerobot.scripts.convert_dataset_v21_to_v30 import convert_dataset
+    from so101_dataset.lerobot_v21 import check_gr00t_layout
+
+    result, cfg, _ = built
+    checked = check_gr00t_layout(result.v21_dir)
+    assert checked == {"episodes": 3, "frames": 36, "videos": 9}
+    modality = json.loads((result.v21_dir / "meta" / "modality.json").read_text())
+    assert modality["state"] == {"single_arm": {"start": 0, "end": 5}, "gripper": {"start": 5, "end": 6}}
+    stats = json.loads((result.v21_dir / "meta" / "stats.json").read_text())
+    assert {"mean", "std", "min", "max", "q01", "q99"} <= set(stats["action"])
+    assert (result.v21_dir / "gr00t" / "so101_modality_config.py").is_file()
+    copy = tmp_path / "v21"
+    shutil.copytree(result.v21_dir, copy)
+    convert_dataset(repo_id=cfg.repo_id, root=copy, push_to_hub=False)
+    ds = LeRobotDataset(cfg.repo_id, root=copy, video_backend="pyav")
+    assert ds.meta.total_episodes == 3 and len(ds) == 36
+    assert ds[20]["observation.images.top"].shape == (3, 48, 64)
+
+
+def test_gr00t_check_rejects_overlapping_modality_slices(built, tmp_path: Path) -> None:
+    from so101_dataset.errors import ExportError
+    from so101_dataset.lerobot_v21 import check_gr00t_layout
+
+    result, _, _ = built
+    copy = tmp_path / "v21"
+    shutil.copytree(result.v21_dir, copy)
+    modality = json.loads((copy / "meta" / "modality.json").read_text())
+    modality["state"]["gripper"] = {"start": 4, "end": 6}
+    (copy / "meta" / "modality.json").write_text(json.dumps(modality))
+    with pytest.raises(ExportError, match="covers"):
+        check_gr00t_layout(copy)
+
+
+def test_bag_decodes_message_for_message(built) -> None:
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    from so101_dataset.bags import decode_frames
+
+    result, _, _ = built
+    unit = sorted((result.out_dir / "episodes").glob("episode_*"))[0]
+    bag = result.bags_dir / unit.name
+    with np.load(unit / "replay.npz") as z:
+        q, t = z["q"], z["t"]
+    video = next((unit / "lerobot" / "videos" / "observation.images.side").glob("chunk-*/file-*.mp4"))
+    frames = list(decode_frames(video))
+    counts: dict[str, int] = {}
+    states, images = [], []
+    with open(next(bag.glob("*.mcap")), "rb") as f:
+        for _, channel, message, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+            topic = channel.topic
+            counts[topic] = counts.get(topic, 0) + 1
+            if topic == "/joint_states":
+                states.append((message.log_time, list(msg.position)))
+            elif topic == "/cameras/side/image_raw":
+                images.append(np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3))
+    assert counts["/joint_states"] == counts["/joint_commands"] == counts["/clock"] == counts["/tf"] == 12
+    assert counts["/tf_static"] == counts["/robot_description"] == 1
+    assert counts["/cameras/ego/camera_info"] == 12 and counts["/sim/objects/vial/pose"] == 12
+    np.testing.assert_allclose([p for _, p in states], q, atol=1e-12)
+    assert [ns for ns, _ in states] == [round(x * 1e9) for x in t]
+    assert all(np.array_equal(a, b) for a, b in zip(images, frames, strict=True))
+
+
+def test_report_and_provenance(built) -> None:
+    result, _, _ = built
+    md = (result.report_dir / "summary.md").read_text()
+    assert "| generated | 2 | 24 |" in md and "| seed | 1 | 12 |" in md
+    assert "bad_demo_file: 1" in md
+    for name in ("index.html", "trajectories.png", "contact_sheet.png", "sample_ego.mp4"):
+        assert (result.report_dir / name).stat().st_size > 0
+    prov = [json.loads(x) for x in (result.v3_dir / "meta" / "so101_provenance.jsonl").read_text().splitlines()]
+    assert [p["source"] for p in prov] == ["generated", "seed", "generated"]
+    assert prov[0]["seed_ids"] == ["seed_0"] and prov[0]["dr"]["seed"] == 1000
+
+
+def test_mix_hits_the_ratio_with_provenance(built, tmp_path: Path) -> None:
+    from lerobot.datasets import LeRobotDataset
+    from so101_dataset.mix import mix_datasets
+
+    result, cfg, _ = built
+    real = tmp_path / "real"
+    shutil.copytree(result.v3_dir, real)
+    (real / "meta" / "so101_provenance.jsonl").unlink()
+    summary = mix_datasets(result.out_dir, real, 0.25, tmp_path / "mix", cfg)
+    # 3 sim episodes of 12 frames vs 36 real frames: a 0.25 sim share takes 1 sim episode, real once
+    assert summary["sim_episodes"] == 1 and summary["sim_frame_share"] == 0.25
+    ds = LeRobotDataset(cfg.repo_id, root=tmp_path / "mix", video_backend="pyav")
+    assert ds.meta.total_episodes == 4 and len(ds) == 48
+    prov = [json.loads(x) for x in (tmp_path / "mix" / "meta" / "so101_provenance.jsonl").read_text().splitlines()]
+    assert [p["source"] for p in prov].count("real") == 3 and prov[0]["source"] in ("seed", "generated")
+    # a 0.75 share needs more sim than there is: sim episodes repeat (real is never dropped)
+    summary = mix_datasets(result.out_dir, real, 0.75, tmp_path / "mix2", cfg)
+    assert summary["sim_episodes"] == 9 and summary["sim_repeated"] and summary["sim_frame_share"] == 0.75
