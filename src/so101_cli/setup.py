@@ -19,6 +19,7 @@ setup(
         "so101_nodes",
         "so101_bringup",
         "so101_skillgen",
+        "so101_dataset",
         "so101_policy",
         "typer",
         "rich",

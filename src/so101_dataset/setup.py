@@ -13,7 +13,8 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
     ],
     include_package_data=True,
-    install_requires=["numpy", "pandas", "pyarrow", "matplotlib", "lerobot[dataset]", "so101_core", "nodegraph", "so101_skillgen"],
+    # lerobot with its [dataset] extra (datasets, av): requirements/runtime.txt
+    install_requires=["numpy", "pandas", "pyarrow", "matplotlib", "so101_core", "nodegraph", "so101_skillgen"],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",

@@ -99,3 +99,26 @@ def ik(
     result = run_ik_benchmark(device=device, batched_targets=targets, seeds=seeds, threads=threads)
     result["goals"] = {"jacobian_ms_max": 0.5, "batched_1024x32_ms_max_h200": 5.0, "success_pct_min": 99.0}
     _report(f"ik_{label or device}", result, as_json, save)
+
+
+@app.command()
+def render(
+    phases: str = typer.Option(
+        "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast", "--phases", help="mode:P[:B[:preset|noshadow|s=SEC]],..."
+    ),
+    seconds: float = typer.Option(10.0, "--seconds", help="time per phase, s"),
+    frames: int = typer.Option(60, "--frames", help="frames per episode"),
+    width: int = typer.Option(640, "--width"),
+    height: int = typer.Option(480, "--height"),
+    encoder_threads: int = typer.Option(2, "--encoder-threads", help="libx264 threads per camera stream"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: render_<label>.json (e.g. cpu, h200)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/render_<label>.json"),
+) -> None:
+    """Three-camera frames/s rendered and written to a LeRobot v3.0 dataset (three_cam_fps_to_dataset)."""
+    from so101_dataset.bench_render import run_render_benchmark
+
+    result = run_render_benchmark(
+        width=width, height=height, phases_spec=phases, seconds=seconds, frames=frames, encoder_threads=encoder_threads
+    )
+    _report(f"render_{label}", result, as_json, save)

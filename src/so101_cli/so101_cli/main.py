@@ -11,6 +11,7 @@ from so101_cli import (
     bag_cmd,
     bench_cmd,
     calibrate_cmd,
+    dataset_cmd,
     demo_cmd,
     graph_cmd,
     launch_cmd,
@@ -38,6 +39,7 @@ app.add_typer(bag_cmd.app, name="bag")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(seeds_cmd.app, name="seeds")
 app.add_typer(skillgen_cmd.app, name="skillgen")
+app.add_typer(dataset_cmd.app, name="dataset")
 
 
 def main() -> None:

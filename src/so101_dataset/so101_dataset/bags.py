@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from nodegraph.bag.metadata import qos_profile_yaml
 from nodegraph.bag.writer import BagWriter
 from nodegraph.interfaces.messages import make, serialize, time_message
@@ -48,9 +49,9 @@ def _quat_xyzw(rot: np.ndarray) -> np.ndarray:
     return np.asarray(matrix_to_quat_xyzw(rot), dtype=np.float64)
 
 
-def _tf(stamp: Any, parent: str, child: str, pos: Sequence[float], quat_xyzw: Sequence[float]) -> Any:
-    x, y, z = (float(v) for v in pos)
-    qx, qy, qz, qw = (float(v) for v in quat_xyzw)
+def _tf(stamp: Any, parent: str, child: str, pos: npt.ArrayLike, quat_xyzw: npt.ArrayLike) -> Any:
+    x, y, z = (float(v) for v in np.asarray(pos, dtype=float))
+    qx, qy, qz, qw = (float(v) for v in np.asarray(quat_xyzw, dtype=float))
     return make(
         "geometry_msgs/msg/TransformStamped",
         header=make("std_msgs/msg/Header", stamp=stamp, frame_id=parent),
@@ -167,7 +168,11 @@ def write_bag(unit: Path, out: Path, cfg: DatasetConfig, twin: Any | None = None
                         position=make("geometry_msgs/msg/Point", x=p[k, 0], y=p[k, 1], z=p[k, 2]),
                         orientation=make("geometry_msgs/msg/Quaternion", x=wxyz[1], y=wxyz[2], z=wxyz[3], w=wxyz[0]),
                     )
-                    msg = make("geometry_msgs/msg/PoseStamped", header=make("std_msgs/msg/Header", stamp=stamp, frame_id=WORLD), pose=pose)
+                    msg = make(
+                        "geometry_msgs/msg/PoseStamped",
+                        header=make("std_msgs/msg/Header", stamp=stamp, frame_id=WORLD),
+                        pose=pose,
+                    )
                     put(f"/sim/objects/{n}/pose", ns, msg, "geometry_msgs/msg/PoseStamped")
                 put("/tf", ns, make("tf2_msgs/msg/TFMessage", transforms=tfs), "tf2_msgs/msg/TFMessage")
                 for c in cams:

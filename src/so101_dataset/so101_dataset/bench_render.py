@@ -54,7 +54,9 @@ def _worker(rank: int, cfg: DatasetConfig, phases: list[dict[str, Any]], barrier
     fpp = max(p.get("frames_per_pass", 1) for p in phases)  # the buffer fits the largest pass
     setup_error = None
     try:
-        er = EpisodeRenderer(cfg.width, cfg.height, cfg.cameras, visual_dr=True, shadows=cfg.render.shadows, frames_per_pass=fpp)
+        er = EpisodeRenderer(
+            cfg.width, cfg.height, cfg.cameras, visual_dr=True, shadows=cfg.render.shadows, frames_per_pass=fpp
+        )
     except Exception as exc:
         setup_error = f"renderer: {exc!r}"
     try:
@@ -225,18 +227,32 @@ def run_render_benchmark(
             wall = max(r["t1"] for r in rows) - min(r["t0"] for r in rows)
             n = sum(r["frames"] for r in rows)
             fps = n / wall if wall > 0 else 0.0
-            shares = {k: round(sum(r[k] for r in rows), 3) for k in ("scene_s", "draw_s", "readback_s", "add_frame_s", "encoder_wait_s", "write_s")}
+            shares = {
+                k: round(sum(r[k] for r in rows), 3)
+                for k in ("scene_s", "draw_s", "readback_s", "add_frame_s", "encoder_wait_s", "write_s")
+            }
             entry: dict[str, Any] = {
-                "shadows": ph.get("shadows", base.render.shadows), "mode": ph["mode"], "processes": ph["processes"], "frames_per_pass": ph.get("frames_per_pass", 1),
-                "three_cam_frames": n, "wall_s": round(wall, 3), "three_cam_fps": round(fps, 1),
+                "shadows": ph.get("shadows", base.render.shadows),
+                "mode": ph["mode"],
+                "processes": ph["processes"],
+                "frames_per_pass": ph.get("frames_per_pass", 1),
+                "three_cam_frames": n,
+                "wall_s": round(wall, 3),
+                "three_cam_fps": round(fps, 1),
                 "worker_time_s": shares,
                 "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
-            }  # fmt: skip
+            }
             if ph["mode"] == "dataset":
                 shards = [Path(s) for r in rows for s in r["shards"]]
                 entry["episodes"] = len(shards)
-                entry["encoder"] = {"vcodec": ph["cfg"].video.vcodec, "preset": ph["cfg"].video.preset,
-                                    "crf": ph["cfg"].video.crf, "g": ph["cfg"].video.g, "threads": encoder_threads}  # fmt: skip
+                v = ph["cfg"].video
+                entry["encoder"] = {
+                    "vcodec": v.vcodec,
+                    "preset": v.preset,
+                    "crf": v.crf,
+                    "g": v.g,
+                    "threads": encoder_threads,
+                }
                 if shards and not aggregated:
                     aggregated = True
                     from .lerobot_v3 import merge_shards
@@ -289,7 +305,9 @@ def gpu_name() -> str | None:
     try:
         import subprocess
 
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -324,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         Path(a.out).write_text(text + "\n")
     return 0
-
 
 
 if __name__ == "__main__":

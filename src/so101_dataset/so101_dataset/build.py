@@ -36,7 +36,9 @@ class BuildResult:
     times_s: dict[str, float] = field(default_factory=dict)
 
 
-def export(out_dir: Path, cfg: DatasetConfig, indices: list[int] | None = None, progress: Progress | None = None) -> tuple[Path, Path, int, int]:
+def export(
+    out_dir: Path, cfg: DatasetConfig, indices: list[int] | None = None, progress: Progress | None = None
+) -> tuple[Path, Path, int, int]:
     """Merge the units into ``lerobot_v3/`` (lerobot aggregate) and write ``lerobot_v21/``."""
     from .lerobot_v3 import merge_shards
     from .lerobot_v21 import write_v21

@@ -6,10 +6,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from so101_core.config import Fields, config_dir, load_yaml
 from so101_core.robot_spec import CAMERA_NAMES
-from so101_core.sim.config import default_config_dir
-from so101_core.sim.errors import ConfigError
-from so101_core.sim.fields import Fields, load_yaml
 
 from .errors import DatasetConfigError
 
@@ -66,70 +64,70 @@ class DatasetConfig:
 def _bool(f: Fields, key: str, default: bool) -> bool:
     v = f.raw(key, default)
     if not isinstance(v, bool):
-        raise ConfigError(f.field(key), f"expected true/false, got {v!r}")
+        raise DatasetConfigError(f.field(key), f"expected true/false, got {v!r}")
     return v
 
 
 def validate(cfg: DatasetConfig) -> None:
     """Cross-field checks shared by the YAML loader and CLI overrides."""
     if not 8 <= cfg.width <= 4096 or not 8 <= cfg.height <= 4096:
-        raise DatasetConfigError(f"dataset.width/height: must be 8..4096 px, got {cfg.width}x{cfg.height}")
+        raise DatasetConfigError("dataset.width", f"must be 8..4096 px, got {cfg.width}x{cfg.height}")
     if cfg.width % 2 or cfg.height % 2:
-        raise DatasetConfigError(f"dataset.width/height: must be even (yuv420p), got {cfg.width}x{cfg.height}")
+        raise DatasetConfigError(
+            "dataset.width", f"width and height must be even (yuv420p), got {cfg.width}x{cfg.height}"
+        )
     if not cfg.cameras or len(set(cfg.cameras)) != len(cfg.cameras):
-        raise DatasetConfigError(f"dataset.cameras: need distinct names, got {list(cfg.cameras)}")
+        raise DatasetConfigError("dataset.cameras", f"need distinct names, got {list(cfg.cameras)}")
     unknown = [c for c in cfg.cameras if c not in CAMERA_NAMES]
     if unknown:
-        raise DatasetConfigError(f"dataset.cameras: unknown {unknown} (known: {list(CAMERA_NAMES)})")
+        raise DatasetConfigError("dataset.cameras", f"unknown {unknown} (known: {list(CAMERA_NAMES)})")
     if cfg.workers < 1:
-        raise DatasetConfigError(f"dataset.workers: must be >= 1, got {cfg.workers}")
+        raise DatasetConfigError("dataset.workers", f"must be >= 1, got {cfg.workers}")
     if cfg.on_bad_demo not in ("skip", "stop"):
-        raise DatasetConfigError(f"dataset.on_bad_demo: must be skip or stop, got {cfg.on_bad_demo!r}")
+        raise DatasetConfigError("dataset.on_bad_demo", f"must be skip or stop, got {cfg.on_bad_demo!r}")
 
 
 def load_dataset_config(path: Path | None = None) -> DatasetConfig:
     """Load and validate ``dataset.yaml`` (default: the config directory's)."""
-    try:
-        f = load_yaml(path or default_config_dir() / "dataset.yaml", "dataset")
-        cams = f.raw("cameras", list(CAMERA_NAMES))
-        if not isinstance(cams, list) or not all(isinstance(c, str) for c in cams):
-            raise ConfigError(f.field("cameras"), f"expected a list of camera names, got {cams!r}")
-        r, v, b, rep = f.sub("render", {}), f.sub("video", {}), f.sub("bags", {}), f.sub("report", {})
-        preset = v.raw("preset", "veryfast")
-        if preset is not None and not isinstance(preset, str | int):
-            raise ConfigError(v.field("preset"), f"expected a string, an integer or null, got {preset!r}")
-        cfg = DatasetConfig(
-            fps=f.integer("fps", 30, lo=1, hi=1000),
-            width=f.integer("width", 640, lo=8, hi=4096),
-            height=f.integer("height", 480, lo=8, hi=4096),
-            cameras=tuple(cams),
-            workers=f.integer("workers", 1, lo=1, hi=256),
-            repo_id=f.text("repo_id", "local/so101_sim"),
-            robot_type=f.text("robot_type", "so_follower"),
-            task=str(f.raw("task", "") or ""),
-            on_bad_demo=f.text("on_bad_demo", "skip", choices=("skip", "stop")),
-            render=RenderConfig(
-                gl=r.text("gl", "auto", choices=("auto", "egl", "osmesa")),
-                visual_dr=_bool(r, "visual_dr", True),
-                shadows=_bool(r, "shadows", True),
-                random_seed=r.integer("random_seed", 0, lo=0),
-            ),
-            video=VideoConfig(
-                vcodec=v.text("vcodec", "h264", choices=VCODECS),
-                pix_fmt=v.text("pix_fmt", "yuv420p"),
-                crf=v.integer("crf", 23, lo=0, hi=63),
-                g=v.integer("g", 2, lo=1, hi=1000),
-                preset=None if preset is None else str(preset),
-                encoder_threads=v.integer("encoder_threads", 0, lo=0, hi=256),
-                queue_frames=v.integer("queue_frames", 60, lo=2, hi=100000),
-            ),
-            bags_enabled=_bool(b, "enabled", True),
-            bag_image_stride=b.integer("image_stride", 1, lo=1),
-            report_enabled=_bool(rep, "enabled", True),
-        )
-        for sub in (r, v, b, rep, f):
-            sub.finish()
-    except ConfigError as exc:
-        raise DatasetConfigError(str(exc)) from exc
+    d = DatasetConfig()  # the defaults
+    f = load_yaml(path or config_dir() / "dataset.yaml", "dataset", error=DatasetConfigError)
+    cams = f.raw("cameras", list(d.cameras))
+    if not isinstance(cams, list) or not all(isinstance(c, str) for c in cams):
+        raise DatasetConfigError(f.field("cameras"), f"expected a list of camera names, got {cams!r}")
+    r, v, b, rep = f.sub("render", {}), f.sub("video", {}), f.sub("bags", {}), f.sub("report", {})
+    preset = v.raw("preset", d.video.preset)
+    if preset is not None and not isinstance(preset, str | int):
+        raise DatasetConfigError(v.field("preset"), f"expected a string, an integer or null, got {preset!r}")
+    cfg = DatasetConfig(
+        fps=f.integer("fps", d.fps, lo=1, hi=1000),
+        width=f.integer("width", d.width, lo=8, hi=4096),
+        height=f.integer("height", d.height, lo=8, hi=4096),
+        cameras=tuple(cams),
+        workers=f.integer("workers", d.workers, lo=1, hi=256),
+        repo_id=f.text("repo_id", d.repo_id),
+        robot_type=f.text("robot_type", d.robot_type),
+        task=str(f.raw("task", d.task) or ""),
+        on_bad_demo=f.text("on_bad_demo", d.on_bad_demo, choices=("skip", "stop")),
+        render=RenderConfig(
+            gl=r.text("gl", d.render.gl, choices=("auto", "egl", "osmesa")),
+            visual_dr=_bool(r, "visual_dr", d.render.visual_dr),
+            shadows=_bool(r, "shadows", d.render.shadows),
+            random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
+        ),
+        video=VideoConfig(
+            vcodec=v.text("vcodec", d.video.vcodec, choices=VCODECS),
+            pix_fmt=v.text("pix_fmt", d.video.pix_fmt),
+            crf=v.integer("crf", d.video.crf, lo=0, hi=63),
+            g=v.integer("g", d.video.g, lo=1, hi=1000),
+            preset=None if preset is None else str(preset),
+            encoder_threads=v.integer("encoder_threads", d.video.encoder_threads, lo=0, hi=256),
+            queue_frames=v.integer("queue_frames", d.video.queue_frames, lo=2, hi=100000),
+        ),
+        bags_enabled=_bool(b, "enabled", d.bags_enabled),
+        bag_image_stride=b.integer("image_stride", d.bag_image_stride, lo=1),
+        report_enabled=_bool(rep, "enabled", d.report_enabled),
+    )
+    for sub in (r, v, b, rep, f):
+        sub.finish()
     validate(cfg)
     return cfg

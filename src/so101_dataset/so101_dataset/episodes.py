@@ -140,17 +140,21 @@ class UnitRenderer:
         writer = ShardWriter(tmp / "lerobot", cfg)
         add_s = 0.0
         t_frames = time.perf_counter()
-        for j, images in enumerate(self.renderer.frames(replay)):
-            a0 = time.perf_counter()
-            writer.add(images, state[j], action[j], self.task)
-            add_s += time.perf_counter() - a0
-        t2 = time.perf_counter()
-        writer.finish()
+        try:
+            for j, images in enumerate(self.renderer.frames(replay)):
+                a0 = time.perf_counter()
+                writer.add(images, state[j], action[j], self.task)
+                add_s += time.perf_counter() - a0
+            t2 = time.perf_counter()
+            writer.finish()
+        except BaseException:
+            writer.abort()  # stop lerobot's encoder threads; the unit directory is dropped by the caller
+            raise
         t3 = time.perf_counter()
         rt = self.renderer.renderer.times
-        arrays = {"t": replay.t, "q": replay.q, "action": replay.action}
+        arrays: dict[str, Any] = {"t": replay.t, "q": replay.q, "action": replay.action}
         arrays.update({f"object_pose/{k}": v for k, v in replay.objects.items()})
-        np.savez(tmp / "replay.npz", **arrays)
+        np.savez(str(tmp / "replay.npz"), **arrays)
         extra = dict(demo.extra)
         times = {
             "prepare_s": t1 - t0,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from so101_core.config.errors import ConfigError
+
 
 class DatasetError(Exception):
     """Base class of every error raised by ``so101_dataset``."""
 
 
-class DatasetConfigError(DatasetError, ValueError):
-    """``dataset.yaml`` (or a CLI override) holds a bad value; the message names the field."""
+class DatasetConfigError(DatasetError, ConfigError):
+    """``config/dataset.yaml`` (or a CLI override) holds a bad value (the project's
+    :class:`so101_core.config.ConfigError`); ``field`` is the dotted path, e.g. ``dataset.video.crf``."""
 
 
 class DemoFileError(DatasetError):

@@ -59,7 +59,7 @@ def _stats(x: np.ndarray, quantiles: bool) -> dict[str, Any]:
         "max": x.max(0).tolist(),
         "mean": x.mean(0).tolist(),
         "std": x.std(0).tolist(),
-        "count": [int(len(x))],
+        "count": [len(x)],
     }
     if quantiles:
         for q in QUANTILES:

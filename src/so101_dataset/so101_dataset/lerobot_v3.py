@@ -15,6 +15,7 @@ Features (shapes, LeRobot units): ``observation.state`` (6,) float32 and ``actio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -88,7 +89,9 @@ class ShardWriter:
         enc = getattr(self.ds.writer, "_streaming_encoder", None)
         return list(getattr(enc, "_frame_queues", {}).values()) if enc is not None else []
 
-    def add(self, images: dict[str, npt.NDArray[np.uint8]], state: npt.ArrayLike, action: npt.ArrayLike, task: str) -> None:
+    def add(
+        self, images: dict[str, npt.NDArray[np.uint8]], state: npt.ArrayLike, action: npt.ArrayLike, task: str
+    ) -> None:
         """One frame: ``images`` camera → (H, W, 3) uint8, ``state``/``action`` (6,) LeRobot units."""
         if self.frames:
             t0 = time.perf_counter()
@@ -117,10 +120,8 @@ class ShardWriter:
         return self.frames
 
     def abort(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # best effort: the directory is removed anyway
             self.ds.clear_episode_buffer()
-        except Exception:  # best effort: the directory is removed anyway
-            pass
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -128,10 +129,13 @@ def count_video_frames(path: Path, *, decode: bool = True) -> int:
     """Frame count of an MP4: decoded frames, or (``decode=False``) non-empty video packets (no decoding)."""
     import av
 
-    with av.open(str(path)) as c:
+    c = av.open(str(path))
+    try:
         if decode:
             return sum(1 for _ in c.decode(video=0))
         return sum(1 for p in c.demux(video=0) if p.size)
+    finally:
+        c.close()
 
 
 def check_video_frames(root: Path, cameras: Sequence[str], expected: int) -> None:

@@ -50,7 +50,9 @@ def write_provenance(dataset: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps({"episode_index": i, **r}) + "\n" for i, r in enumerate(rows)), encoding="utf-8")
 
 
-def mix_datasets(sim: Path, real: Path, ratio: float, out: Path, cfg: DatasetConfig, *, seed: int = 0) -> dict[str, Any]:
+def mix_datasets(
+    sim: Path, real: Path, ratio: float, out: Path, cfg: DatasetConfig, *, seed: int = 0
+) -> dict[str, Any]:
     """Merge ``sim`` (build dir) and ``real`` (v3.0 root) into ``out`` at sim frame share ``ratio`` (0 < r < 1)."""
     from lerobot.datasets import LeRobotDatasetMetadata, aggregate_datasets
 
@@ -95,7 +97,9 @@ def mix_datasets(sim: Path, real: Path, ratio: float, out: Path, cfg: DatasetCon
     rows = [{**unit_provenance(units[i]), "repeat": chosen[:k].count(i)} for k, i in enumerate(chosen)]
     for e in range(int(real_meta.total_episodes)):
         base = real_prov[e] if e < len(real_prov) else {}
-        rows.append({**{k: v for k, v in base.items() if k != "episode_index"}, "source": "real", "origin": f"{real}:{e}"})
+        rows.append(
+            {**{k: v for k, v in base.items() if k != "episode_index"}, "source": "real", "origin": f"{real}:{e}"}
+        )
     write_provenance(tmp, rows)
     sim_out = sum(sim_frames[i] for i in chosen)
     real_out = real_frames

@@ -125,7 +125,9 @@ class TiledRenderer:
             self._gl.make_current()
             self._ctx = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150)
         except Exception as exc:  # no EGL/OSMesa: name the backend
-            raise RenderError(f"cannot create an OpenGL context (MUJOCO_GL={os.environ.get('MUJOCO_GL')}): {exc}") from exc
+            raise RenderError(
+                f"cannot create an OpenGL context (MUJOCO_GL={os.environ.get('MUJOCO_GL')}): {exc}"
+            ) from exc
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._ctx)
         if self._ctx.offWidth < bw or self._ctx.offHeight < bh:
             raise RenderError(f"offscreen buffer {self._ctx.offWidth}x{self._ctx.offHeight} < {bw}x{bh} requested")
@@ -160,7 +162,9 @@ class TiledRenderer:
             set_state(i)
             for k, cam in enumerate(self._cams):
                 if k == 0:
-                    mj.mjv_updateScene(self.model, data, self._opt, self._pert, cam, mj.mjtCatBit.mjCAT_ALL, self._scene)
+                    mj.mjv_updateScene(
+                        self.model, data, self._opt, self._pert, cam, mj.mjtCatBit.mjCAT_ALL, self._scene
+                    )
                 else:
                     mj.mjv_updateCamera(self.model, data, cam, self._scene)
                 mj.mjv_makeLights(self.model, data, self._scene)

@@ -159,7 +159,8 @@ def write_report(out_dir: Path, *, demos_dir: Path | None = None, indices: Seque
         md.append(f"| {s} | " + " | ".join(f"{m:.3g}" for m in meds) + " |")
     (report / "summary.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     videos = "".join(
-        f'<figure><video src="sample_{c}.mp4" controls loop muted width="320"></video><figcaption>{c}</figcaption></figure>'
+        f'<figure><video src="sample_{c}.mp4" controls loop muted width="320"></video>'
+        f"<figcaption>{c}</figcaption></figure>"
         for c in cameras
     )
     body = html.escape("\n".join(md))

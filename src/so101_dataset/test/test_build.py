@@ -167,3 +167,16 @@ def test_mix_hits_the_ratio_with_provenance(built, tmp_path: Path) -> None:
     # a 0.75 share needs more sim than there is: sim episodes repeat (real is never dropped)
     summary = mix_datasets(result.out_dir, real, 0.75, tmp_path / "mix2", cfg)
     assert summary["sim_episodes"] == 9 and summary["sim_repeated"] and summary["sim_frame_share"] == 0.75
+
+
+def test_cli_report_and_clear_error_on_bad_override(built, tmp_path: Path) -> None:
+    from so101_cli.main import app
+    from typer.testing import CliRunner
+
+    result, _, demos = built
+    runner = CliRunner()
+    ok = runner.invoke(app, ["dataset", "report", str(result.out_dir), "--demos", str(demos)])
+    assert ok.exit_code == 0, ok.output
+    assert "index.html" in ok.output
+    bad = runner.invoke(app, ["dataset", "build", "--demos", str(demos), "--out", str(tmp_path / "o"), "--width", "65"])
+    assert bad.exit_code == 2 and "dataset.width" in bad.output and not (tmp_path / "o").exists()

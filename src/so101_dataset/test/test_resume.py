@@ -59,11 +59,12 @@ def test_sigkill_at_random_points_then_rerun_gives_exact_episodes(tmp_path: Path
     demos, out = tmp_path / "demos", tmp_path / "out"
     write_demos(demos, 4, steps=10)
     rng = np.random.default_rng(int(time.time()) % 1000)
-    # progress lines: render 0..4 (5), export 0..2 (3), bags 1..4 (4), report (1) = 13
-    kills = sorted(rng.choice(np.arange(2, 13), size=2, replace=False).tolist())
-    for k in kills:
-        lines = _run(demos, out, 2 if k % 2 else 1, k, float(rng.uniform(0.0, 0.4)))
-        assert lines and not lines[-1].startswith("DONE"), f"killed after line {k}: {lines}"
+    # a fresh run prints render 0..4, export 0..2, bags 1..4, report 1, DONE: kill the first during
+    # rendering (after line 2..4), the resumed second one anywhere in what is left of its stages
+    first = int(rng.integers(2, 5))
+    lines = _run(demos, out, 2, first, float(rng.uniform(0.0, 0.4)))
+    assert lines and not lines[-1].startswith("DONE"), lines
+    lines = _run(demos, out, 1, int(rng.integers(1, 9)), float(rng.uniform(0.0, 0.4)))
     lines = _run(demos, out, 1, None, 0.0)
     assert lines[-1] == "DONE 4 40", lines
     units = sorted(p.name for p in (out / "episodes").glob("episode_*"))
@@ -87,7 +88,7 @@ def test_on_bad_demo_stop_names_the_file_and_keeps_finished_units(tmp_path: Path
     from so101_dataset.config import load_dataset_config
 
     cfg = load_dataset_config().with_overrides(width=32, height=24, on_bad_demo="stop")
-    with pytest.raises(DemoFileError, match="demo_000001.npz"):
+    with pytest.raises(DemoFileError, match=r"demo_000001\.npz"):
         render_episodes(demos, tmp_path / "out", cfg)
     assert (tmp_path / "out" / "episodes" / "episode_000000" / "episode.json").is_file()
     failures = json.loads((tmp_path / "out" / "episodes" / "failures.json").read_text())
