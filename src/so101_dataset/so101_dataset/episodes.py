@@ -247,9 +247,12 @@ def render_episodes(
         progress("render", finished, total)
     n = max(1, min(workers or cfg.workers, len(todo) or 1))
 
+    ok_this_run = 0
+
     def record(res: UnitResult) -> None:
-        nonlocal finished
+        nonlocal finished, ok_this_run
         finished += 1
+        ok_this_run += int(res.ok)
         if res.ok:
             failures.pop(str(res.index), None)
         else:
@@ -285,7 +288,7 @@ def render_episodes(
         "requested": len(demos),
         "rendered": len(set(units) & wanted),
         "failed": {k: v for k, v in failures.items() if int(k) in wanted},
-        "rendered_this_run": len(todo) - len([k for k in failures if int(k) in {i for i, _ in todo}]),
+        "rendered_this_run": ok_this_run,
         "wall_s": time.perf_counter() - t0,
         "units": [units[i] for i in sorted(set(units) & wanted)],
     }
