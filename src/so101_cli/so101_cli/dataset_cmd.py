@@ -100,14 +100,15 @@ def render(
 @app.command()
 def export(
     out: Path = typer.Argument(..., help="a render output directory (with episodes/)"),
+    workers: int | None = WORKERS,
     config: Path | None = CONFIG,
 ) -> None:
     """Merge the rendered units into <out>/lerobot_v3 (lerobot aggregate) and write <out>/lerobot_v21 (GR00T)."""
     from so101_dataset.build import export as run_export
 
     with _errors():
-        cfg = _config(config)
-        v3, v21, episodes, frames = run_export(out, cfg)
+        cfg = _config(config, workers=workers)
+        v3, v21, episodes, frames = run_export(out, cfg, workers=cfg.workers)
     typer.echo(f"{episodes} episodes, {frames} frames -> {v3}, {v21}")
 
 

@@ -37,7 +37,12 @@ class BuildResult:
 
 
 def export(
-    out_dir: Path, cfg: DatasetConfig, indices: list[int] | None = None, progress: Progress | None = None
+    out_dir: Path,
+    cfg: DatasetConfig,
+    indices: list[int] | None = None,
+    progress: Progress | None = None,
+    *,
+    workers: int = 1,
 ) -> tuple[Path, Path, int, int]:
     """Merge the units into ``lerobot_v3/`` (lerobot aggregate) and write ``lerobot_v21/``."""
     from .lerobot_v3 import merge_shards
@@ -47,7 +52,7 @@ def export(
     units = selected_units(out_dir, indices)
     if progress:
         progress("export", 0, 2)
-    v3 = merge_shards([u / "lerobot" for u in units], out_dir / "lerobot_v3", cfg)
+    v3 = merge_shards([u / "lerobot" for u in units], out_dir / "lerobot_v3", cfg, workers=workers)
     prov = [unit_provenance(u) for u in units]
     write_provenance(v3, prov)
     if progress:
@@ -80,7 +85,7 @@ def build_dataset(
         raise DatasetError(f"{demos_dir}: no demo rendered successfully ({len(summary['failed'])} failed)")
     indices = [int(u.name.split("_")[1]) for u in summary["units"]]
     t1 = time.perf_counter()
-    v3, v21, episodes, frames = export(out_dir, config, indices, progress)
+    v3, v21, episodes, frames = export(out_dir, config, indices, progress, workers=workers)
     times["export_s"] = time.perf_counter() - t1
     bags_dir = None
     if config.bags_enabled:

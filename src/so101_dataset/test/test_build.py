@@ -180,3 +180,17 @@ def test_cli_report_and_clear_error_on_bad_override(built, tmp_path: Path) -> No
     assert "index.html" in ok.output
     bad = runner.invoke(app, ["dataset", "build", "--demos", str(demos), "--out", str(tmp_path / "o"), "--width", "65"])
     assert bad.exit_code == 2 and "dataset.width" in bad.output and not (tmp_path / "o").exists()
+
+
+def test_parallel_two_level_merge_equals_the_single_merge(built, tmp_path: Path) -> None:
+    import pandas as pd
+    from so101_dataset.lerobot_v3 import merge_shards
+
+    result, cfg, _ = built
+    shards = [u / "lerobot" for u in sorted((result.out_dir / "episodes").glob("episode_*"))]
+    merged = merge_shards(shards, tmp_path / "v3", cfg, workers=2)
+    a = pd.read_parquet(next((merged / "data").glob("chunk-*/file-*.parquet")))
+    b = pd.read_parquet(next((result.v3_dir / "data").glob("chunk-*/file-*.parquet")))
+    assert list(a["episode_index"]) == list(b["episode_index"]) and list(a["index"]) == list(range(36))
+    np.testing.assert_array_equal(np.stack(a["observation.state"]), np.stack(b["observation.state"]))
+    assert not (tmp_path / "v3.parts").exists()
