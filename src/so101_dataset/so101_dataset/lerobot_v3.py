@@ -16,6 +16,7 @@ Features (shapes, LeRobot units): ``observation.state`` (6,) float32 and ``actio
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import time
@@ -182,7 +183,7 @@ def merge_shards(shards: Sequence[Path], out: Path, cfg: DatasetConfig, *, worke
         shutil.rmtree(parts_dir, ignore_errors=True)
         parts_dir.mkdir(parents=True)
         bounds = np.linspace(0, len(shards), workers + 1).round().astype(int)
-        groups = [list(shards[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+        groups = [list(shards[a:b]) for a, b in itertools.pairwise(bounds.tolist()) if b > a]
         with ProcessPoolExecutor(len(groups), mp_context=get_context("spawn")) as pool:
             futs = [pool.submit(_aggregate, g, parts_dir / f"part_{k:03d}", cfg.repo_id) for k, g in enumerate(groups)]
             parts = [f.result() for f in futs]
