@@ -70,6 +70,13 @@ def render_seed(demo_seed: int | None, demo_file: str, base: int) -> int:
     return int(np.random.SeedSequence([base, zlib.crc32(demo_file.encode())]).generate_state(1)[0])
 
 
+def seed_ids(sources: Any) -> list[str]:
+    """The source seeds a SkillGen demo was built from (its ``extra.sources[*].seed``), sorted."""
+    if not isinstance(sources, list):
+        return []
+    return sorted({str(s["seed"]) for s in sources if isinstance(s, dict) and s.get("seed") is not None})
+
+
 @dataclass(frozen=True)
 class UnitResult:
     index: int
@@ -185,7 +192,7 @@ class UnitRenderer:
                 "render_seed": seed,
                 "attempt": extra.get("attempt"),
                 "random_seed": extra.get("random_seed"),
-                "seed_ids": sorted({str(s.get("source")) for s in extra.get("sources", []) if isinstance(s, dict)}),
+                "seed_ids": seed_ids(extra.get("sources", [])),
                 "sources": extra.get("sources", []),
             },
             "visual_dr": dr if cfg.render.visual_dr else None,

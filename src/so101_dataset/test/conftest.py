@@ -37,7 +37,14 @@ def write_demos(directory: Path, count: int, steps: int = 12, *, hz: float = 30.
             source="skillgen" if i % 2 == 0 else "scripted",
             seed=1000 + i,
             control_hz=hz,
-            extra={"attempt": i, "random_seed": 7, "sources": [{"kind": "grasp", "source": f"seed_{i % 2}"}]},
+            extra={
+                "attempt": i,
+                "random_seed": 7,
+                "sources": [  # as SkillGen's AttemptRunner records them
+                    {"slot": 0, "kind": "grasp", "object": "vial", "seed": f"seed_{i % 2}.npz", "candidates": []},
+                    {"slot": 1, "kind": "place", "object": "rack", "seed": "seed_1.npz", "candidates": []},
+                ],
+            },
         )
         paths.append(save_seed(demo, directory / f"demo_{i:06d}.npz"))
     return paths

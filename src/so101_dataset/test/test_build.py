@@ -146,7 +146,7 @@ def test_report_and_provenance(built) -> None:
         assert (result.report_dir / name).stat().st_size > 0
     prov = [json.loads(x) for x in (result.v3_dir / "meta" / "so101_provenance.jsonl").read_text().splitlines()]
     assert [p["source"] for p in prov] == ["generated", "seed", "generated"]
-    assert prov[0]["seed_ids"] == ["seed_0"] and prov[0]["dr"]["seed"] == 1000
+    assert prov[0]["seed_ids"] == ["seed_0.npz", "seed_1.npz"] and prov[0]["dr"]["seed"] == 1000
 
 
 def test_mix_hits_the_ratio_with_provenance(built, tmp_path: Path) -> None:
