@@ -23,7 +23,7 @@ import traceback
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -219,6 +219,36 @@ def _work(index: int, demo: str, root: str, demos_dir: str) -> UnitResult:
     return _WORKER.render_unit(index, Path(demo), Path(root), Path(demos_dir))
 
 
+def render_fingerprint(cfg: DatasetConfig) -> dict[str, Any]:
+    """What every unit of one output directory must share (a rerun with other values would mix them)."""
+    return {
+        "fps": cfg.fps,
+        "width": cfg.width,
+        "height": cfg.height,
+        "cameras": list(cfg.cameras),
+        "robot_type": cfg.robot_type,
+        "task": cfg.task,
+        "render": asdict(cfg.render),
+        "video": {k: v for k, v in asdict(cfg.video).items() if k not in ("encoder_threads", "queue_frames")},
+    }
+
+
+def check_fingerprint(root: Path, cfg: DatasetConfig) -> None:
+    """Record the render settings of ``root`` on first use; raise if a rerun asks for other ones."""
+    path = root / "render_config.json"
+    want = render_fingerprint(cfg)
+    if path.is_file():
+        have = json.loads(path.read_text(encoding="utf-8"))
+        if have != want:
+            diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+            raise DatasetError(
+                f"{root} was rendered with other settings ({', '.join(diff)}: {[have.get(k) for k in diff]}, "
+                f"now {[want.get(k) for k in diff]}); use a new output directory"
+            )
+    else:
+        write_json(path, want)
+
+
 def complete_units(root: Path) -> dict[int, Path]:
     """Index → directory of every complete unit under ``root`` (``episodes/``)."""
     out = {}
@@ -243,6 +273,7 @@ def render_episodes(
         demos = demos[:max_episodes]
     root = out_dir / "episodes"
     root.mkdir(parents=True, exist_ok=True)
+    check_fingerprint(root, cfg)
     shutil.rmtree(root / ".tmp", ignore_errors=True)
     done = complete_units(root)
     failures_path = root / "failures.json"

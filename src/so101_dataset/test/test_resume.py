@@ -95,6 +95,20 @@ def test_on_bad_demo_stop_names_the_file_and_keeps_finished_units(tmp_path: Path
     assert failures["1"]["reason"] == "bad_demo_file"
 
 
+def test_rerun_with_other_render_settings_is_refused(tmp_path: Path) -> None:
+    from so101_dataset.config import load_dataset_config
+    from so101_dataset.episodes import render_episodes
+    from so101_dataset.errors import DatasetError
+
+    demos = tmp_path / "demos"
+    write_demos(demos, 1, steps=4)
+    cfg = load_dataset_config().with_overrides(width=32, height=24)
+    assert render_episodes(demos, tmp_path / "out", cfg)["rendered"] == 1
+    with pytest.raises(DatasetError, match=r"width.*new output directory"):
+        render_episodes(demos, tmp_path / "out", cfg.with_overrides(width=64, height=48))
+    assert render_episodes(demos, tmp_path / "out", cfg)["rendered_this_run"] == 0  # same settings: resumes
+
+
 def test_missing_demo_directory_and_bad_config_are_clear(tmp_path: Path) -> None:
     from so101_dataset.config import load_dataset_config
     from so101_dataset.episodes import find_demos
