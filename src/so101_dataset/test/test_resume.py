@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_demos
+from dataset_fixtures import write_demos
 
 SCRIPT = """
 import sys
