@@ -1,6 +1,8 @@
 """The calibration procedure on a live bus (LeRobot's SO-101 procedure; the pure steps are in
-``calibration_procedure``): torque off, homing offsets from the middle pose, ranges while the user moves each
-joint, then an :class:`ArmCalibration` to save in LeRobot's JSON format.
+``calibration_procedure``): torque off, homing offsets and position limits reset, homing offsets from the
+middle pose, ranges while the user moves each joint, then the result written to the servos (Homing_Offset,
+Min_Position_Limit, Max_Position_Limit, as LeRobot's ``write_calibration`` does) and returned as an
+:class:`ArmCalibration` to save in LeRobot's JSON format.
 
 The caller supplies the user interaction as two callables, so a terminal prompt, a GUI or a test can drive it.
 """
@@ -34,8 +36,10 @@ def calibrate_arm(
     """
     by_id = {servo_id: name for name, servo_id in ids.items()}
     bus.set_torque(False, list(by_id))
-    for servo_id in by_id:
+    for servo_id in by_id:  # old limits would clip the ranges recorded below
         bus.write(servo_id, p.HOMING_OFFSET, 0, check_faults=False)
+        bus.write(servo_id, p.MIN_POSITION_LIMIT, 0, check_faults=False)
+        bus.write(servo_id, p.MAX_POSITION_LIMIT, p.MAX_POSITION, check_faults=False)
     wait_for_middle_pose()
     present = bus.sync_read(p.PRESENT_POSITION, list(by_id))
     offsets = half_turn_homing_offsets({by_id[i]: v for i, v in present.items()})
@@ -51,4 +55,8 @@ def calibrate_arm(
             break
         time.sleep(poll_s)
     mins, maxes = recorder.result()
-    return build_calibration(ids, offsets, mins, maxes)
+    calibration = build_calibration(ids, offsets, mins, maxes)
+    for name, motor in calibration.motors.items():
+        bus.write(ids[name], p.MIN_POSITION_LIMIT, motor.range_min, check_faults=False)
+        bus.write(ids[name], p.MAX_POSITION_LIMIT, motor.range_max, check_faults=False)
+    return calibration

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,15 +33,64 @@ class ArmEntry:
         return load_calibration(path)
 
 
+SHUTDOWN_BEHAVIORS = ("hold", "torque_off", "rest_then_torque_off")
+TORQUE_RECOVERY = ("manual", "when_clear")
+
+
 @dataclass(frozen=True)
 class SafetyConfig:
-    """Driver safety parameters: rad per cycle, s, °C, V, fraction of max torque."""
+    """Safety parameters shared by the driver and the twin.
+
+    Attributes:
+        max_step_rad: largest goal change per control cycle of ``rate_hz``, rad.
+        rate_hz: the driver's control rate, Hz (the cycle ``max_step_rad`` refers to).
+        watchdog_timeout_s: no command for this long -> hold; older commands are refused, s.
+        min_rate_hz: loop rate below which ``/diagnostics`` says ERROR, Hz (WARN below
+            ``rate_warn_fraction`` x ``rate_hz``).
+        rate_warn_fraction: fraction of ``rate_hz`` below which the loop rate is a WARN.
+        max_temperature_c / min_voltage_v / max_load: health warning thresholds (°C, V, fraction of max torque).
+        torque_recovery: after a servo lost torque: ``manual`` (only ``~/enable_torque``) or ``when_clear``
+            (torque back on by itself once the servo reports no error bits, holding where it is).
+    """
 
     max_step_rad: float = 0.05
+    rate_hz: float = 100.0
     watchdog_timeout_s: float = 0.5
+    min_rate_hz: float = 30.0
+    rate_warn_fraction: float = 0.8
     max_temperature_c: float = 65.0
     min_voltage_v: float = 6.0
     max_load: float = 0.9
+    torque_recovery: str = "manual"
+
+    @property
+    def max_speed_rad_s(self) -> float:
+        """The step limit as a speed: ``max_step_rad * rate_hz``, rad/s."""
+        return self.max_step_rad * self.rate_hz
+
+
+@dataclass(frozen=True)
+class ShutdownConfig:
+    """What the follower does when the driver stops: ``behavior`` one of :data:`SHUTDOWN_BEHAVIORS`;
+    ``rest_pose`` (6,) rad and ``rest_ease_s`` s for ``rest_then_torque_off``."""
+
+    behavior: str = "torque_off"
+    rest_pose: tuple[float, ...] = (0.0,) * len(JOINT_NAMES)
+    rest_ease_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.behavior not in SHUTDOWN_BEHAVIORS:
+            raise ConfigError(
+                f"shutdown must be one of {list(SHUTDOWN_BEHAVIORS)}, got {self.behavior!r}", field="shutdown"
+            )
+        if len(self.rest_pose) != len(JOINT_NAMES) or not all(math.isfinite(v) for v in self.rest_pose):
+            raise ConfigError(f"rest_pose needs {len(JOINT_NAMES)} finite values (rad)", field="rest_pose")
+        if not (math.isfinite(self.rest_ease_s) and self.rest_ease_s >= 0):
+            raise ConfigError(f"rest_ease_s must be >= 0, got {self.rest_ease_s}", field="rest_ease_s")
+
+    @property
+    def torque_off(self) -> bool:
+        return self.behavior != "hold"
 
 
 @dataclass(frozen=True)
@@ -50,6 +100,7 @@ class RobotHardwareConfig:
     follower: ArmEntry
     leader: ArmEntry | None
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
 
 
 def _get(section: Mapping[str, Any], key: str, where: str, kind: Any, default: Any = ...) -> Any:
@@ -93,15 +144,33 @@ def _arm(data: Any, where: str, role: Role, signs: dict[str, float], offsets: di
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}", field=f"{where}.{exc.field}") from None
     calib = _get(sec, "calibration", where, (str, type(None)), None)
+    if "disable_torque_on_disconnect" in sec:
+        raise ConfigError(
+            f"{where}.disable_torque_on_disconnect was replaced by {where}.shutdown ({' | '.join(SHUTDOWN_BEHAVIORS)})",
+            field=f"{where}.disable_torque_on_disconnect",
+        )
+    shutdown = _shutdown(sec, where) if role == "follower" else ShutdownConfig("hold")
     arm = ArmConfig(
         bus=bus,
         torque_on_connect=_get(sec, "torque_on_connect", where, bool, role == "follower"),
-        disable_torque_on_disconnect=_get(sec, "disable_torque_on_disconnect", where, bool, role == "follower"),
+        disable_torque_on_disconnect=shutdown.torque_off,
         sync_calibration=_get(sec, "sync_calibration", where, bool, True),
         signs=signs,
         offsets_rad=offsets,
     )
     return ArmEntry(_get(sec, "id", where, str), Path(calib).expanduser() if calib else None, arm, role)
+
+
+def _shutdown(sec: Mapping[str, Any], where: str) -> ShutdownConfig:
+    behavior = _get(sec, "shutdown", where, str, ShutdownConfig.behavior)
+    rest = _get(sec, "rest_pose", where, list, list(ShutdownConfig.rest_pose))
+    ease = _get(sec, "rest_ease_s", where, int | float, ShutdownConfig.rest_ease_s)
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in rest):
+        raise ConfigError(f"{where}.rest_pose must be numbers (rad), got {rest!r}", field=f"{where}.rest_pose")
+    try:
+        return ShutdownConfig(behavior, tuple(float(v) for v in rest), float(ease))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.{exc}", field=f"{where}.{exc.field}") from None
 
 
 def parse_robot_config(data: Any) -> RobotHardwareConfig:
@@ -116,16 +185,28 @@ def parse_robot_config(data: Any) -> RobotHardwareConfig:
     leader_data = robot.get("leader")
     leader = _arm(leader_data, "robot.leader", "leader", signs, offsets) if leader_data is not None else None
     safety_sec = _section(robot.get("safety") or {}, "robot.safety")
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}
     for key, default in vars(SafetyConfig()).items():
+        if isinstance(default, str):
+            continue
         value = _get(safety_sec, key, "robot.safety", int | float, default)
-        if not value > 0:
+        if not (math.isfinite(value) and value > 0):
             raise ConfigError(f"robot.safety.{key} must be > 0, got {value}", field=f"robot.safety.{key}")
         values[key] = float(value)
+    if values["rate_warn_fraction"] > 1:
+        raise ConfigError("robot.safety.rate_warn_fraction must be in (0, 1]", field="robot.safety.rate_warn_fraction")
+    recovery = _get(safety_sec, "torque_recovery", "robot.safety", str, SafetyConfig.torque_recovery)
+    if recovery not in TORQUE_RECOVERY:
+        raise ConfigError(
+            f"robot.safety.torque_recovery must be one of {list(TORQUE_RECOVERY)}, got {recovery!r}",
+            field="robot.safety.torque_recovery",
+        )
+    values["torque_recovery"] = recovery
     unknown = sorted(set(safety_sec) - set(values))
     if unknown:
         raise ConfigError(f"robot.safety: unknown key {unknown[0]!r}", field=f"robot.safety.{unknown[0]}")
-    return RobotHardwareConfig(follower, leader, SafetyConfig(**values))
+    shutdown = _shutdown(_get(robot, "follower", "robot", Mapping), "robot.follower")
+    return RobotHardwareConfig(follower, leader, SafetyConfig(**values), shutdown)
 
 
 def load_robot_config(path: str | os.PathLike[str]) -> RobotHardwareConfig:

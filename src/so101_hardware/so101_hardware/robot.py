@@ -1,8 +1,10 @@
 """Robot abstraction in LeRobot's style, and the SO-101 follower and leader arms on a Feetech bus.
 
 ``read()`` returns joint positions in rad (canonical order, gripper index 5, the twin's convention, see
-``calibration``) plus per-servo health; ``write()`` sync-writes goal counts. Everything is read in one
-sync read per cycle (registers 56..70 of the six servos).
+``calibration``) plus per-servo health and torque state; ``write()`` sync-writes goal counts. Everything is
+read in one sync read per cycle (registers 40..70 of the six servos: Torque_Enable, Goal_Position and the
+telemetry). A silent servo does not stop the read of the others: it is reported in ``ArmState.missing``
+(its position NaN) and probed again every ``SILENT_PROBE_S``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from so101_core.joints import JointRanges, twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
 
 from .calibration import ArmCalibration, ArmConverter
-from .errors import NotConnectedError, SafetyError, ServoFault
+from .errors import NoAnswerError, NotConnectedError, SafetyError, ServoFault
 from .feetech import protocol as p
 from .feetech.bus import BusConfig, FeetechBus
 from .feetech.transport import PacketTransport
+
+SILENT_PROBE_S = 0.25  # a silent servo is left out of the cycle's read and tried again this often, s
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class ServoHealth:
         current_ma: mA.
         faults: error bits from the Status register.
         moving: the servo reports it is moving.
+        torque_enabled: Torque_Enable read back (``None`` when not read).
     """
 
     joint: str
@@ -48,6 +53,7 @@ class ServoHealth:
     current_ma: float
     faults: ServoFault
     moving: bool
+    torque_enabled: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -62,8 +68,9 @@ class ArmState:
         positions: (6,) joint positions, rad (gripper: twin gripper angle, rad).
         velocities: (6,) joint velocities, rad/s.
         counts: (6,) raw Present_Position, counts.
-        health: per-servo health, canonical order.
+        health: per-servo health of the servos that answered, canonical order.
         stamp: ``time.monotonic()`` at the end of the read, s.
+        missing: joints whose servo did not answer (their positions / velocities are NaN).
     """
 
     positions: npt.NDArray[np.float64]
@@ -72,10 +79,20 @@ class ArmState:
     health: tuple[ServoHealth, ...]
     stamp: float
     names: tuple[str, ...] = field(default=JOINT_NAMES)
+    missing: tuple[str, ...] = ()
 
     def faults(self) -> dict[str, ServoFault]:
         """``{joint: faults}`` of the servos reporting error bits (empty when all are healthy)."""
         return {h.joint: h.faults for h in self.health if not h.ok}
+
+    def limp(self) -> tuple[str, ...]:
+        """Joints whose servo reads back Torque_Enable 0."""
+        return tuple(h.joint for h in self.health if h.torque_enabled is False)
+
+    @property
+    def valid(self) -> npt.NDArray[np.bool_]:
+        """(6,) True for the joints read this time."""
+        return np.array([n not in self.missing for n in self.names])
 
 
 @dataclass(frozen=True)
@@ -155,6 +172,7 @@ class SO101Arm(Robot):
         )
         self.ids = self.converter.ids
         self.bus = FeetechBus(config.bus, self.ids, transport)
+        self._silent: dict[int, float] = {}  # servo id -> monotonic time of its next probe
 
     @property
     def is_connected(self) -> bool:
@@ -165,6 +183,7 @@ class SO101Arm(Robot):
         if self.is_connected:
             return
         self.bus.connect(handshake=True)
+        self._silent.clear()
         try:
             if self.config.sync_calibration:
                 self._sync_calibration()
@@ -178,11 +197,30 @@ class SO101Arm(Robot):
         self.bus.disconnect(disable_torque=self.config.disable_torque_on_disconnect)
 
     def read(self) -> ArmState:
-        """One sync read of the six servos -> positions (rad), velocities (rad/s), raw counts and health."""
+        """One sync read of the six servos -> positions (rad), velocities (rad/s), raw counts, health, torque.
+
+        Raises:
+            NoAnswerError: no servo answered at all; a single silent servo is reported in ``missing``.
+        """
         self._require_connected()
-        telemetry = self.bus.read_telemetry(self.ids)
-        ordered = [telemetry[sid] for sid in self.ids]
-        counts = np.array([t.position for t in ordered], dtype=np.int64)
+        now = time.monotonic()
+        ids = [sid for sid in self.ids if self._silent.get(sid, 0.0) <= now]
+        telemetry, silent = self.bus.read_state(ids) if ids else ({}, ())
+        for sid in self.ids:
+            if sid in telemetry:
+                self._silent.pop(sid, None)
+            elif sid in silent or sid not in self._silent:
+                self._silent[sid] = now + SILENT_PROBE_S
+        if not telemetry:
+            raise NoAnswerError(
+                f"servos {sorted(self._silent)} on {self.config.bus.port} are not answering",
+                servo_id=None,
+                operation="read state",
+            )
+        counts = np.array([telemetry[sid].position if sid in telemetry else 0 for sid in self.ids], dtype=np.int64)
+        speeds = [telemetry[sid].speed if sid in telemetry else 0 for sid in self.ids]
+        missing = tuple(name for name, sid in zip(JOINT_NAMES, self.ids, strict=True) if sid not in telemetry)
+        valid = np.array([sid in telemetry for sid in self.ids])
         health = tuple(
             ServoHealth(
                 joint=name,
@@ -193,16 +231,23 @@ class SO101Arm(Robot):
                 current_ma=t.current_ma,
                 faults=t.faults,
                 moving=t.moving,
+                torque_enabled=t.torque_enabled,
             )
-            for name, sid, t in zip(JOINT_NAMES, self.ids, ordered, strict=True)
+            for name, sid in zip(JOINT_NAMES, self.ids, strict=True)
+            if (t := telemetry.get(sid)) is not None
         )
         return ArmState(
-            positions=self.converter.to_radians(counts.tolist()),
-            velocities=self.converter.speed_to_rad_s([t.speed for t in ordered]),
+            positions=np.where(valid, self.converter.to_radians(counts.tolist()), np.nan),
+            velocities=np.where(valid, self.converter.speed_to_rad_s(speeds), np.nan),
             counts=counts,
             health=health,
             stamp=time.monotonic(),
+            missing=missing,
         )
+
+    def silent_servos(self) -> tuple[int, ...]:
+        """Ids left out of the cycle's read because they stopped answering."""
+        return tuple(sorted(self._silent))
 
     def write(self, positions: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Sync-write goal positions given in rad ((6,), canonical order); returns the counts sent.
@@ -213,6 +258,14 @@ class SO101Arm(Robot):
         counts = self.converter.to_counts(positions)
         self.bus.write_goal_positions({sid: int(c) for sid, c in zip(self.ids, counts, strict=True)})
         return counts
+
+    def max_step_counts(self, max_step_rad: float) -> npt.NDArray[np.int64]:
+        """(6,) the step limit in whole counts per joint, rounded **down** (0.05 rad = 32 counts, never 33;
+        at least 1)."""
+        per_count = np.array(
+            [abs(j.to_radians(j.motor.mid + 0.5) - j.to_radians(j.motor.mid - 0.5)) for j in self.converter.joints]
+        )
+        return np.maximum(1, np.floor(max_step_rad / per_count + 1e-9)).astype(np.int64)
 
     def hold(self) -> npt.NDArray[np.int64]:
         """Set every goal to the present position (stop where it is); returns the counts sent."""
@@ -227,6 +280,14 @@ class SO101Arm(Robot):
         if enabled:
             self.hold()
         self.bus.set_torque(enabled, self.ids)
+
+    def enable_torque(self, joints: tuple[str, ...]) -> None:
+        """Torque back on for ``joints``, each first given its present position as goal (no motion)."""
+        self._require_connected()
+        ids = [self.ids[JOINT_NAMES.index(j)] for j in joints]
+        present = self.bus.sync_read(p.PRESENT_POSITION, ids)
+        self.bus.write_goal_positions(present)
+        self.bus.set_torque(True, ids)
 
     def limits(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """(lower, upper) (6,) rad reachable within the calibrated ranges."""

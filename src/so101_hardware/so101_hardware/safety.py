@@ -129,7 +129,7 @@ class EStop:
 
 @dataclass(frozen=True)
 class SafetyDecision:
-    """Outcome of :meth:`CommandFilter.apply`: the goal to send (rad) and why it differs from the request."""
+    """Outcome of :meth:`CommandFilter.step`: the goal to send (rad) and why it differs from the request."""
 
     goal: FloatArray
     hold: bool
@@ -139,54 +139,204 @@ class SafetyDecision:
 
 
 class CommandFilter:
-    """Chains e-stop, watchdog, joint-limit clamp and step limit: request + present state -> safe goal.
+    """The one rule set between every command source and the actuators (driver and twin alike).
+
+    Rules, in order:
+
+    1. The goal never moves more than ``max_step_rad`` from the **previous goal** per write, and at most
+       ``max_step_rad`` per ``period_s`` over time (a write early in a period gets the elapsed fraction).
+    2. The hold pose is the **present** position, taken when the hold begins; :meth:`reset` (startup, every
+       reconnect, a cleared fault) makes the present position the previous goal and the hold pose, dropping
+       any target, and eases into ``limits`` at the step limit only when the present pose is outside them.
+    3. A command older than the watchdog, or sent while faulted / e-stopped / not yet synced, is refused
+       and never executed later; a fresh command is needed after every hold.
+    4. A limit clamp only makes motion smaller: the clamped goal lies between the previous goal and the target.
+
+    ``now`` (s) times the step budget: the driver passes monotonic time, the twin its sim time. The watchdog
+    always runs on its own clock (the commander's wall clock). Arrays: (6,) rad, canonical order.
 
     Args:
         limits: joint limits, rad.
-        max_step: largest change of the goal per cycle, rad (scalar or per joint).
-        watchdog: command watchdog (fed by :meth:`command`).
+        max_step_rad: largest goal change per write and per period, rad (scalar or per joint).
+        period_s: the control period the step limit refers to, s.
+        watchdog: the command watchdog.
         estop: the e-stop latch.
     """
 
-    def __init__(self, limits: JointLimits, max_step: float | npt.ArrayLike, watchdog: Watchdog, estop: EStop) -> None:
+    def __init__(
+        self,
+        limits: JointLimits,
+        max_step_rad: float | npt.ArrayLike,
+        watchdog: Watchdog,
+        estop: EStop,
+        period_s: float = 0.01,
+    ) -> None:
+        n = len(limits.lower)
+        step = np.broadcast_to(np.asarray(max_step_rad, dtype=np.float64), (n,)).copy()
+        if np.any(step <= 0) or not np.all(np.isfinite(step)):
+            raise ConfigError(f"max_step_rad must be finite and > 0, got {step.tolist()}", field="max_step_rad")
+        if not (math.isfinite(period_s) and period_s > 0):
+            raise ConfigError(f"period_s must be > 0, got {period_s}", field="period_s")
         self.limits = limits
-        self.max_step = max_step
+        self.max_step = step
+        self.period_s = period_s
         self.watchdog = watchdog
         self.estop = estop
+        self._lower = np.asarray(limits.lower)
+        self._upper = np.asarray(limits.upper)
+        self._goal: FloatArray | None = None  # the previous goal
+        self._goal_time: float | None = None
         self._target: FloatArray | None = None
         self._hold: FloatArray | None = None
+        self._hold_reason: str | None = None
+        self._fault: str | None = None
+        self.refused = 0
 
-    def command(self, positions: npt.ArrayLike, now: float | None = None) -> None:
-        """A new target from ``/joint_commands``; rejects NaN / wrong length with ``ValueError``."""
-        self._target = _vector(positions, len(self.limits.lower), "command")
-        self.watchdog.feed(now)
+    # ------------------------------------------------------------------ state
+    @property
+    def goal(self) -> FloatArray | None:
+        """The previous goal (rad), ``None`` before the first :meth:`reset`."""
+        return None if self._goal is None else self._goal.copy()
 
-    def apply(self, present: npt.ArrayLike, now: float | None = None) -> SafetyDecision:
-        """Goal for this cycle from the latest target and the present positions (rad).
+    @property
+    def synced(self) -> bool:
+        return self._goal is not None
 
-        When holding (e-stop, no command, watchdog expired) the goal is the present position latched at the
-        start of the hold, so a sagging joint is pulled back instead of drifting with it.
-        """
-        cur = _vector(present, len(self.limits.lower), "present")
-        reason: str | None = None
+    @property
+    def hold_reason(self) -> str | None:
+        """Why the last :meth:`step` held instead of following a target (``None``: it followed one)."""
+        return self._hold_reason
+
+    @property
+    def fault(self) -> str | None:
+        """The reason of the active fault hold, ``None`` when not faulted."""
+        return self._fault
+
+    def active_target(self, now: float | None = None) -> FloatArray | None:
+        """The target being followed (``None`` while holding)."""
+        if self._target is None or self._refusal(now) is not None:
+            return None
+        return self._target.copy()
+
+    def _now(self, now: float | None) -> float:
+        return self.watchdog._clock() if now is None else now
+
+    def _refusal(self, now: float | None) -> str | None:
+        if self._fault is not None:
+            return f"fault: {self._fault}"
         if self.estop.engaged:
+            return f"e-stop: {self.estop.reason}"
+        if self._goal is None:
+            return "not synced with the arm"
+        if self._target is None:
+            return "no command yet"
+        if self.watchdog.expired():
+            return f"watchdog: no command for {self.watchdog.timeout_s:g} s"
+        return None
+
+    # ------------------------------------------------------------------ inputs
+    def reset(self, present: npt.ArrayLike, now: float | None = None) -> None:
+        """Startup, reconnect, cleared fault: the present position (rad) becomes the previous goal; the hold
+        pose is the present position clamped into the limits (reached at the step limit); targets dropped."""
+        cur = _vector(present, len(self.limits.lower), "present")
+        self._goal = cur.copy()
+        self._goal_time = self._now(now)
+        self._hold = np.clip(cur, self._lower, self._upper)
+        self._hold_reason = "no command yet"
+        self._target = None
+        self.watchdog.reset()
+
+    def command(self, positions: npt.ArrayLike, now: float | None = None, age_s: float = 0.0) -> str | None:
+        """A new target (rad); returns ``None`` when accepted, else why it was refused (it is then dropped).
+
+        Args:
+            positions: (6,) target, rad; NaN / wrong length raise ``ValueError``.
+            now: arrival time, s (unused: the watchdog reads its own clock).
+            age_s: how old the command already is on arrival (from its stamp), s.
+        """
+        target = _vector(positions, len(self.limits.lower), "command")
+        reason: str | None = None
+        if self._fault is not None:
+            reason = f"fault: {self._fault}"
+        elif self.estop.engaged:
             reason = f"e-stop: {self.estop.reason}"
-        elif self._target is None:
-            reason = "no command yet"
-        elif self.watchdog.expired(now):
-            reason = f"watchdog: no command for {self.watchdog.timeout_s} s"
+        elif self._goal is None:
+            reason = "not synced with the arm"
+        elif age_s > self.watchdog.timeout_s:
+            reason = f"command is {age_s:.3f} s old (watchdog {self.watchdog.timeout_s:g} s)"
         if reason is not None:
-            if self._hold is None:
-                self._hold = clamp_to_limits(cur, self.limits)
-            return SafetyDecision(self._hold.copy(), True, reason, False, False)
+            self.refused += 1
+            return reason
+        self._target = target
+        self.watchdog.feed()
+        return None
+
+    def set_fault(self, reason: str, present: npt.ArrayLike) -> None:
+        """Enter a fault hold at the present position (rad); commands are refused until :meth:`clear_fault`."""
+        if self._fault is None:
+            self._hold = _vector(present, len(self.limits.lower), "present")
+            self._hold_reason = None
+        self._fault = reason
+        self._target = None
+        self.watchdog.reset()
+
+    def clear_fault(self, present: npt.ArrayLike, now: float | None = None) -> None:
+        """The fault is gone: re-sync at the present position; a fresh command is needed to move."""
+        self._fault = None
+        self.reset(present, now)
+
+    def drop_target(self) -> None:
+        """Forget the target (after an e-stop release, a cancel, torque back on): hold at the present position
+        until a fresh command."""
+        self._target = None
         self._hold = None
-        assert self._target is not None
-        clamped = clamp_to_limits(self._target, self.limits)
-        stepped = limit_step(clamped, cur, self.max_step)
-        return SafetyDecision(
-            stepped,
-            False,
-            None,
-            bool(np.any(clamped != self._target)),
-            bool(np.any(stepped != clamped)),
-        )
+        self.watchdog.reset()
+
+    # ------------------------------------------------------------------ output
+    def step(
+        self,
+        present: npt.ArrayLike,
+        now: float | None = None,
+        limp: npt.ArrayLike | None = None,
+    ) -> SafetyDecision:
+        """The goal of this write from the target (or the hold pose), the previous goal and ``now``.
+
+        Args:
+            present: (6,) present positions, rad (the hold pose when a hold begins).
+            now: s.
+            limp: (6,) bool, joints without torque: their goal follows the present position.
+        """
+        t = self._now(now)
+        cur = _vector(present, len(self.limits.lower), "present")
+        if self._goal is None:
+            self.reset(cur, t)
+        assert self._goal is not None and self._goal_time is not None
+        prev = self._goal
+        reason = self._refusal(t)
+        clamped = False
+        if reason is None:
+            assert self._target is not None
+            self._hold = None
+            self._hold_reason = None
+            candidate = np.clip(self._target, self._lower, self._upper)
+            requested = self._target - prev
+            # a clamp only makes motion smaller: stay between the previous goal and the target
+            motion = np.clip(candidate - prev, np.minimum(requested, 0.0), np.maximum(requested, 0.0))
+            wanted = prev + motion
+            clamped = bool(np.any(wanted != self._target))
+        else:
+            if self._hold is None:
+                self._hold = cur.copy()
+            self._hold_reason = reason
+            wanted = self._hold
+        fraction = 1.0 if self._goal_time is None else min(1.0, max(0.0, (t - self._goal_time) / self.period_s))
+        budget = self.max_step * fraction
+        goal = prev + np.clip(wanted - prev, -budget, budget)
+        if limp is not None:
+            mask = np.asarray(limp, dtype=bool)
+            goal = np.where(mask, cur, goal)
+            if self._hold is not None:  # a limp joint is held where it was moved to, once torque is back
+                self._hold = np.where(mask, cur, self._hold)
+        stepped = bool(np.any(np.abs(goal - wanted) > 1e-12))
+        self._goal, self._goal_time = goal, t
+        return SafetyDecision(goal.copy(), reason is not None, reason, clamped, stepped)

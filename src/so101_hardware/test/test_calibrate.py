@@ -53,6 +53,39 @@ def test_calibrate_arm_records_offsets_and_ranges(emulator: FeetechEmulator, bus
     assert load_calibration(path) == calibration
 
 
+def test_calibrate_arm_writes_the_position_limits_like_lerobot(
+    emulator: FeetechEmulator, bus_config: BusConfig
+) -> None:
+    for servo_id in MIDDLE:  # stale limits of an earlier calibration
+        emulator.write_register(servo_id, p.MIN_POSITION_LIMIT, 1500)
+        emulator.write_register(servo_id, p.MAX_POSITION_LIMIT, 2600)
+    seen: list[tuple[int, int]] = []
+    sweeps = iter(range(2))
+
+    def middle_pose() -> None:
+        seen.extend((bus.read(i, p.MIN_POSITION_LIMIT), bus.read(i, p.MAX_POSITION_LIMIT)) for i in MIDDLE)
+        for servo_id, counts in MIDDLE.items():
+            emulator.set_present_position(servo_id, counts)
+
+    def range_done() -> bool:
+        step = next(sweeps, None)
+        for servo_id, (low, high) in SWEEP.items():
+            emulator.set_present_position(servo_id, (low if step == 0 else high) - (MIDDLE[servo_id] - 2047))
+        return step is None
+
+    with FeetechBus(bus_config, DEFAULT_SERVO_IDS.values()) as bus:
+        calibration = calibrate_arm(
+            bus, DEFAULT_SERVO_IDS, wait_for_middle_pose=middle_pose, range_done=range_done, poll_s=0.0
+        )
+        written = {
+            name: (bus.read(i, p.HOMING_OFFSET), bus.read(i, p.MIN_POSITION_LIMIT), bus.read(i, p.MAX_POSITION_LIMIT))
+            for name, i in DEFAULT_SERVO_IDS.items()
+        }
+    assert set(seen) == {(0, 4095)}  # reset before recording, so the old limits clip nothing
+    for name, m in calibration.motors.items():
+        assert written[name] == (m.homing_offset, m.range_min, m.range_max)
+
+
 def test_calibration_fails_clearly_when_a_joint_never_moved(emulator: FeetechEmulator, bus_config: BusConfig) -> None:
     with (
         FeetechBus(bus_config, DEFAULT_SERVO_IDS.values()) as bus,

@@ -13,12 +13,13 @@ import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
 from so101_core.config_paths import config_dir
+from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration, Role, load_calibration
-from so101_hardware.config import ArmEntry, SafetyConfig, load_robot_config
+from so101_hardware.config import ArmEntry, RobotHardwareConfig, SafetyConfig, load_robot_config
 from so101_hardware.errors import BusError, HardwareError, PortError
 from so101_hardware.robot import ArmConfig, ArmState, SO101Arm
 
-from so101_nodes.diagnostics import ERROR, WARN, servo_status
+from so101_nodes.diagnostics import ERROR, WARN, servo_status, status_message
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -30,9 +31,10 @@ def default_robot_config() -> Path:
 
 def load_arm(
     robot_config: str, port: str, calibration: str, role: Role = "follower"
-) -> tuple[ArmEntry, ArmCalibration, SafetyConfig]:
+) -> tuple[ArmEntry, ArmCalibration, RobotHardwareConfig]:
     """One arm of ``robot_config`` (robot.yaml; the default one when empty), its calibration (the
-    ``calibration`` file when given, else the config's) and the safety section; ``port`` overrides the bus port.
+    ``calibration`` file when given, else the config's) and the whole config (safety, shutdown); ``port``
+    overrides the bus port.
 
     Raises:
         ConfigError / CalibrationError: invalid config or calibration; ``ValueError`` when a leader is asked
@@ -45,7 +47,7 @@ def load_arm(
         raise ValueError(f"{path}: no robot.{role} section")
     entry = replace(entry, arm=with_port(entry.arm, port))
     cal = load_calibration(Path(calibration).expanduser()) if calibration else entry.load_calibration()
-    return entry, cal, config.safety
+    return entry, cal, config
 
 
 def with_port(arm: ArmConfig, port: str) -> ArmConfig:
@@ -75,6 +77,7 @@ class ArmLink:
         self.last_error = ""
         self.failed_servo: int | None = None
         self.last_state: ArmState | None = None
+        self.connects = 0  # successful connections so far (a change means: re-sync with the arm)
         self._next_connect = 0.0
         self._log_times: dict[str, float] = {}
 
@@ -109,6 +112,8 @@ class ArmLink:
             self.log_throttled("connect", f"cannot connect to the arm on {self.port}: {exc}; retrying")
             return False
         self.consecutive_failures, self.failed_servo = 0, None
+        self.last_state = None  # nothing read before the (re)connect describes the arm now
+        self.connects += 1
         self.node.logger.info(f"arm connected on {self.port}")
         return True
 
@@ -119,7 +124,11 @@ class ArmLink:
         except HardwareError as exc:
             self._failed(exc)
             return None
-        if self.failing:
+        if state.missing:
+            silent = ", ".join(f"{j} (servo {self.arm.ids[JOINT_NAMES.index(j)]})" for j in state.missing)
+            self.last_error = f"not answering: {silent}"
+            self.log_throttled("silent", f"servo not answering on {self.port}: {silent}; the others are read")
+        elif self.failing:
             self.node.logger.info(f"bus recovered after {self.consecutive_failures} failed transactions")
         self.consecutive_failures, self.failed_servo = 0, None
         self.last_state = state
@@ -127,8 +136,12 @@ class ArmLink:
 
     def write(self, goal: FloatArray) -> bool:
         """Sync-write goal positions (rad); False (failure recorded) when it failed."""
+        return self.write_counts(self.arm.converter.to_counts(goal))
+
+    def write_counts(self, counts: npt.NDArray[np.int64]) -> bool:
+        """Sync-write goal positions (6,) in counts; False (failure recorded) when it failed."""
         try:
-            self.arm.write(goal)
+            self.arm.bus.write_goal_positions({sid: int(c) for sid, c in zip(self.arm.ids, counts, strict=True)})
         except HardwareError as exc:
             self._failed(exc)
             return False
@@ -164,18 +177,35 @@ class ArmLink:
             "last_error": self.last_error,
         }
 
-    def servo_statuses(self, safety: SafetyConfig) -> list[Message]:
-        """One DiagnosticStatus per servo from the last read: STALE while reads fail, ERROR for a silent servo."""
+    def servo_statuses(self, safety: SafetyConfig, torque_lost: dict[str, str] | None = None) -> list[Message]:
+        """One DiagnosticStatus per servo from the last read: STALE while reads fail, ERROR for a silent servo
+        or one whose torque was lost (``torque_lost``: joint -> cause)."""
         state = self.last_state
         if state is None:
             return []
         stale = self.consecutive_failures > 0 or not self.connected
+        lost = torque_lost or {}
         out = []
         for health in state.health:
-            status = servo_status(self.node, health, f"feetech:{self.port}:{health.servo_id}", safety, stale)
+            hwid = f"feetech:{self.port}:{health.servo_id}"
+            status = servo_status(self.node, health, hwid, safety, stale, lost.get(health.joint))
             if stale and self.failed_servo == health.servo_id:
                 status.level, status.message = ERROR, f"not answering: {self.last_error}"
             out.append(status)
+        for joint in state.missing:
+            sid = self.arm.ids[JOINT_NAMES.index(joint)]
+            out.append(
+                status_message(
+                    self.node,
+                    joint,
+                    ERROR,
+                    f"not answering: servo {sid} on {self.port} (its joint is left out of joint_states)",
+                    f"feetech:{self.port}:{sid}",
+                    {"servo_id": str(sid)},
+                )
+            )
+        order = {name: i for i, name in enumerate(JOINT_NAMES)}
+        out.sort(key=lambda s: order.get(str(s.name).rsplit(": ", 1)[-1], 99))
         return out
 
     def close(self, disable_torque: bool) -> None:

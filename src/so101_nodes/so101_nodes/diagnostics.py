@@ -1,6 +1,8 @@
-"""diagnostic_msgs helpers: status levels, per-servo status, stamped arrays."""
+"""diagnostic_msgs helpers: status levels, per-servo status, stamped arrays, loop-rate grading."""
 
 from __future__ import annotations
+
+from collections import deque
 
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.qos import QoS
@@ -15,9 +17,20 @@ DIAGNOSTICS_QOS = QoS(depth=10)
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
 
 
-def servo_status(node: Node, health: ServoHealth, hardware_id: str, safety: SafetyConfig, stale: bool) -> Message:
-    """One DiagnosticStatus for one servo: ERROR on error bits, WARN over the safety thresholds."""
+def servo_status(
+    node: Node,
+    health: ServoHealth,
+    hardware_id: str,
+    safety: SafetyConfig,
+    stale: bool,
+    torque_lost: str | None = None,
+) -> Message:
+    """One DiagnosticStatus for one servo: ERROR on error bits or lost torque (``torque_lost``: its cause),
+    WARN over the safety thresholds."""
     level, problems = OK, []
+    if torque_lost is not None:
+        level = ERROR
+        problems.append(f"torque off ({torque_lost}); call ~/enable_torque")
     if health.faults != ServoFault.NONE:
         level = ERROR
         problems.append(health.faults.describe())
@@ -41,6 +54,7 @@ def servo_status(node: Node, health: ServoHealth, hardware_id: str, safety: Safe
         "error_bits": f"0x{int(health.faults):02x}",
         "faults": health.faults.describe(),
         "moving": str(health.moving).lower(),
+        "torque": {True: "on", False: "off", None: "unknown"}[health.torque_enabled],
     }
     return status_message(node, health.joint, level, "; ".join(problems) if problems else "ok", hardware_id, values)
 
@@ -63,3 +77,47 @@ def status_message(
         hardware_id=hardware_id,
         values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
     )
+
+
+class LoopRateMonitor:
+    """Achieved rate of a control loop over the last ``window_s``, graded against the configured rate.
+
+    Args:
+        rate_hz: configured rate, Hz.
+        warn_fraction: WARN below ``warn_fraction * rate_hz``.
+        floor_hz: ERROR below this rate, Hz.
+        window_s: averaging window, s (the grade waits until the loop has run this long).
+    """
+
+    def __init__(self, rate_hz: float, warn_fraction: float, floor_hz: float, window_s: float = 1.0) -> None:
+        self.rate_hz, self.warn_hz, self.floor_hz, self.window_s = rate_hz, warn_fraction * rate_hz, floor_hz, window_s
+        self._starts: deque[float] = deque()
+        self._first: float | None = None
+
+    def tick(self, now: float) -> None:
+        """A cycle started at ``now`` (monotonic s)."""
+        if self._first is None:
+            self._first = now
+        self._starts.append(now)
+        while self._starts and self._starts[0] < now - self.window_s:
+            self._starts.popleft()
+
+    def rate(self, now: float) -> float:
+        """Cycles per second over the last window (0 before the first cycle)."""
+        if self._first is None:
+            return 0.0
+        span = min(self.window_s, now - self._first)
+        recent = sum(1 for t in self._starts if t >= now - self.window_s)
+        return recent / span if span > 0 else 0.0
+
+    def grade(self, now: float) -> tuple[int, str] | None:
+        """(level, message) when the loop is below its rates, ``None`` when on rate or too young to tell."""
+        if self._first is None or now - self._first < self.window_s:
+            return None
+        rate = self.rate(now)
+        if rate < self.floor_hz:
+            floor = f"below the {self.floor_hz:g} Hz floor (configured {self.rate_hz:g} Hz)"
+            return ERROR, f"loop at {rate:.1f} Hz, {floor}"
+        if rate < self.warn_hz:
+            return WARN, f"loop at {rate:.1f} Hz, below the configured {self.rate_hz:g} Hz"
+        return None

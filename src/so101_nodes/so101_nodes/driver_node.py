@@ -1,28 +1,45 @@
 """driver: the real SO-101 follower arm on its Feetech bus.
 
-A control-loop timer (``rate_hz``) does one sync read (positions, speeds, health of the six servos) and one
-sync write (goal positions) per cycle and publishes ``joint_states`` (rad, canonical names). Targets come
-from ``joint_commands`` (JointState positions, by name or in full canonical order) or from the
-``arm_controller/follow_joint_trajectory`` action (points interpolated over time, cancel checked every
-cycle). Every goal passes the :class:`~so101_hardware.safety.CommandFilter`: e-stop, command
-watchdog (no command for ``robot.safety.watchdog_timeout_s`` -> hold), joint-limit clamp, max step per cycle.
+A control-loop timer (``rate_hz``) does one sync read per cycle (Torque_Enable, Goal_Position, position, speed
+and health of the six servos), publishes ``joint_states`` (rad, canonical names) and writes one sync write of
+goal positions. Targets come from ``joint_commands`` (JointState positions, by name or in full canonical order;
+the goal is written as soon as a command arrives, not only on the next cycle) or from the
+``arm_controller/follow_joint_trajectory`` action (:class:`~so101_nodes.trajectory.TrajectoryTracker`,
+shared with the sim node). Every goal passes the one
+:class:`~so101_hardware.safety.CommandFilter` (also run by the sim node): the goal moves at most
+``robot.safety.max_step_rad`` from the previous goal per cycle, the hold pose is the present position,
+commands older than the watchdog or sent during a fault are dropped, and limit clamps only shrink motion.
 
-Faults: a failed read (after the bus's retries) writes nothing, so the servos keep the last goal; it is
-reported on ``/diagnostics`` (WARN), and ``max_consecutive_failures`` in a row raise it to ERROR until a
-read succeeds again. A servo reporting error bits (overheat, overload, ...) makes the arm hold its position
-while ``hold_on_servo_fault``. A failed port (unplugged adapter) is closed and reopened every
-``reconnect_period_s``. Nothing here exits the process on a hardware error.
+Startup and every reconnect: the first read re-syncs the filter to the present position (the arm holds where
+it is; it eases into the limits at the step limit only when it is outside them); nothing from before the
+disconnect is replayed.
+
+Faults: a servo reporting error bits, a servo whose Torque_Enable reads 0 without being asked (its own
+overload / overheat protection), or a silent servo puts the arm in a fault hold (``hold_on_servo_fault``):
+commands are refused, trajectories aborted, ``/diagnostics`` says ERROR with the cause. When the fault clears
+the arm re-syncs and holds; only a command sent after that moves it. A servo that lost torque stays limp and
+reported (its goal follows its present position) until ``~/enable_torque`` is called, or, with
+``robot.safety.torque_recovery: when_clear``, until its error bits clear; trajectory goals naming it are
+rejected. A silent servo leaves only its own joint out of ``joint_states`` (a JointState with fewer names);
+the others are still read and published. A failed read writes nothing; a failed port is reopened every
+``reconnect_period_s``. The loop rate is graded: WARN below ``rate_warn_fraction`` x the rate, ERROR below
+``min_rate_hz``. Nothing here exits the process on a hardware error.
 
 Services: ``~/estop`` (std_srvs/srv/SetBool: true engages the latched e-stop, the arm holds; false releases
-it, after which a fresh command is needed before the arm moves).
+it, after which a fresh command is needed), ``~/enable_torque`` (std_srvs/srv/Trigger: torque back on for
+the servos that lost it, each holding its present position).
+
+Shutdown (``robot.follower.shutdown`` of robot.yaml, overridden by the ``shutdown`` parameter): ``hold``,
+``torque_off`` or ``rest_then_torque_off`` (ease to ``robot.follower.rest_pose`` over ``rest_ease_s`` at the
+step limit, then torque off).
 
 Parameters: ``robot_config`` (path of robot.yaml; "" = the config directory's), ``port`` ("" = from the
-config), ``calibration`` (LeRobot calibration JSON; "" = from the config), ``rate_hz`` (Hz, 100),
-``diagnostics_period_s`` (s, 1.0), ``max_consecutive_failures`` (5), ``reconnect_period_s`` (s, 1.0),
-``hold_on_servo_fault`` (true), ``goal_tolerance_rad`` (rad, 0.05; a goal's ``goal_tolerance`` overrides it per
-joint), ``goal_time_tolerance_s`` (s, 1.0; used when the goal's is 0),
-``shutdown_behavior`` ("hold" | "torque_off"), ``ease_to_rest`` (false: on shutdown, first move to
-``rest_pose``, 6 values in rad, default all 0, over ``rest_ease_s`` s, default 2.0).
+config), ``calibration`` (LeRobot calibration JSON; "" = from the config), ``rate_hz`` (Hz; 0 = robot.yaml's
+``robot.safety.rate_hz``), ``diagnostics_period_s`` (s, 1.0), ``max_consecutive_failures`` (5),
+``reconnect_period_s`` (s, 1.0), ``hold_on_servo_fault`` (true), ``goal_tolerance_rad`` (rad, 0.05; a goal's
+``goal_tolerance`` overrides it per joint), ``goal_time_tolerance_s`` (s, 1.0; used when the goal's is 0),
+``shutdown`` ("" = robot.yaml's), ``check_command_stamp`` (true: a command whose header stamp is older than
+the watchdog is refused).
 """
 
 from __future__ import annotations
@@ -31,8 +48,7 @@ import contextlib
 import math
 import threading
 import time
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +56,7 @@ import numpy.typing as npt
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
+from so101_hardware.config import SHUTDOWN_BEHAVIORS, ShutdownConfig
 from so101_hardware.errors import HardwareError
 from so101_hardware.robot import ArmState, SO101Arm
 from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
@@ -50,6 +67,7 @@ from so101_nodes.diagnostics import (
     ERROR,
     OK,
     WARN,
+    LoopRateMonitor,
     diagnostic_array,
     status_message,
 )
@@ -58,22 +76,14 @@ from so101_nodes.params import declare_params
 from so101_nodes.trajectory import (
     ACTION_NAME,
     FJT,
-    GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
-    PATH_TOLERANCE_VIOLATED,
-    SUCCESSFUL,
-    Trajectory,
+    Outcome,
     TrajectoryError,
-    duration_msg,
-    duration_s,
-    joint_tolerances,
-    start_delay_s,
+    TrajectoryTracker,
+    finish_handle,
 )
 
 FloatArray = npt.NDArray[np.float64]
-
-SHUTDOWN_BEHAVIORS = ("hold", "torque_off")
-FEEDBACK_EVERY = 5  # action feedback every N control cycles
 
 
 @dataclass(frozen=True)
@@ -83,17 +93,15 @@ class DriverParams:
     robot_config: str = ""
     port: str = ""
     calibration: str = ""
-    rate_hz: float = 100.0
+    rate_hz: float = 0.0
     diagnostics_period_s: float = 1.0
     max_consecutive_failures: int = 5
     reconnect_period_s: float = 1.0
     hold_on_servo_fault: bool = True
     goal_tolerance_rad: float = 0.05
     goal_time_tolerance_s: float = 1.0
-    shutdown_behavior: str = "hold"
-    ease_to_rest: bool = False
-    rest_pose: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    rest_ease_s: float = 2.0
+    shutdown: str = ""
+    check_command_stamp: bool = True
 
     @classmethod
     def declare(cls, node: Node) -> DriverParams:
@@ -103,32 +111,18 @@ class DriverParams:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid parameter."""
-        for name in ("rate_hz", "diagnostics_period_s", "reconnect_period_s", "goal_tolerance_rad"):
+        for name in ("diagnostics_period_s", "reconnect_period_s", "goal_tolerance_rad"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"driver: {name} must be > 0, got {value}")
-        for name in ("goal_time_tolerance_s", "rest_ease_s"):
+        for name in ("goal_time_tolerance_s", "rate_hz"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"driver: {name} must be >= 0, got {value}")
         if self.max_consecutive_failures < 1:
             raise ValueError(f"driver: max_consecutive_failures must be >= 1, got {self.max_consecutive_failures}")
-        if self.shutdown_behavior not in SHUTDOWN_BEHAVIORS:
-            raise ValueError(
-                f"driver: shutdown_behavior must be one of {SHUTDOWN_BEHAVIORS}, got {self.shutdown_behavior!r}"
-            )
-        if len(self.rest_pose) != len(JOINT_NAMES) or not all(math.isfinite(v) for v in self.rest_pose):
-            raise ValueError(f"driver: rest_pose needs {len(JOINT_NAMES)} finite values (rad), got {self.rest_pose}")
-
-
-@dataclass
-class _ActiveGoal:
-    """The trajectory being executed; shared by the goal thread and the control loop (under the lock)."""
-
-    trajectory: Trajectory
-    start: float  # time.monotonic() of t = 0
-    abort_reason: str | None = None
-    done: bool = False
+        if self.shutdown and self.shutdown not in SHUTDOWN_BEHAVIORS:
+            raise ValueError(f"driver: shutdown must be '' or one of {SHUTDOWN_BEHAVIORS}, got {self.shutdown!r}")
 
 
 class Driver:
@@ -137,31 +131,40 @@ class Driver:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.params = DriverParams.declare(node)
-        entry, calibration, self.safety = load_arm(self.params.robot_config, self.params.port, self.params.calibration)
+        entry, calibration, config = load_arm(self.params.robot_config, self.params.port, self.params.calibration)
+        self.safety = safety = config.safety
+        shutdown = config.shutdown
+        self.shutdown_config: ShutdownConfig = replace(shutdown, behavior=self.params.shutdown or shutdown.behavior)
         self.arm = SO101Arm(entry.arm, calibration)
         self.link = ArmLink(node, self.arm, self.params.reconnect_period_s, self.params.max_consecutive_failures)
         self.port = self.link.port
+        self.rate_hz = self.params.rate_hz or safety.rate_hz
+        self.period_s = 1.0 / self.rate_hz
         ranges = twin_ranges()
         self.limits = JointLimits.from_arrays(*self.arm.limits()).intersect(JointLimits(ranges.lower, ranges.upper))
         self.estop = EStop()
         self.filter = CommandFilter(
-            self.limits, self.safety.max_step_rad, Watchdog(self.safety.watchdog_timeout_s), self.estop
+            self.limits, safety.max_step_rad, Watchdog(safety.watchdog_timeout_s), self.estop, self.period_s
         )
-        self.period_s = 1.0 / self.params.rate_hz
-        self._lock = threading.RLock()  # filter, target, active goal, hold state, link health
-        self._active: _ActiveGoal | None = None
-        self._target: FloatArray | None = None  # the latest accepted command, rad
-        self._last_goal: FloatArray | None = None  # the latest goal written, rad
-        self._fault_hold: FloatArray | None = None
-        self._hold_reason: str | None = None
-        self._cycle_starts: deque[float] = deque(maxlen=max(3, round(2 * self.params.rate_hz)))
+        self.rate = LoopRateMonitor(self.rate_hz, safety.rate_warn_fraction, safety.min_rate_hz)
+        self._lock = threading.RLock()  # filter, goal counts, active goal, fault state, link state
+        self._active: TrajectoryTracker | None = None
+        self._synced_connect = -1  # link.connects value the filter was last re-synced at
+        self._counts: npt.NDArray[np.int64] | None = None  # the goal counts last written
+        self._present: FloatArray | None = None  # last present pose (rad), gaps filled with the goal
+        self._limp: npt.NDArray[np.bool_] = np.zeros(len(JOINT_NAMES), dtype=bool)
+        self.torque_lost: dict[str, str] = {}  # joint -> cause, until torque is enabled again
+        self._fault: str | None = None
+        self._had_command = False
         self._closed = False
         self.rejected_commands = 0
+        self.goal_writes = 0
 
         self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
         self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self.on_command)
         node.create_service("std_srvs/srv/SetBool", "~/estop", self.on_estop)
+        node.create_service("std_srvs/srv/Trigger", "~/enable_torque", self.on_enable_torque)
         node.create_action_server(FJT, ACTION_NAME, self.execute_trajectory)
         with self._lock:
             self.link.ensure_connected()
@@ -170,8 +173,8 @@ class Driver:
             node.create_timer(self.params.diagnostics_period_s, self.publish_diagnostics),
         ]
         node.logger.info(
-            f"driving the arm on {self.port} at {self.params.rate_hz:g} Hz; "
-            f"commands on {node.resolve('joint_commands')}, trajectories on {node.resolve(ACTION_NAME)}"
+            f"driving the arm on {self.port} at {self.rate_hz:g} Hz; commands on {node.resolve('joint_commands')}, "
+            f"trajectories on {node.resolve(ACTION_NAME)}; shutdown: {self.shutdown_config.behavior}"
         )
 
     def latest_state(self) -> ArmState | None:
@@ -181,78 +184,152 @@ class Driver:
 
     # ------------------------------------------------------------------ control loop
     def on_cycle(self) -> None:
-        """One control cycle: sync read -> joint_states -> safety filter -> sync write."""
+        """One control cycle: sync read -> joint_states -> faults -> safety filter -> sync write.
+
+        The read holds only the bus, so that a command arriving meanwhile is written without waiting for it.
+        """
+        now = time.monotonic()
         with self._lock:
             if self._closed:
                 return
-            now = time.monotonic()
-            self._cycle_starts.append(now)
+            self.rate.tick(now)
             if not self.link.ensure_connected():
                 return
-            was_connected_once = self.link.last_state is not None
-            state = self.link.read()
-            if state is None:  # nothing written: the servos keep the last goal
+        state = self.link.read()
+        now = time.monotonic()
+        with self._lock:
+            if state is None or self._closed:  # nothing written: the servos keep the last goal
                 return
-            if not was_connected_once:
-                self.filter.watchdog.reset()
             self.joint_states.publish(joint_state_message(self.node, state))
-            goal = self._goal(state, now)
-            if self.link.write(goal):
-                self._last_goal = goal
+            if self._synced_connect != self.link.connects:
+                if state.missing:
+                    return  # re-sync needs every joint's present position
+                self._resync(state, now)
+            present = self._fill(state)
+            self._present = present
+            self._supervise(state, present, now)
+            active = self._active
+            if active is not None and active.outcome is None:
+                self._feed_trajectory(active, present, now)
+            self._write(present, now)
+            if active is not None:
+                active.check(now, present)
+                if active.outcome is not None and active.outcome.status != "succeed":
+                    self.filter.drop_target()  # a failed goal stops where the arm is
+                if active.outcome is not None and self._active is active:
+                    self._active = None
 
-    def _goal(self, state: ArmState, now: float) -> FloatArray:
-        """The safe goal (6,) rad of this cycle (called under the lock)."""
+    def _resync(self, state: ArmState, now: float) -> None:
+        """After (re)connecting: hold at the present position; nothing from before is replayed."""
+        self._synced_connect = self.link.connects
+        self.filter.reset(state.positions, now)
+        self._counts = state.counts.copy()
+        self._fault = None
+        self.torque_lost = {}
+        self._limp = np.zeros(len(JOINT_NAMES), dtype=bool)
+        if self._active is not None:
+            self._active.abort("arm reconnected")
+        outside = [
+            JOINT_NAMES[j]
+            for j in range(len(JOINT_NAMES))
+            if not self.limits.lower[j] <= state.positions[j] <= self.limits.upper[j]
+        ]
+        where = f"; easing {outside} into the limits at the step limit" if outside else ""
+        self.node.logger.info(f"synced with the arm at its present pose, holding{where}")
+
+    def _fill(self, state: ArmState) -> FloatArray:
+        """Present positions (6,) rad, joints not read this cycle filled with the previous goal."""
+        goal = self.filter.goal
+        if goal is None or not state.missing:
+            return state.positions.copy()
+        return np.where(state.valid, state.positions, goal)
+
+    def _supervise(self, state: ArmState, present: FloatArray, now: float) -> None:
+        """Error bits, lost torque, silent servos -> fault hold / limp joints; clearing re-syncs."""
         faults = state.faults()
-        active = self._active
-        if faults and self.params.hold_on_servo_fault:
-            if self._fault_hold is None:
-                self._fault_hold = np.clip(state.positions, self.limits.lower, self.limits.upper)
-                desc = ", ".join(f"{j}: {f.describe()}" for j, f in faults.items())
-                self.node.logger.error(f"servo fault ({desc}); holding position")
-                self.filter.watchdog.reset()  # once cleared, move only on a fresh command
-            if active is not None and active.abort_reason is None:
-                active.abort_reason = "servo fault"
-            self._hold_reason = "servo fault"
-            return self._fault_hold.copy()
-        if self._fault_hold is not None:
-            self.node.logger.info("servo faults cleared")
-            self._fault_hold = None
-        if active is not None and active.abort_reason is None and not active.done:
-            self._command(active.trajectory.sample(now - active.start), now)
-        decision = self.filter.apply(state.positions, now)
-        self._hold_reason = decision.reason if decision.hold else None
-        if active is not None and active.abort_reason is None and self.estop.engaged:
-            active.abort_reason = decision.reason
-        return decision.goal
+        for joint in state.limp():
+            if joint not in self.torque_lost:
+                cause = faults[joint].describe() if joint in faults else "no error bits"
+                if not self.arm.config.torque_on_connect:
+                    cause = "torque_on_connect is false"
+                self.torque_lost[joint] = cause
+                self.node.logger.error(f"{joint}: torque lost ({cause}); it stays off until ~/enable_torque")
+        if self.safety.torque_recovery == "when_clear":
+            clear = [j for j in self.torque_lost if j not in faults and j not in state.missing]
+            if clear:
+                self._enable_torque(clear, "error bits cleared (torque_recovery: when_clear)")
+        self._limp = np.array([j in self.torque_lost for j in JOINT_NAMES])
+        reasons = [f"{j} {f.describe()}" for j, f in faults.items()]
+        reasons += [f"{j} not answering" for j in state.missing]
+        reason = "servo fault: " + ", ".join(reasons) if reasons else None
+        if reason is not None and self.params.hold_on_servo_fault:
+            if self._fault is None:
+                self.node.logger.error(f"{reason}; holding position, commands refused")
+            self._fault = reason
+            self.filter.set_fault(reason, present)
+            if self._active is not None:
+                self._active.abort(reason)
+        elif self._fault is not None:
+            self._fault = None
+            self.filter.clear_fault(present, now)
+            self.node.logger.info("servo faults cleared; holding where the arm is until a fresh command")
 
-    def _command(self, target: FloatArray, now: float | None = None) -> None:
-        self.filter.command(target, now)
-        self._target = target
+    def _feed_trajectory(self, active: TrajectoryTracker, present: FloatArray, now: float) -> None:
+        if active.cancel_requested:
+            active.finish("canceled", 0, "canceled")
+            return
+        limp = [JOINT_NAMES[j] for j in active.joints if JOINT_NAMES[j] in self.torque_lost]
+        if limp:
+            active.abort(f"torque off on {limp}")
+            return
+        refusal = self.filter.command(active.setpoint(now), now)
+        if refusal is not None:
+            active.abort(refusal)
 
-    def _base(self) -> FloatArray | None:
-        """What joints not named by a command keep: the live target, else the last goal, else the present pose."""
-        if self._target is not None and not self.filter.watchdog.expired():
-            return self._target
-        if self._last_goal is not None:
-            return self._last_goal
-        state = self.link.last_state
-        return state.positions if state is not None else None
+    def _write(self, present: FloatArray, now: float) -> None:
+        """Filter -> counts capped at the step limit in whole counts -> sync write (under the lock)."""
+        decision = self.filter.step(present, now, self._limp)
+        previous = self._counts
+        counts = self.arm.converter.to_counts(decision.goal)
+        if previous is not None:
+            most = self.arm.max_step_counts(self.safety.max_step_rad)
+            live = ~self._limp
+            counts = np.where(live, previous + np.clip(counts - previous, -most, most), counts)
+        if self.link.write_counts(counts):
+            self._counts = counts
+            self.goal_writes += 1
 
     # ------------------------------------------------------------------ commands
     def on_command(self, msg: Any) -> None:
-        """``joint_commands``: a new target (rad); preempts a running trajectory."""
+        """``joint_commands``: a new target (rad), written at once; preempts a running trajectory."""
+        now = time.monotonic()
         with self._lock:
             try:
-                base = self._base()
+                base = self.filter.active_target(now)
                 if base is None:
-                    raise ValueError("no joint state read yet")
-                self._command(joint_vector(msg, base))
+                    base = self.filter.goal
+                if base is None:
+                    raise ValueError("not synced with the arm yet")
+                target = joint_vector(msg, base)
+                age_s = self._age_s(msg) if self.params.check_command_stamp else 0.0
+                refusal = self.filter.command(target, now, age_s)
+                if refusal is not None:
+                    raise ValueError(refusal)
             except ValueError as exc:
                 self.rejected_commands += 1
                 self.link.log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
                 return
-            if self._active is not None and self._active.abort_reason is None:
-                self._active.abort_reason = "preempted by a joint_commands message"
+            self._had_command = True
+            if self._active is not None:
+                self._active.abort("preempted by a joint_commands message")
+                self._active = None
+            if self._present is not None and self.link.connected and not self._closed:
+                self._write(self._present, now)
+
+    def _age_s(self, msg: Any) -> float:
+        stamp = msg.header.stamp
+        stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+        return (self.node.now_ns() - stamp_ns) * 1e-9 if stamp_ns else 0.0
 
     def on_estop(self, request: Any, response: Any) -> Any:
         """``~/estop``: true engages (latched, the arm holds), false releases (a new command is needed)."""
@@ -260,165 +337,126 @@ class Driver:
             if request.data:
                 self.estop.engage("requested on ~/estop")
                 if self._active is not None:
-                    self._active.abort_reason = "e-stop engaged"
+                    self._active.abort("e-stop engaged")
                 response.message = "e-stop engaged; holding position"
                 self.node.logger.warning(response.message)
             else:
                 was = self.estop.engaged
                 self.estop.release()
-                self.filter.watchdog.reset()
+                self.filter.drop_target()
                 response.message = "e-stop released; waiting for a new command" if was else "e-stop was not engaged"
                 self.node.logger.info(response.message)
         response.success = True
         return response
 
+    def on_enable_torque(self, request: Any, response: Any) -> Any:
+        """``~/enable_torque``: torque back on for the servos that lost it, each holding its present position."""
+        with self._lock:
+            joints = list(self.torque_lost)
+            if not joints:
+                response.success, response.message = True, "torque is on for every servo"
+            elif not self.link.connected:
+                response.success, response.message = False, f"arm not connected on {self.port}"
+            else:
+                try:
+                    self._enable_torque(joints, "requested on ~/enable_torque")
+                    response.success, response.message = True, f"torque on again for {joints}; holding"
+                except HardwareError as exc:
+                    response.success, response.message = False, f"enable torque failed: {exc}"
+        return response
+
+    def _enable_torque(self, joints: list[str], why: str) -> None:
+        self.arm.enable_torque(tuple(joints))
+        for joint in joints:
+            self.torque_lost.pop(joint, None)
+        self.filter.drop_target()  # torque back never moves the arm toward an old target
+        self.node.logger.info(f"torque on again for {joints} ({why}); holding where they are")
+
     # ------------------------------------------------------------------ trajectories
-    def _refusal(self) -> str | None:
+    def _refusal(self, joints: list[int]) -> str | None:
         if self.estop.engaged:
             return f"e-stop engaged ({self.estop.reason})"
-        if not self.link.connected or self.link.last_state is None:
+        if not self.link.connected or self.link.last_state is None or self.filter.goal is None:
             return f"arm not connected on {self.port}"
         if self.link.failing:
             return f"bus failing: {self.link.last_error}"
-        if self._fault_hold is not None:
-            return "servo fault: holding"
+        if self._fault is not None:
+            return f"{self._fault}: holding"
+        limp = {JOINT_NAMES[j]: self.torque_lost[JOINT_NAMES[j]] for j in joints if JOINT_NAMES[j] in self.torque_lost}
+        if limp:
+            return "torque off on " + ", ".join(f"{j} ({c})" for j, c in limp.items()) + "; call ~/enable_torque"
         return None
 
     def execute_trajectory(self, handle: ServerGoalHandle) -> Message:
-        """FollowJointTrajectory execute callback (goal thread): runs until done, cancelled or aborted."""
-        result = self.node.message(f"{FJT}_Result")
-        goal = handle.request
+        """FollowJointTrajectory execute callback (goal thread): followed by the control loop until done."""
         with self._lock:
-            refusal = self._refusal()
-            start = self._base()
             try:
-                if refusal is not None or start is None:
+                start = self.filter.active_target()
+                start = start if start is not None else self.filter.goal
+                if start is None:
+                    raise TrajectoryError(f"cannot execute: arm not connected on {self.port}", INVALID_GOAL)
+                tracker = TrajectoryTracker.accept(
+                    handle,
+                    start,
+                    self.limits,
+                    time.monotonic(),
+                    self.node.now_ns(),
+                    self.params.goal_tolerance_rad,
+                    self.params.goal_time_tolerance_s,
+                )
+                refusal = self._refusal(tracker.joints)
+                if refusal is not None:
                     raise TrajectoryError(f"cannot execute: {refusal}", INVALID_GOAL)
-                trajectory = Trajectory.from_goal(goal, start, self.limits)
-                delay = start_delay_s(goal, trajectory, self.node.now_ns())
             except TrajectoryError as exc:
-                result.error_code, result.error_string = exc.code, str(exc)
                 self.node.logger.warning(f"trajectory rejected: {exc}")
-                handle.abort()
-                return result
-            if self._active is not None and self._active.abort_reason is None:
-                self._active.abort_reason = "preempted by a new goal"
-            active = _ActiveGoal(trajectory, time.monotonic() + max(0.0, delay))
-            self._active = active
-        try:
-            return self._follow(handle, active, goal, result)
-        finally:
-            with self._lock:
-                active.done = True
-                if self._active is active:
-                    self._active = None
-
-    def _follow(self, handle: ServerGoalHandle, active: _ActiveGoal, goal: Any, result: Any) -> Message:
-        traj = active.trajectory
-        joints = list(traj.joints)
-        goal_tol = joint_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad)
-        path_tol = joint_tolerances(goal.path_tolerance, math.inf)
-        time_tol = duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s
-        names = [JOINT_NAMES[j] for j in joints]
-        cycle = 0
-        while True:
-            if handle.is_cancel_requested:
-                with self._lock:
-                    state = self.link.last_state
-                    if state is not None:
-                        self._command(state.positions)  # stop where it is
-                    active.done = True
-                handle.canceled()
-                result.error_code, result.error_string = SUCCESSFUL, "canceled"
-                return result
-            with self._lock:
-                if active.abort_reason is None and self.link.failing:
-                    active.abort_reason = f"bus failing: {self.link.last_error}"
-                reason = active.abort_reason
-                state = self.link.last_state
-            if reason is not None:
-                handle.abort()
-                result.error_code, result.error_string = INVALID_GOAL, f"aborted: {reason}"
-                self.node.logger.warning(f"trajectory {result.error_string}")
-                return result
-            t = time.monotonic() - active.start
-            desired = traj.sample(t)
-            if state is not None:
-                actual = state.positions
-                error = desired - actual  # the sign control_msgs uses
-                if cycle % FEEDBACK_EVERY == 0:
-                    handle.publish_feedback(self._feedback(names, joints, desired, actual, error, t))
-                if t <= traj.duration_s and np.any(np.abs(error[joints]) > path_tol[joints]):
-                    bad = JOINT_NAMES[joints[int(np.argmax(np.abs(error[joints]) - path_tol[joints]))]]
-                    with self._lock:
-                        self._command(actual)
-                    handle.abort()
-                    result.error_code = PATH_TOLERANCE_VIOLATED
-                    result.error_string = f"path tolerance violated on {bad} at t={t:.2f} s"
-                    return result
-                final_err = np.abs(actual - traj.final)
-                if t >= traj.duration_s and np.all(final_err[joints] <= goal_tol[joints]):
-                    handle.succeed()
-                    result.error_code, result.error_string = SUCCESSFUL, ""
-                    return result
-                if t > traj.duration_s + time_tol:
-                    worst = joints[int(np.argmax(final_err[joints] - goal_tol[joints]))]
-                    handle.abort()
-                    result.error_code = GOAL_TOLERANCE_VIOLATED
-                    result.error_string = (
-                        f"goal not reached within {time_tol:.2f} s: {JOINT_NAMES[worst]} off by "
-                        f"{final_err[worst]:.3f} rad"
-                    )
-                    return result
-            cycle += 1
-            time.sleep(self.period_s)
-
-    def _feedback(
-        self, names: list[str], joints: list[int], desired: FloatArray, actual: FloatArray, error: FloatArray, t: float
-    ) -> Message:
-        def point(values: FloatArray) -> Message:
-            return self.node.message(
-                "trajectory_msgs/msg/JointTrajectoryPoint",
-                positions=values[joints].astype(np.float64),
-                time_from_start=duration_msg(self.node, t),
-            )
-
-        header = self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")
-        return self.node.message(
-            f"{FJT}_Feedback",
-            header=header,
-            joint_names=names,
-            desired=point(desired),
-            actual=point(actual),
-            error=point(error),
-        )
+                return finish_handle(self.node, handle, Outcome("abort", exc.code, str(exc)))
+            if self._active is not None:
+                self._active.abort("preempted by a new goal")
+            self._active = tracker
+            if self._closed:
+                tracker.abort("driver shutting down")
+        header = lambda: self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")  # noqa: E731
+        return tracker.serve(self.node, self._lock, header)
 
     # ------------------------------------------------------------------ diagnostics
     def diagnostics_message(self) -> Message:
-        """The DiagnosticArray: one status for the arm (link, e-stop, holds), one per servo."""
+        """The DiagnosticArray: one status for the arm (link, faults, torque, e-stop, holds, loop rate), one per
+        servo."""
+        now = time.monotonic()
         with self._lock:
-            starts = list(self._cycle_starts)
             state = self.link.last_state
+            hold = self.filter.hold_reason if self.filter.synced else None
             level, message = self.link.problem() or (OK, "ok")
-            if level == OK and self.estop.engaged:
-                level, message = WARN, f"e-stop engaged ({self.estop.reason}); holding"
+            rate_problem = self.rate.grade(now) if self.link.connected else None
+            if level == OK and self._fault is not None:
+                level, message = ERROR, f"{self._fault}; holding, commands refused"
+            elif level == OK and self.torque_lost:
+                lost = ", ".join(f"{j} ({c})" for j, c in self.torque_lost.items())
+                level, message = ERROR, f"torque lost on {lost}; limp until ~/enable_torque"
             elif level == OK and state is not None and state.faults():
                 desc = ", ".join(f"{j} {f.describe()}" for j, f in state.faults().items())
-                level, message = ERROR, f"servo fault: {desc}" + ("; holding" if self._fault_hold is not None else "")
-            elif level == OK and self._hold_reason:
-                message = f"holding ({self._hold_reason})"
-            rate = (len(starts) - 1) / (starts[-1] - starts[0]) if len(starts) > 2 and starts[-1] > starts[0] else 0.0
+                level, message = ERROR, f"servo fault: {desc}"
+            elif level == OK and self.estop.engaged:
+                level, message = WARN, f"e-stop engaged ({self.estop.reason}); holding"
+            elif level == OK and hold is not None:
+                level = WARN if hold.startswith("watchdog") and self._had_command else OK
+                message = f"holding ({hold})"
+            if rate_problem is not None and rate_problem[0] >= level:
+                level, message = rate_problem[0], rate_problem[1] + ("" if message == "ok" else f"; {message}")
             values = {
                 **self.link.values(),
-                "rate_hz": f"{rate:.1f}",
-                "target_rate_hz": f"{self.params.rate_hz:g}",
+                "rate_hz": f"{self.rate.rate(now):.1f}",
+                "target_rate_hz": f"{self.rate_hz:g}",
                 "estop": str(self.estop.engaged).lower(),
-                "holding": self._hold_reason or "",
+                "holding": hold or "",
+                "torque_lost": ",".join(self.torque_lost),
                 "trajectory_active": str(self._active is not None).lower(),
                 "rejected_commands": str(self.rejected_commands),
+                "refused_commands": str(self.filter.refused),
+                "goal_writes": str(self.goal_writes),
             }
             statuses = [status_message(self.node, "arm", level, message, f"feetech:{self.port}", values)]
-            statuses += self.link.servo_statuses(self.safety)
+            statuses += self.link.servo_statuses(self.safety, self.torque_lost)
         return diagnostic_array(self.node, statuses)
 
     def publish_diagnostics(self) -> None:
@@ -426,7 +464,9 @@ class Driver:
 
     # ------------------------------------------------------------------ shutdown
     def close(self) -> None:
-        """Stop the loop, ease to ``rest_pose`` if asked, then hold or switch torque off; close the bus."""
+        """Stop the loop, then hold, torque off, or ease to the rest pose and torque off (robot.yaml's
+        ``robot.follower.shutdown``); close the bus."""
+        behavior = self.shutdown_config.behavior
         with self._lock:
             if self._closed:
                 return
@@ -434,32 +474,33 @@ class Driver:
             for timer in self._timers:
                 with contextlib.suppress(Exception):  # the node may already be destroyed
                     timer.cancel()
-            if self._active is not None and self._active.abort_reason is None:
-                self._active.abort_reason = "driver shutting down"
+            if self._active is not None:
+                self._active.abort("driver shutting down")
             if not self.link.connected:
                 return
-            torque_off = self.params.shutdown_behavior == "torque_off"
             try:
-                if self.params.ease_to_rest and self._fault_hold is None and not self.estop.engaged:
+                if behavior == "rest_then_torque_off" and self._fault is None and not self.estop.engaged:
                     self._ease_to_rest()
-                if torque_off:
+                if self.shutdown_config.torque_off:
                     self.arm.set_torque(False)
             except HardwareError as exc:
                 self.node.logger.error(f"shutdown: {exc}")
             finally:
-                self.link.close(disable_torque=torque_off)
-        self.node.logger.info(f"arm released ({'torque off' if torque_off else 'holding its pose'})")
+                self.link.close(disable_torque=self.shutdown_config.torque_off)
+        self.node.logger.info(f"arm released ({behavior})")
 
     def _ease_to_rest(self) -> None:
-        """Move to ``rest_pose`` over ``rest_ease_s`` (linear in joint space, clamped, step-limited)."""
-        rest = np.clip(np.array(self.params.rest_pose), self.limits.lower, self.limits.upper)
-        start = self.arm.read().positions
-        steps = max(1, round(self.params.rest_ease_s * self.params.rate_hz))
-        goal = start
-        for k in range(1, steps + 1):
-            target = start + (rest - start) * (k / steps)
-            goal = np.clip(target, goal - self.safety.max_step_rad, goal + self.safety.max_step_rad)
-            self.arm.write(goal)
+        """Move to the rest pose over ``rest_ease_s`` through the command filter (clamped, step-limited)."""
+        start = self.filter.goal
+        if start is None:
+            return
+        rest = np.array(self.shutdown_config.rest_pose)
+        steps = max(1, round(self.shutdown_config.rest_ease_s * self.rate_hz))
+        for k in range(1, steps + round(0.5 * self.rate_hz) + 1):
+            now = time.monotonic()
+            self.filter.command(start + (rest - start) * min(1.0, k / steps), now)
+            present = self._present if self._present is not None else start
+            self._write(present, now)
             time.sleep(self.period_s)
         self.node.logger.info("eased to the rest pose")
 

@@ -39,12 +39,14 @@ def joint_vector(msg: Any, base: FloatArray) -> FloatArray:
 
 
 def joint_state_message(node: Node, state: ArmState) -> Message:
-    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, stamped now."""
+    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, stamped now. Joints whose servo did
+    not answer are left out (a JointState with fewer names, as ROS consumers merge by name)."""
     header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
+    valid = state.valid
     return node.message(
         "sensor_msgs/msg/JointState",
         header=header,
-        name=list(JOINT_NAMES),
-        position=state.positions.astype(np.float64),
-        velocity=state.velocities.astype(np.float64),
+        name=[n for n, ok in zip(JOINT_NAMES, valid, strict=True) if ok],
+        position=state.positions[valid].astype(np.float64),
+        velocity=state.velocities[valid].astype(np.float64),
     )

@@ -1,8 +1,9 @@
 """leader: the SO-101 leader arm (teleoperation), torque off, published on ``leader/joint_states``.
 
 A timer (``rate_hz``) does one sync read of the six servos and publishes their positions (rad, canonical
-names, the follower's convention, so teleop can forward them unchanged). A failed read publishes nothing
-(consumers see the leader go stale) and is reported on ``/diagnostics``: WARN, then ERROR after
+names, the follower's convention, so teleop can forward them unchanged). A silent servo's joint is left out
+(ERROR on ``/diagnostics``); teleop forwards only complete messages, so the follower then holds. A failed
+read publishes nothing (consumers see the leader go stale) and is reported on ``/diagnostics``: WARN, then ERROR after
 ``max_consecutive_failures`` in a row, OK again when reads succeed. A failed port is reopened every
 ``reconnect_period_s``. The leader is never powered: :class:`SO101Leader` refuses torque and writes.
 
@@ -56,9 +57,10 @@ class Leader:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.params = LeaderParams.declare(node)
-        entry, calibration, self.safety = load_arm(
+        entry, calibration, config = load_arm(
             self.params.robot_config, self.params.port, self.params.calibration, role="leader"
         )
+        self.safety = config.safety
         self.arm = SO101Leader(entry.arm, calibration)
         self.link = ArmLink(node, self.arm, self.params.reconnect_period_s, self.params.max_consecutive_failures)
         self.publisher = node.create_publisher("sensor_msgs/msg/JointState", "leader/joint_states")
@@ -87,7 +89,9 @@ class Leader:
         """One status for the leader arm's link, one per servo."""
         level, message = self.link.problem() or (OK, "ok")
         state = self.link.last_state
-        if level == OK and state is not None and state.faults():
+        if level == OK and state is not None and state.missing:
+            level, message = ERROR, f"{self.link.last_error}; its joints are left out of leader/joint_states"
+        elif level == OK and state is not None and state.faults():
             level = ERROR
             message = "servo fault: " + ", ".join(f"{j} {f.describe()}" for j, f in state.faults().items())
         values = {**self.link.values(), "published": str(self.published)}

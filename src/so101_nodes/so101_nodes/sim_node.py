@@ -3,9 +3,13 @@
 A stepping thread advances the :class:`~so101_core.sim.twin.Twin` one control period (``physics.control_hz``
 of sim.yaml, 30 Hz) at a time, paced at ``real_time_factor`` × real time (0 = as fast as possible). Every
 message is stamped with the sim clock (ns since the node started; it keeps running across resets), which is
-published on ``/clock`` for ``use_sim_time`` consumers. Cameras render on a second thread (only the copy of
-the state into the visual scene holds the lock), so rendering never delays ``joint_states``; with
-``real_time_factor`` 0 frames the renderer cannot keep up with are skipped.
+published on ``/clock`` for ``use_sim_time`` consumers. Cameras render on a second thread
+(:mod:`~so101_nodes.sim_rendering`), so rendering never delays ``joint_states``.
+
+Commands pass the driver's :class:`~so101_hardware.safety.CommandFilter` with robot.yaml's
+``robot.safety`` (step limit as a speed, ``max_step_rad`` x ``rate_hz``, applied per sim step; clamps to the
+twin's ctrlrange that only shrink motion; the command watchdog in wall-clock seconds, as the commander sees
+it), so the twin answers a command the way the real arm does.
 
 Topics (relative names; ``cameras`` lists which cameras render):
   - ``joint_states`` (sensor_msgs/JointState): canonical names, position rad, velocity rad/s, effort N·m;
@@ -22,8 +26,8 @@ Topics (relative names; ``cameras`` lists which cameras render):
   - ``sim/objects/<object>/pose`` (geometry_msgs/PoseStamped, frame ``world``, every step) for ``vial`` and
     ``rack`` (the rack origin is its base-plate bottom centre). ``world`` is the robot base on the mat.
 
-Action: ``arm_controller/follow_joint_trajectory`` (control_msgs/FollowJointTrajectory), validated and
-interpolated like the driver's (:class:`~so101_nodes.driver_node.Trajectory`), timed in sim time,
+Action: ``arm_controller/follow_joint_trajectory`` (control_msgs/FollowJointTrajectory), followed by the
+driver's :class:`~so101_nodes.trajectory.TrajectoryTracker`, timed in sim time,
 cancel checked on every step, error codes INVALID_JOINTS / INVALID_GOAL / OLD_HEADER_TIMESTAMP /
 PATH_TOLERANCE_VIOLATED / GOAL_TOLERANCE_VIOLATED; a nonzero ``header.stamp`` is read as sim time.
 
@@ -35,21 +39,23 @@ Parameters: ``sim_config`` / ``dr_config`` (YAML paths, "" = the config director
 random), ``real_time_factor`` (1.0; 0 = as fast as possible), ``joint_state_rate_hz`` (Hz, 0 = every
 step), ``cameras`` (list, default ``[ego, side, top]``; ``[]`` = no rendering), ``camera_rate_hz``
 (Hz of sim time, 10.0), ``width`` / ``height`` (px, 0 = sim.yaml's), ``depth`` (false),
-``diagnostics_period_s`` (s, 1.0), ``goal_tolerance_rad`` (rad, 0.05), ``goal_time_tolerance_s`` (s, 1.0).
+``diagnostics_period_s`` (s, 1.0), ``goal_tolerance_rad`` (rad, 0.05), ``goal_time_tolerance_s`` (s, 1.0),
+``robot_config`` (robot.yaml for the safety section; "" = the config directory's).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from nodegraph.graph.qos import QoS
+from so101_core.config_paths import config_dir
 from so101_core.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.errors import SimError
@@ -57,23 +63,20 @@ from so101_core.sim.geometry import F64
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.scene import OBJECT_NAMES
 from so101_core.sim.twin import Twin
-from so101_hardware.safety import JointLimits
+from so101_hardware.config import SafetyConfig, load_robot_config
+from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
 
 from so101_nodes import camera_messages
 from so101_nodes.joint_messages import joint_vector
+from so101_nodes.sim_rendering import SimCameras
 from so101_nodes.trajectory import (
     ACTION_NAME,
     FJT,
-    GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
-    PATH_TOLERANCE_VIOLATED,
-    SUCCESSFUL,
-    Trajectory,
+    Outcome,
     TrajectoryError,
-    duration_msg,
-    duration_s,
-    joint_tolerances,
-    start_delay_s,
+    TrajectoryTracker,
+    finish_handle,
 )
 
 WORLD_FRAME = "world"
@@ -101,6 +104,7 @@ class SimParams:
     diagnostics_period_s: float = 1.0
     goal_tolerance_rad: float = 0.05
     goal_time_tolerance_s: float = 1.0
+    robot_config: str = ""
 
     @classmethod
     def declare(cls, node: Node) -> SimParams:
@@ -121,6 +125,7 @@ class SimParams:
             diagnostics_period_s=float(node.declare_parameter("diagnostics_period_s", d.diagnostics_period_s)),
             goal_tolerance_rad=float(node.declare_parameter("goal_tolerance_rad", d.goal_tolerance_rad)),
             goal_time_tolerance_s=float(node.declare_parameter("goal_time_tolerance_s", d.goal_time_tolerance_s)),
+            robot_config=str(node.declare_parameter("robot_config", d.robot_config)),
         )
         params.validate()
         return params
@@ -148,28 +153,6 @@ class SimParams:
             raise ValueError(f"sim: parameter 'cameras' lists a camera twice: {list(self.cameras)}")
 
 
-@dataclass
-class _Goal:
-    """A trajectory being followed; written by the stepping thread, read by the goal thread (under the lock)."""
-
-    handle: ServerGoalHandle
-    trajectory: Trajectory
-    start_ns: int  # sim clock of t = 0
-    goal_tol: F64
-    path_tol: F64
-    time_tol: float
-    outcome: tuple[str, int, str] | None = None  # ("succeed" | "abort" | "canceled", error_code, error_string)
-    done: threading.Event = field(default_factory=threading.Event)
-    t_s: float = 0.0
-    desired: F64 = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
-    actual: F64 = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
-
-    def finish(self, status: str, code: int, text: str) -> None:
-        if self.outcome is None:
-            self.outcome = (status, code, text)
-            self.done.set()
-
-
 @dataclass(frozen=True)
 class _Snapshot:
     """The twin's state after a step (stamp ns of sim clock; rad, rad/s, N·m; poses wxyz)."""
@@ -181,13 +164,12 @@ class _Snapshot:
     objects: dict[str, tuple[F64, F64]]
 
 
-@dataclass
-class _CameraPublishers:
-    name: str
-    image: Any
-    info: Any
-    depth_image: Any | None
-    depth_info: Any | None
+def safety_config(robot_config: str) -> SafetyConfig:
+    """``robot.safety`` of ``robot_config`` (the config directory's robot.yaml when empty; defaults if absent)."""
+    path = Path(robot_config) if robot_config else config_dir() / "robot.yaml"
+    if not robot_config and not path.is_file():
+        return SafetyConfig()
+    return load_robot_config(path).safety
 
 
 class SimNode:
@@ -196,6 +178,7 @@ class SimNode:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.params = p = SimParams.declare(node)
+        self.safety = safety_config(p.robot_config)
         sim_cfg = load_sim_config(p.sim_config or None)
         dr = load_dr_config(p.dr_config or None) if p.randomize else DRConfig.disabled()
         self.twin = Twin(sim_cfg, dr)
@@ -211,12 +194,21 @@ class SimNode:
         self.period_s = self.twin.control_period
         ranges = self.twin.model.actuator_ctrlrange[self.twin.index.actuator_ids]
         self.limits = JointLimits.from_arrays(ranges[:, 0], ranges[:, 1])
+        # the driver's filter: the same speed (max_step_rad per driver cycle), applied per sim step
+        self.filter = CommandFilter(
+            self.limits,
+            self.safety.max_speed_rad_s * self.period_s,
+            Watchdog(self.safety.watchdog_timeout_s),
+            EStop(),
+            self.period_s,
+        )
 
-        self._lock = threading.Lock()  # twin, targets, active goal, snapshot, clock
+        self._lock = threading.Lock()  # twin, filter, active goal, snapshot, clock
         self._stop = threading.Event()
         self._clock_base_ns = 0  # sim clock at the last reset
-        self._target = self.twin.joint_targets()
-        self._active: _Goal | None = None
+        self._goal = self.twin.joint_targets()
+        self.filter.reset(self.twin.joint_positions(), self._sim_s())
+        self._active: TrajectoryTracker | None = None
         self._snapshot = self._take_snapshot()
         self._snapshot_wall = time.monotonic()
         self._next_camera_ns = 0
@@ -234,7 +226,22 @@ class SimNode:
             name: node.create_publisher("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose")
             for name in OBJECT_NAMES
         }
-        self.cameras = [self._camera_publishers(name) for name in p.cameras]
+        self.cameras = (
+            SimCameras(
+                node,
+                self.twin,
+                self._lock,
+                self.sim_time_ns,
+                p.cameras,
+                self.width,
+                self.height,
+                p.depth,
+                self._stop,
+                lambda: bool(getattr(node, "is_shutdown", False)),
+            )
+            if p.cameras
+            else None
+        )
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self.on_command)
         node.create_service("so101_msgs/srv/ResetSim", "sim/reset", self.on_reset)
         node.create_service("so101_msgs/srv/SetObjectPose", "sim/set_object_pose", self.on_set_object_pose)
@@ -245,12 +252,12 @@ class SimNode:
         self._timers = [node.create_timer(p.diagnostics_period_s, self.publish_diagnostics)]
         if self._fast_joint_states:
             self._timers.append(node.create_timer(1.0 / p.joint_state_rate_hz, self._republish_joint_states))
-        self._render_request = threading.Event()
         self._threads = [threading.Thread(target=self._run, name="sim-stepping", daemon=True)]
-        if self.cameras:
-            self._threads.append(threading.Thread(target=self._render_run, name="sim-rendering", daemon=True))
-        for thread in self._threads:
-            thread.start()
+        if self.cameras is not None:
+            self._threads.append(self.cameras.thread)
+        self._threads[0].start()
+        if self.cameras is not None:
+            self.cameras.start()
         pace = "as fast as possible" if p.real_time_factor == 0 else f"{p.real_time_factor:g}x real time"
         node.logger.info(
             f"twin stepping at {1.0 / self.period_s:g} Hz ({pace}), seed {self.seed}, cameras "
@@ -272,19 +279,6 @@ class SimNode:
             if value > most:
                 raise ValueError(f"sim: parameter {name!r} = {value} px exceeds the offscreen buffer ({most} px)")
 
-    def _camera_publishers(self, name: str) -> _CameraPublishers:
-        node, base = self.node, f"cameras/{name}"
-        depth = self.params.depth
-        return _CameraPublishers(
-            name=name,
-            image=node.create_publisher("sensor_msgs/msg/Image", f"{base}/image_raw"),
-            info=node.create_publisher("sensor_msgs/msg/CameraInfo", f"{base}/camera_info"),
-            depth_image=node.create_publisher("sensor_msgs/msg/Image", f"{base}/depth/image_raw") if depth else None,
-            depth_info=node.create_publisher("sensor_msgs/msg/CameraInfo", f"{base}/depth/camera_info")
-            if depth
-            else None,
-        )
-
     def _log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
         now = time.monotonic()
         if now - self._log_times.get(key, -math.inf) >= period_s:
@@ -295,6 +289,9 @@ class SimNode:
     def sim_time_ns(self) -> int:
         """The sim clock (ns): time since the node started, summed over episodes."""
         return self._clock_base_ns + round(self.twin.time * 1e9)
+
+    def _sim_s(self) -> float:
+        return self.sim_time_ns() * 1e-9
 
     def _take_snapshot(self) -> _Snapshot:
         t = self.twin
@@ -327,110 +324,43 @@ class SimNode:
             )
         finally:
             with self._lock:
-                self._finish_active("abort", INVALID_GOAL, "aborted: sim shutting down")
+                self._finish_active(Outcome("abort", INVALID_GOAL, "aborted: sim shutting down"))
                 self.twin.close()  # the GL contexts belong to this thread
 
     def tick(self) -> None:
-        """One control period: trajectory target → Twin.step → goal checks → publish state; asks for images when due."""
+        """One control period: trajectory setpoint → command filter → Twin.step → goal checks → publish state;
+        asks for images when due."""
         with self._lock:
             active = self._active
+            t_next = self._sim_s() + self.period_s  # the goal is reached at the end of this period
             if active is not None:
-                self._track_before(active)
-            self.twin.step(self._target)
+                if active.cancel_requested:
+                    self.filter.drop_target()  # stop where it is
+                    self._finish_active(Outcome("canceled", 0, "canceled"))
+                    active = None
+                else:
+                    self.filter.command(active.setpoint(t_next), time.monotonic())
+            self._goal = self.filter.step(self.twin.joint_positions(), t_next).goal
+            self.twin.step(self._goal)
             self.steps += 1
             snap = self._snapshot = self._take_snapshot()
             self._snapshot_wall = time.monotonic()
             if active is not None:
-                self._track_after(active, snap)
-            if self.cameras and snap.stamp_ns >= self._next_camera_ns:
+                active.check(snap.stamp_ns * 1e-9, snap.positions)
+                if active.outcome is not None:
+                    if active.outcome.status != "succeed":
+                        self.filter.drop_target()
+                    self._active = None
+            if self.cameras is not None and snap.stamp_ns >= self._next_camera_ns:
                 self._next_camera_ns = max(self._next_camera_ns + self._camera_period_ns, snap.stamp_ns)
-                self._render_request.set()
+                self.cameras.request()
         self._publish_state(snap)
 
-    def _track_before(self, g: _Goal) -> None:
-        """Cancel check and the next trajectory setpoint (the sample at the end of this period)."""
-        if g.handle.is_cancel_requested:
-            self._target = self.twin.joint_positions()  # stop where it is
-            self._finish_active("canceled", SUCCESSFUL, "canceled")
-            return
-        t_next = (self.sim_time_ns() - g.start_ns) * 1e-9 + self.period_s
-        desired = g.trajectory.sample(t_next)
-        joints = list(g.trajectory.joints)
-        self._target[joints] = desired[joints]
-
-    def _track_after(self, g: _Goal, snap: _Snapshot) -> None:
-        """Path / goal tolerances after the step; finishes the goal when it succeeded or failed."""
-        if g.outcome is not None:
-            return
-        traj, joints = g.trajectory, list(g.trajectory.joints)
-        t = (snap.stamp_ns - g.start_ns) * 1e-9
-        desired = traj.sample(t)
-        g.t_s, g.desired, g.actual = t, desired, snap.positions
-        error = np.abs(snap.positions - desired)[joints]
-        if 0 <= t <= traj.duration_s and np.any(error > g.path_tol[joints]):
-            bad = JOINT_NAMES[joints[int(np.argmax(error - g.path_tol[joints]))]]
-            self._target = snap.positions.copy()
-            self._finish_active("abort", PATH_TOLERANCE_VIOLATED, f"path tolerance violated on {bad} at t={t:.2f} s")
-            return
-        final_err = np.abs(snap.positions - traj.final)[joints]
-        if t >= traj.duration_s and np.all(final_err <= g.goal_tol[joints]):
-            self._finish_active("succeed", SUCCESSFUL, "")
-        elif t > traj.duration_s + g.time_tol:
-            k = int(np.argmax(final_err - g.goal_tol[joints]))
-            self._finish_active(
-                "abort",
-                GOAL_TOLERANCE_VIOLATED,
-                f"goal not reached within {g.time_tol:.2f} s: {JOINT_NAMES[joints[k]]} off by {final_err[k]:.3f} rad",
-            )
-
-    def _finish_active(self, status: str, code: int, text: str) -> None:
+    def _finish_active(self, outcome: Outcome) -> None:
         """Finish the active goal (caller holds the lock)."""
         if self._active is not None:
-            self._active.finish(status, code, text)
+            self._active.finish(outcome.status, outcome.code, outcome.text)
             self._active = None
-
-    # ------------------------------------------------------------------ rendering thread
-    def _render_run(self) -> None:
-        """Render the cameras when the stepping thread asks (every ``camera_rate_hz`` of sim time).
-
-        Only ``update_scene`` (a copy of the state into the visual scene) holds the lock; the slow OpenGL
-        render runs beside the stepping, so that images never delay ``joint_states``. Frames the renderer
-        cannot keep up with are skipped. The renderer (its GL context) lives and dies on this thread.
-        """
-        import mujoco
-
-        twin = self.twin
-        renderer: mujoco.Renderer | None = None
-        try:
-            renderer = mujoco.Renderer(twin.model, height=self.height, width=self.width)
-            far = float(twin.model.stat.extent * twin.model.vis.map.zfar)
-            while not self._stop.is_set():
-                if not self._render_request.wait(0.1):
-                    continue
-                self._render_request.clear()
-                for cam in self.cameras:
-                    with self._lock:
-                        renderer.update_scene(twin.data, camera=twin.index.cameras[cam.name])
-                        stamp_ns = self.sim_time_ns()
-                    rgb = renderer.render().copy()
-                    depth = None
-                    if self.params.depth:
-                        renderer.enable_depth_rendering()
-                        try:
-                            d = renderer.render()
-                        finally:
-                            renderer.disable_depth_rendering()
-                        mm = np.where((d > 0) & (d < 0.99 * far), np.round(d * 1000.0), 0)
-                        depth = np.clip(mm, 0, 65535).astype(np.uint16)
-                    self._publish_images(cam, stamp_ns, rgb, depth)
-        except Exception as exc:
-            expected = self._stop.is_set() or getattr(self.node, "is_shutdown", False)
-            (self.node.logger.debug if expected else self.node.logger.error)(
-                f"rendering thread ends: {type(exc).__name__}: {exc}"
-            )
-        finally:
-            if renderer is not None:
-                renderer.close()
 
     # ------------------------------------------------------------------ publishing
     def _header(self, stamp_ns: int, frame_id: str = "") -> Message:
@@ -475,26 +405,17 @@ class SimNode:
         k = self.twin.camera_intrinsics(camera, self.width, self.height)
         return camera_messages.camera_info(self.node, self._header(stamp_ns, frame_id), self.width, self.height, k)
 
-    def _publish_images(self, cam: _CameraPublishers, stamp_ns: int, rgb: np.ndarray, depth: np.ndarray | None) -> None:
-        frame = camera_messages.optical_frame(cam.name)
-        head = self._header(stamp_ns, frame)
-        info = self.camera_info(stamp_ns, frame, cam.name)
-        cam.image.publish(camera_messages.rgb_image(self.node, head, rgb))
-        cam.info.publish(info)
-        if depth is not None and cam.depth_image is not None and cam.depth_info is not None:
-            cam.depth_image.publish(camera_messages.depth_image(self.node, head, depth))
-            cam.depth_info.publish(info)
-
     def publish_diagnostics(self) -> None:
         """``/diagnostics``: the twin's health (WARN when the achieved real-time factor lags the requested)."""
         with self._lock:
             sim_ns, steps, active = self.sim_time_ns(), self.steps, self._active is not None
+            hold = self.filter.hold_reason
         wall0, steps0 = self._rtf_mark
         now = time.monotonic()
         self._rtf_mark = (now, steps)
         achieved = (steps - steps0) * self.period_s / (now - wall0) if now > wall0 else 0.0
         wanted = self.params.real_time_factor
-        level, message = OK, "ok"
+        level, message = OK, "ok" if hold is None else f"holding ({hold})"
         if not all(thread.is_alive() for thread in self._threads):
             level, message = ERROR, "stepping or rendering thread stopped"
         elif wanted > 0 and achieved < 0.9 * wanted:
@@ -509,6 +430,8 @@ class SimNode:
             "resets": str(self.resets),
             "trajectory_active": str(active).lower(),
             "rejected_commands": str(self.rejected_commands),
+            "holding": hold or "",
+            "max_speed_rad_s": f"{self.safety.max_speed_rad_s:g}",
             "cameras": ",".join(self.params.cameras),
         }
         node = self.node
@@ -525,26 +448,30 @@ class SimNode:
 
     # ------------------------------------------------------------------ commands and services
     def on_command(self, msg: Any) -> None:
-        """``joint_commands``: new targets (rad); preempts a running trajectory."""
+        """``joint_commands``: a new target (rad) through the command filter; preempts a running trajectory."""
         with self._lock:
             try:
-                target = joint_vector(msg, self._target)
+                base = self.filter.active_target()
+                target = joint_vector(msg, base if base is not None else self._goal)
+                refusal = self.filter.command(target, time.monotonic())
+                if refusal is not None:
+                    raise ValueError(refusal)
             except ValueError as exc:
                 self.rejected_commands += 1
                 self._log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
                 return
-            self._target = np.clip(target, self.limits.lower, self.limits.upper)
-            self._finish_active("abort", INVALID_GOAL, "aborted: preempted by a joint_commands message")
+            self._finish_active(Outcome("abort", INVALID_GOAL, "aborted: preempted by a joint_commands message"))
 
     def on_reset(self, request: Any, response: Any) -> Any:
         """``sim/reset``: a new episode from ``request.seed`` (< 0: a random seed); the sim clock keeps running."""
         seed = int(request.seed) if int(request.seed) >= 0 else self._random_seed()
         with self._lock:
             try:
-                self._finish_active("abort", INVALID_GOAL, "aborted: sim reset")
+                self._finish_active(Outcome("abort", INVALID_GOAL, "aborted: sim reset"))
                 self._clock_base_ns = self.sim_time_ns()
                 sample = self.twin.reset(seed)
-                self._target = self.twin.joint_targets()
+                self._goal = self.twin.joint_targets()
+                self.filter.reset(self.twin.joint_positions(), self._sim_s())
                 self._snapshot = self._take_snapshot()
             except (SimError, ValueError) as exc:
                 response.success, response.message = False, f"reset failed: {exc}"
@@ -573,70 +500,29 @@ class SimNode:
 
     # ------------------------------------------------------------------ trajectories
     def execute_trajectory(self, handle: ServerGoalHandle) -> Message:
-        """FollowJointTrajectory execute callback (goal thread): waits for the stepping thread's verdict."""
-        result = self.node.message(f"{FJT}_Result")
-        goal = handle.request
+        """FollowJointTrajectory execute callback (goal thread): the stepping thread follows it."""
         with self._lock:
             try:
-                trajectory = Trajectory.from_goal(goal, self._target.copy(), self.limits)
-                now_ns = self.sim_time_ns()
-                delay = start_delay_s(goal, trajectory, now_ns)
-                if delay > MAX_STAMP_AHEAD_S:
-                    raise TrajectoryError(
-                        f"header.stamp is {delay:.0f} s ahead of the sim clock: stamp with /clock time "
-                        "(use_sim_time) or leave it zero",
-                        INVALID_GOAL,
-                    )
+                start = self.filter.active_target()
+                tracker = TrajectoryTracker.accept(
+                    handle,
+                    start if start is not None else self._goal.copy(),
+                    self.limits,
+                    self._sim_s(),
+                    self.sim_time_ns(),
+                    self.params.goal_tolerance_rad,
+                    self.params.goal_time_tolerance_s,
+                    MAX_STAMP_AHEAD_S,
+                )
             except TrajectoryError as exc:
-                result.error_code, result.error_string = exc.code, str(exc)
                 self.node.logger.warning(f"trajectory rejected: {exc}")
-                handle.abort()
-                return result
-            self._finish_active("abort", INVALID_GOAL, "aborted: preempted by a new goal")
-            active = _Goal(
-                handle=handle,
-                trajectory=trajectory,
-                start_ns=now_ns + max(0, round(delay * 1e9)),
-                goal_tol=joint_tolerances(goal.goal_tolerance, self.params.goal_tolerance_rad),
-                path_tol=joint_tolerances(goal.path_tolerance, math.inf),
-                time_tol=duration_s(goal.goal_time_tolerance) or self.params.goal_time_tolerance_s,
-            )
+                return finish_handle(self.node, handle, Outcome("abort", exc.code, str(exc)))
+            self._finish_active(Outcome("abort", INVALID_GOAL, "aborted: preempted by a new goal"))
             if self._stop.is_set():
-                active.finish("abort", INVALID_GOAL, "aborted: sim shutting down")
+                tracker.abort("sim shutting down")
             else:
-                self._active = active
-        names = [JOINT_NAMES[j] for j in trajectory.joints]
-        while not active.done.wait(FEEDBACK_PERIOD_S):
-            with self._lock:
-                t, desired, actual = active.t_s, active.desired.copy(), active.actual.copy()
-            with contextlib.suppress(Exception):  # feedback is best effort
-                handle.publish_feedback(self._feedback(names, list(trajectory.joints), desired, actual, t))
-        assert active.outcome is not None
-        status, result.error_code, result.error_string = active.outcome
-        {"succeed": handle.succeed, "abort": handle.abort, "canceled": handle.canceled}[status]()
-        if status == "abort":
-            self.node.logger.warning(f"trajectory {result.error_string}")
-        return result
-
-    def _feedback(self, names: list[str], joints: list[int], desired: F64, actual: F64, t: float) -> Message:
-        node = self.node
-        since = duration_msg(node, t)
-
-        def point(values: F64) -> Message:
-            return node.message(
-                "trajectory_msgs/msg/JointTrajectoryPoint",
-                positions=values[joints].astype(np.float64),
-                time_from_start=since,
-            )
-
-        return node.message(
-            f"{FJT}_Feedback",
-            header=self._header(self.sim_time_ns()),
-            joint_names=names,
-            desired=point(desired),
-            actual=point(actual),
-            error=point(actual - desired),
-        )
+                self._active = tracker
+        return tracker.serve(self.node, self._lock, lambda: self._header(self.sim_time_ns()), FEEDBACK_PERIOD_S)
 
     # ------------------------------------------------------------------ shutdown
     def close(self) -> None:

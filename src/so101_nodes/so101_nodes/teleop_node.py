@@ -7,9 +7,12 @@ old (delayed delivery); then nothing is forwarded, so the driver's watchdog hold
 forwarding resumes on the next fresh message. Messages without all six joints, or with non-finite values,
 are dropped.
 
+``/diagnostics`` carries one status ``teleop: leader`` every ``diagnostics_period_s``: OK while forwarding,
+WARN while the leader is stale (with how long), ERROR when no leader message ever arrived.
+
 Parameters: ``rate_hz`` (Hz, 100), ``stale_timeout_s`` (s, 0.2), ``scale`` (6 factors, default 1),
 ``offset_rad`` (6 offsets, rad, default 0), ``check_stamp`` (true: also drop messages with old stamps; set
-false when the leader runs on a machine whose clock is not synchronised).
+false when the leader runs on a machine whose clock is not synchronised), ``diagnostics_period_s`` (s, 1.0).
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from nodegraph.graph.api import Node
+from nodegraph.graph.api import Message, Node
 from so101_core.robot_spec import JOINT_NAMES
 
+from so101_nodes.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, WARN, diagnostic_array, status_message
 from so101_nodes.joint_messages import joint_vector
 from so101_nodes.params import declare_params
 
@@ -40,11 +44,12 @@ class TeleopParams:
     scale: tuple[float, ...] = (1.0,) * 6
     offset_rad: tuple[float, ...] = (0.0,) * 6
     check_stamp: bool = True
+    diagnostics_period_s: float = 1.0
 
     @classmethod
     def declare(cls, node: Node) -> TeleopParams:
         params = declare_params(node, cls)
-        for name in ("rate_hz", "stale_timeout_s"):
+        for name in ("rate_hz", "stale_timeout_s", "diagnostics_period_s"):
             value = getattr(params, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"teleop: {name} must be > 0, got {value}")
@@ -71,7 +76,9 @@ class Teleop:
         self.dropped = 0
         self.publisher = node.create_publisher("sensor_msgs/msg/JointState", "joint_commands")
         node.create_subscription("sensor_msgs/msg/JointState", "leader/joint_states", self.on_leader)
+        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
         node.create_timer(1.0 / self.params.rate_hz, self.on_timer)
+        node.create_timer(self.params.diagnostics_period_s, self.publish_diagnostics)
         node.logger.info(
             f"forwarding {node.resolve('leader/joint_states')} -> {self.publisher.topic} at {self.params.rate_hz:g} Hz"
         )
@@ -119,6 +126,25 @@ class Teleop:
             self.node.message("sensor_msgs/msg/JointState", header=header, name=list(JOINT_NAMES), position=target)
         )
         self.forwarded += 1
+
+    def diagnostics_message(self) -> Message:
+        """One status for the leader stream: OK forwarding, WARN stale, ERROR never heard."""
+        with self._lock:
+            never = self._target is None
+            age = time.monotonic() - self._received_at
+            stale = self._stale
+        if never:
+            level, message = ERROR, f"no leader message yet on {self.node.resolve('leader/joint_states')}"
+        elif stale:
+            level, message = WARN, f"leader stale: nothing for {age:.1f} s; not forwarding (the follower holds)"
+        else:
+            level, message = OK, "forwarding"
+        values = {"forwarded": str(self.forwarded), "dropped": str(self.dropped), "age_s": f"{min(age, 1e9):.3f}"}
+        status = status_message(self.node, "leader", level, message, "teleop", values)
+        return diagnostic_array(self.node, [status])
+
+    def publish_diagnostics(self) -> None:
+        self.diagnostics.publish(self.diagnostics_message())
 
 
 def main(args: list[str] | None = None) -> int:

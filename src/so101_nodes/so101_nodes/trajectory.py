@@ -1,15 +1,19 @@
-"""FollowJointTrajectory goals as trajectories: validation, result codes and interpolation (shared by the
-driver and the sim node, so both check goals the same way)."""
+"""FollowJointTrajectory goals as trajectories: validation, result codes, interpolation and the following of
+a goal (:class:`TrajectoryTracker`: stamp check, setpoints, path / goal / time tolerances, feedback, the
+result), shared by the driver and the sim node so both answer goals the same way."""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from nodegraph.graph.api import Message, Node
+from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.safety import JointLimits
 
@@ -170,3 +174,164 @@ def start_delay_s(goal: Any, trajectory: Trajectory, now_ns: int) -> float:
     if delay + trajectory.duration_s < 0:
         raise TrajectoryError("trajectory ends before now (old header stamp)", OLD_HEADER_TIMESTAMP)
     return delay
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a goal ended: ``status`` ``succeed`` | ``abort`` | ``canceled``, the result code and text."""
+
+    status: str
+    code: int
+    text: str
+
+
+@dataclass
+class TrajectoryTracker:
+    """One accepted goal being followed; the control loop (driver cycle, sim step) calls :meth:`setpoint` and
+    :meth:`check` under its lock, the goal thread calls :meth:`serve`. Times are seconds on the loop's clock
+    (monotonic for the driver, sim time for the twin).
+
+    Attributes:
+        handle: the action goal handle.
+        trajectory: the validated trajectory.
+        start_s: loop-clock time of ``t = 0``.
+        goal_tol / path_tol: (6,) rad; ``inf`` = none.
+        time_tol: s allowed after the trajectory's end to reach the goal tolerance.
+    """
+
+    handle: ServerGoalHandle
+    trajectory: Trajectory
+    start_s: float
+    goal_tol: FloatArray
+    path_tol: FloatArray
+    time_tol: float
+    outcome: Outcome | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    t_s: float = 0.0
+    desired: FloatArray = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
+    actual: FloatArray = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
+
+    @classmethod
+    def accept(
+        cls,
+        handle: ServerGoalHandle,
+        start: FloatArray,
+        limits: JointLimits,
+        now_s: float,
+        now_ns: int,
+        goal_tolerance_rad: float,
+        goal_time_tolerance_s: float,
+        max_stamp_ahead_s: float = math.inf,
+    ) -> TrajectoryTracker:
+        """Validate ``handle.request`` from ``start`` (6,) rad at ``now_s`` (loop clock) / ``now_ns`` (the clock
+        of ``header.stamp``).
+
+        Raises:
+            TrajectoryError: invalid goal, old stamp, or a stamp more than ``max_stamp_ahead_s`` ahead.
+        """
+        goal = handle.request
+        trajectory = Trajectory.from_goal(goal, start, limits)
+        delay = start_delay_s(goal, trajectory, now_ns)
+        if delay > max_stamp_ahead_s:
+            raise TrajectoryError(
+                f"header.stamp is {delay:.0f} s ahead of the clock: stamp with /clock time (use_sim_time) "
+                "or leave it zero",
+                INVALID_GOAL,
+            )
+        return cls(
+            handle=handle,
+            trajectory=trajectory,
+            start_s=now_s + max(0.0, delay),
+            goal_tol=joint_tolerances(goal.goal_tolerance, goal_tolerance_rad),
+            path_tol=joint_tolerances(goal.path_tolerance, math.inf),
+            time_tol=duration_s(goal.goal_time_tolerance) or goal_time_tolerance_s,
+        )
+
+    @property
+    def joints(self) -> list[int]:
+        return list(self.trajectory.joints)
+
+    @property
+    def cancel_requested(self) -> bool:
+        return bool(self.handle.is_cancel_requested)
+
+    def finish(self, status: str, code: int, text: str) -> None:
+        """Set the outcome once (later calls are ignored) and wake :meth:`serve`."""
+        if self.outcome is None:
+            self.outcome = Outcome(status, code, text)
+            self.done.set()
+
+    def abort(self, reason: str, code: int = INVALID_GOAL) -> None:
+        self.finish("abort", code, f"aborted: {reason}" if code == INVALID_GOAL else reason)
+
+    def setpoint(self, now_s: float) -> FloatArray:
+        """Desired positions (6,) rad at loop time ``now_s``."""
+        return self.trajectory.sample(now_s - self.start_s)
+
+    def check(self, now_s: float, actual: FloatArray) -> None:
+        """Path tolerance while running, goal tolerance at the end, the time tolerance after it; sets the
+        outcome when the goal succeeded or failed (the caller then stops the arm where it is on a failure)."""
+        if self.outcome is not None:
+            return
+        traj, joints = self.trajectory, self.joints
+        t = now_s - self.start_s
+        desired = traj.sample(t)
+        self.t_s, self.desired, self.actual = t, desired, np.array(actual, dtype=np.float64)
+        error = np.abs(self.actual - desired)[joints]
+        if 0 <= t <= traj.duration_s and np.any(error > self.path_tol[joints]):
+            bad = JOINT_NAMES[joints[int(np.argmax(error - self.path_tol[joints]))]]
+            self.finish("abort", PATH_TOLERANCE_VIOLATED, f"path tolerance violated on {bad} at t={t:.2f} s")
+            return
+        final_err = np.abs(self.actual - traj.final)[joints]
+        if t >= traj.duration_s and np.all(final_err <= self.goal_tol[joints]):
+            self.finish("succeed", SUCCESSFUL, "")
+        elif t > traj.duration_s + self.time_tol:
+            k = int(np.argmax(final_err - self.goal_tol[joints]))
+            self.finish(
+                "abort",
+                GOAL_TOLERANCE_VIOLATED,
+                f"goal not reached within {self.time_tol:.2f} s: "
+                f"{JOINT_NAMES[joints[k]]} off by {final_err[k]:.3f} rad",
+            )
+
+    def serve(self, node: Node, lock: Any, header: Callable[[], Message], feedback_period_s: float = 0.05) -> Message:
+        """Goal thread: publish feedback every ``feedback_period_s`` until the outcome, then finish the handle and
+        return the result. ``lock`` guards the fields the control loop writes; ``header`` stamps feedback."""
+        names = [JOINT_NAMES[j] for j in self.joints]
+        while not self.done.wait(feedback_period_s):
+            with lock:
+                t, desired, actual = self.t_s, self.desired.copy(), self.actual.copy()
+            with contextlib.suppress(Exception):  # feedback is best effort
+                self.handle.publish_feedback(feedback_message(node, header(), names, self.joints, desired, actual, t))
+        assert self.outcome is not None
+        return finish_handle(node, self.handle, self.outcome)
+
+
+def finish_handle(node: Node, handle: ServerGoalHandle, outcome: Outcome) -> Message:
+    """Succeed / abort / cancel ``handle`` as ``outcome`` says; the result message (aborts are logged)."""
+    result = node.message(f"{FJT}_Result")
+    result.error_code, result.error_string = outcome.code, outcome.text
+    {"succeed": handle.succeed, "abort": handle.abort, "canceled": handle.canceled}[outcome.status]()
+    if outcome.status == "abort":
+        node.logger.warning(f"trajectory {outcome.text}")
+    return result
+
+
+def feedback_message(
+    node: Node, header: Message, names: list[str], joints: list[int], desired: FloatArray, actual: FloatArray, t: float
+) -> Message:
+    """FollowJointTrajectory feedback for the goal's joints; ``error = desired - actual`` as control_msgs defines."""
+    since = duration_msg(node, t)
+
+    def point(values: FloatArray) -> Message:
+        positions = values[joints].astype(np.float64)
+        return node.message("trajectory_msgs/msg/JointTrajectoryPoint", positions=positions, time_from_start=since)
+
+    return node.message(
+        f"{FJT}_Feedback",
+        header=header,
+        joint_names=names,
+        desired=point(desired),
+        actual=point(actual),
+        error=point(desired - actual),
+    )

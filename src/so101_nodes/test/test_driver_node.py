@@ -115,22 +115,39 @@ RigFactory = Callable[..., Rig]
 
 @pytest.fixture
 def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]:  # noqa: F811
-    """``rig_factory(port=None, **parameters)``: a rig whose driver has these parameter overrides."""
+    """``rig_factory(port=None, config_extra="", park=True, safety=None, **parameters)``: a rig whose driver has
+    these parameter overrides; ``config_extra`` lines go into robot.yaml's follower section, ``safety`` entries
+    into its safety section; ``park=False`` leaves the emulated servos at raw 2048 with zero homing offsets."""
     cal_path, cal = write_calibration(tmp_path, "test_arm")
-    config = tmp_path / "robot.yaml"
-    config.write_text(
-        "robot:\n"
-        "  follower:\n"
-        "    id: test_arm\n"
-        f"    calibration: {cal_path}\n"
-        "    bus: {port: /dev/ttyACM0, timeout_ms: 50, retries: 1}\n"
-        f"  safety: {{max_step_rad: {MAX_STEP_RAD}, watchdog_timeout_s: {WATCHDOG_S}}}\n"
-    )
     with contextlib.ExitStack() as stack:
 
-        def make(port: str | None = None, **parameters: Any) -> Rig:
+        def make(
+            port: str | None = None,
+            config_extra: str = "",
+            park: bool = True,
+            safety: dict[str, Any] | None = None,
+            port_link: Path | None = None,
+            **parameters: Any,
+        ) -> Rig:
+            # loose loop-rate grades by default: 2 shared CI cores
+            limits = {"max_step_rad": MAX_STEP_RAD, "watchdog_timeout_s": WATCHDOG_S, "rate_warn_fraction": 0.3}
+            limits |= {"min_rate_hz": 10, **(safety or {})}
+            config = tmp_path / f"robot{len(list(tmp_path.glob('robot*.yaml')))}.yaml"
+            config.write_text(
+                "robot:\n"
+                "  follower:\n"
+                "    id: test_arm\n"
+                f"    calibration: {cal_path}\n"
+                "    bus: {port: /dev/ttyACM0, timeout_ms: 50, retries: 1}\n"
+                f"{config_extra}"
+                f"  safety: {{{', '.join(f'{k}: {v}' for k, v in limits.items())}}}\n"
+            )
             emu = stack.enter_context(FeetechEmulator(seed=7))
-            park_at_middle(emu, cal)
+            if park:
+                park_at_middle(emu, cal)
+            if port_link is not None:  # a stable path to replug behind (the pty's name changes on restart)
+                port_link.symlink_to(emu.port)
+                port = str(port_link)
             contexts = [Context(router.endpoint), Context(router.endpoint)]
             for ctx in contexts:
                 stack.callback(ctx.close)
@@ -265,16 +282,17 @@ def test_faults_reported_node_survives_and_recovers(rig: Rig) -> None:
     rig.wait_status("gripper", lambda s: s.level == 0)
     rig.wait_status("arm", lambda s: s.level == 0)
 
-    rig.emu.set_gone(4)  # wrist_flex unplugged: reads fail, the node keeps running and reports
+    rig.emu.set_gone(4)  # wrist_flex unplugged: the others are still read and published, the arm holds
     wrist = rig.wait_status("wrist_flex", lambda s: s.level == 2)
     assert "not answering" in wrist.message and "servo 4" in wrist.message
     arm = rig.wait_status("arm", lambda s: s.level == 2)
-    assert "consecutive bus failures" in arm.message
-    assert rig.status("shoulder_pan").level == 3  # the others: stale
+    assert "wrist_flex not answering" in arm.message
+    wait_until(lambda: "wrist_flex" not in list(rig.latest().name), 5.0, "joint_states without wrist_flex")
+    assert list(rig.latest().name) == [j for j in JOINT_NAMES if j != "wrist_flex"]
+    assert rig.status("shoulder_pan").level == 0  # the others: read fresh
     rig.emu.set_gone(4, False)
     rig.wait_status("arm", lambda s: s.level == 0)
-    count = len(rig.states)
-    wait_until(lambda: len(rig.states) > count + 10, 5.0, "joint_states again")
+    wait_until(lambda: list(rig.latest().name) == list(JOINT_NAMES), 5.0, "all joints again")
     rig.command([0.3], ["shoulder_pan"], seconds=0.5)
     wait_until(lambda: abs(rig.position("shoulder_pan") - 0.3) < 3 * RAD_PER_COUNT, 5.0, "pan at 0.3 rad")
 
@@ -290,7 +308,7 @@ def test_missing_port_reports_and_keeps_retrying(rig_factory: RigFactory) -> Non
 
 def test_shutdown_eases_to_rest_then_torque_off(rig_factory: RigFactory) -> None:
     rest = [0.3, -0.2, 0.0, 0.0, 0.0, 0.5]
-    rig = rig_factory(ease_to_rest=True, rest_pose=rest, rest_ease_s=0.5, shutdown_behavior="torque_off")
+    rig = rig_factory(shutdown="rest_then_torque_off", config_extra=f"    rest_pose: {rest}\n    rest_ease_s: 0.5\n")
     wait_until(lambda: rig.latest() is not None, 10.0, "first joint state")
     rig.driver.node.shutdown()
     rig.driver.close()
@@ -300,7 +318,7 @@ def test_shutdown_eases_to_rest_then_torque_off(rig_factory: RigFactory) -> None
 
 
 def test_shutdown_hold_keeps_torque(rig_factory: RigFactory) -> None:
-    rig = rig_factory(shutdown_behavior="hold")
+    rig = rig_factory(shutdown="hold")
     wait_until(lambda: rig.latest() is not None, 10.0, "first joint state")
     rig.driver.node.shutdown()
     rig.driver.close()
@@ -355,9 +373,8 @@ def test_driver_benchmark_reports_loop_and_latency() -> None:
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        (DriverParams(rate_hz=0.0), "rate_hz must be > 0"),
-        (DriverParams(shutdown_behavior="drop"), "shutdown_behavior must be one of"),
-        (DriverParams(rest_pose=(0.0,) * 5), "rest_pose needs 6 finite values"),
+        (DriverParams(shutdown="drop"), "shutdown must be '' or one of"),
+        (DriverParams(rate_hz=-1.0), "rate_hz must be >= 0"),
         (DriverParams(max_consecutive_failures=0), "max_consecutive_failures must be >= 1"),
     ],
 )

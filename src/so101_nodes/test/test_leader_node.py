@@ -102,8 +102,8 @@ def test_leader_servo_gone_reported_then_recovers(rig: LeaderRig) -> None:
     wait_until(lambda: (s := rig.arm_status()) is not None and s.level == 2, 5.0, "leader ERROR")
     assert "servo 5" in rig.arm_status().message
     count = len(rig.states)
-    wait_until(lambda: int(values(rig.arm_status())["consecutive_failures"]) >= 3, 5.0, "failures counted")
-    assert len(rig.states) <= count + 1  # nothing published from a failing bus
+    wait_until(lambda: len(rig.states) > count + 5, 5.0, "the other joints still published")
+    assert list(rig.states[-1].name) == [j for j in JOINT_NAMES if j != "wrist_roll"]
     rig.emu.set_gone(5, False)
     wait_until(lambda: rig.arm_status().level == 0, 5.0, "leader OK again")
     wait_until(lambda: len(rig.states) > count + 10, 5.0, "leader states again")

@@ -134,3 +134,34 @@ def test_leader_drives_follower_end_to_end(
     move_by_hand(leader_emu, cal, "wrist_flex", -0.4)
     wait_until(lambda: abs(joint_position(follower_emu, cal, "shoulder_pan") - 0.6) < 0.01, 10.0, "pan follows")
     wait_until(lambda: abs(joint_position(follower_emu, cal, "wrist_flex") + 0.4) < 0.01, 10.0, "wrist follows")
+
+
+def test_teleop_reports_a_silent_leader_on_diagnostics(
+    router: RouterProcess,  # noqa: F811
+    stack: contextlib.ExitStack,
+) -> None:
+    """Defect 12 of issue 13: a silent leader is told on /diagnostics, not only by the follower's watchdog."""
+    ctx_teleop, ctx_client = connected_contexts(stack, router.endpoint, 2)
+    start(stack, Teleop, "teleop", ctx_teleop, stale_timeout_s=STALE_S, diagnostics_period_s=0.1, check_stamp=False)
+    client = ZenohNode("client", context=ctx_client)
+    stack.callback(client.shutdown)
+    statuses: list[Any] = []
+    client.create_subscription(
+        "diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", lambda m: statuses.extend(m.status)
+    )
+    leader = client.create_publisher("sensor_msgs/msg/JointState", "/leader/joint_states")
+
+    def latest() -> Any:
+        return statuses[-1] if statuses else None
+
+    wait_until(lambda: latest() is not None and latest().level == 2, 5.0, "ERROR before any leader message")
+    assert "no leader message" in latest().message and latest().name == "teleop: leader"
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        leader.publish(client.message("sensor_msgs/msg/JointState", name=list(JOINT_NAMES), position=LEADER))
+        time.sleep(0.02)
+        if latest() is not None and latest().level == 0:
+            break
+    assert latest().message == "forwarding"
+    wait_until(lambda: latest().level == 1, 5.0, "WARN once the leader is silent")
+    assert "leader stale" in latest().message

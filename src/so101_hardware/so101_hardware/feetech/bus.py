@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TypeVar
 
@@ -76,6 +76,8 @@ class ServoTelemetry:
         faults: Status register error bits.
         moving: Moving flag.
         current_ma: Present_Current, mA.
+        torque_enabled: Torque_Enable read back (``None`` when the read did not include it).
+        goal_position: Goal_Position read back, counts (``None`` when not included).
     """
 
     position: int
@@ -86,11 +88,13 @@ class ServoTelemetry:
     faults: ServoFault
     moving: bool
     current_ma: float
+    torque_enabled: bool | None = None
+    goal_position: int | None = None
 
 
-def _slice(block: bytes, register: p.Register) -> int:
-    start = register.address - p.TELEMETRY_START
-    return p.decode_value(register, block[start : start + register.size])
+def _slice(block: bytes, register: p.Register, start: int = p.TELEMETRY_START) -> int:
+    offset = register.address - start
+    return p.decode_value(register, block[offset : offset + register.size])
 
 
 def decode_telemetry(block: bytes) -> ServoTelemetry:
@@ -104,6 +108,17 @@ def decode_telemetry(block: bytes) -> ServoTelemetry:
         faults=ServoFault(_slice(block, p.STATUS)),
         moving=bool(_slice(block, p.MOVING)),
         current_ma=_slice(block, p.PRESENT_CURRENT) * p.CURRENT_UNIT_MA,
+    )
+
+
+def decode_state(block: bytes) -> ServoTelemetry:
+    """Decode the 31-byte block read at address 40 (:data:`protocol.STATE_LENGTH`): telemetry plus
+    Torque_Enable and Goal_Position."""
+    tail = p.TELEMETRY_START - p.STATE_START
+    return replace(
+        decode_telemetry(block[tail:]),
+        torque_enabled=bool(_slice(block, p.TORQUE_ENABLE, p.STATE_START)),
+        goal_position=_slice(block, p.GOAL_POSITION, p.STATE_START),
     )
 
 
@@ -245,6 +260,49 @@ class FeetechBus:
         blocks = self.sync_read_block(p.TELEMETRY_START, p.TELEMETRY_LENGTH, ids)
         return {sid: decode_telemetry(block) for sid, block in blocks.items()}
 
+    def read_state(self, ids: Sequence[int] | None = None) -> tuple[dict[int, ServoTelemetry], tuple[int, ...]]:
+        """One sync read of Torque_Enable..Present_Current that tolerates silent servos.
+
+        Returns ``({id: telemetry}`` of the servos that answered, ``silent ids)``: a servo that fails
+        ``retries + 1`` times is left out and the others are read again without it.
+
+        Raises:
+            NoAnswerError: no servo answered at all (``servo_id`` None: power, cable or adapter, not one servo).
+        """
+        targets = list(self.ids if ids is None else ids)
+        got: dict[int, bytes] = {}
+        silent: list[int] = []
+        fails: dict[int | None, int] = {}
+        last_comm = Comm.TIMEOUT
+        with self._lock:
+            self._require_connected()
+            pending = list(targets)
+            while pending:
+                data, comm, failed = self._transport.sync_read(pending, p.STATE_START, p.STATE_LENGTH)
+                got.update({sid: block for sid, block in data.items() if sid in pending})
+                pending = [sid for sid in pending if sid not in got]
+                if comm is Comm.SUCCESS or not pending:
+                    break
+                last_comm = comm
+                culprit = failed if failed in pending else None
+                fails[culprit] = fails.get(culprit, 0) + 1
+                if fails[culprit] > self.config.retries:
+                    if culprit is None:
+                        silent += pending
+                        break
+                    silent.append(culprit)
+                    pending.remove(culprit)
+        if not got:
+            comm_error = self._comm_error(last_comm, None, f"sync read of {len(targets)} servos")
+            raise NoAnswerError(
+                f"no servo answered on {self.config.port} (ids {targets}): check power, cable and adapter "
+                f"({comm_error})",
+                servo_id=None,
+                operation="sync read state",
+                attempts=self.config.retries + 1,
+            )
+        return {sid: decode_state(got[sid]) for sid in targets if sid in got}, tuple(silent)
+
     def sync_write(self, register: p.Register, values: Mapping[int, int]) -> None:
         """One SYNC_WRITE of ``register`` (no replies; only transmit failures are detected)."""
         if register.read_only:
@@ -266,11 +324,18 @@ class FeetechBus:
     def set_torque(self, enabled: bool, ids: Sequence[int] | None = None) -> None:
         """Switch torque on/off on each servo (acknowledged writes; faults do not stop a torque-off).
 
-        Torque on also sets Lock=1 (EEPROM write-protected), torque off sets Lock=0, as LeRobot does.
+        Torque on also sets Lock=1 (EEPROM write-protected), torque off sets Lock=0, as LeRobot does. A servo
+        that does not answer does not stop the others from being switched; the first error is raised at the end.
         """
+        first: BusError | None = None
         for sid in self.ids if ids is None else ids:
-            self.write(sid, p.TORQUE_ENABLE, int(enabled), check_faults=False)
-            self.write(sid, p.LOCK, int(enabled), check_faults=False)
+            try:
+                self.write(sid, p.TORQUE_ENABLE, int(enabled), check_faults=False)
+                self.write(sid, p.LOCK, int(enabled), check_faults=False)
+            except BusError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
     # ------------------------------------------------------------------ internals
     def _require_connected(self) -> None:

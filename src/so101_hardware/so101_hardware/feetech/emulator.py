@@ -15,7 +15,10 @@ Model (per servo, one register table of 256 bytes):
 - Writing 128 to Torque_Enable sets the homing offset so that the present position reads 2048.
 - Faults: a servo that is gone never answers; corrupted replies carry a wrong checksum; a fraction of
   replies can be dropped (seeded RNG, reproducible); injected error bits appear in every status packet's
-  error byte and in the Status register (65).
+  error byte and in the Status register (65); :meth:`FeetechEmulator.trip_protection` also cuts torque
+  (Torque_Enable 0) as the servo's own overload / overheat protection does; every reply can be delayed.
+- ``baudrate``: when given, requests and replies take their wire time (10 bits per byte) before the reply is
+  written, so loop-rate figures include the physical limit of the bus.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class FeetechEmulator:
         tick_s: dynamics update period when the bus is idle, s.
         seed: seed of the RNG that decides dropped replies.
         initial_position: present position of every servo at start, counts.
+        baudrate: pace the bus at this many bit/s (10 bits per byte on the wire); ``None``: no pacing.
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class FeetechEmulator:
         tick_s: float = 0.005,
         seed: int = 0,
         initial_position: int = 2048,
+        baudrate: int | None = None,
     ) -> None:
         id_list = list(ids)
         if not id_list or len(set(id_list)) != len(id_list):
@@ -100,7 +105,11 @@ class FeetechEmulator:
                 raise ValueError(f"servo id {sid} out of range 0..{p.MAX_ID}")
         if max_speed <= 0 or tick_s <= 0:
             raise ValueError("max_speed and tick_s must be positive")
+        if baudrate is not None and baudrate <= 0:
+            raise ValueError(f"baudrate must be positive, got {baudrate}")
         self.max_speed = float(max_speed)
+        self.baudrate = baudrate
+        self.reply_delay_s = 0.0
         self._tick_s = tick_s
         self._rng = random.Random(seed)
         self._lock = threading.RLock()
@@ -119,6 +128,7 @@ class FeetechEmulator:
         self.bad_packets_received = 0
         self.replies_sent = 0
         self.replies_dropped = 0
+        self._goal_log: list[tuple[float, int, int]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -192,6 +202,17 @@ class FeetechEmulator:
             servo.actual = (counts + servo.offset) % p.RESOLUTION
             servo.velocity = 0.0
 
+    def record_goals(self, enabled: bool = True) -> None:
+        """Start (clearing it) or stop the log of every Goal_Position a client writes."""
+        with self._lock:
+            self._goal_log = [] if enabled else None
+
+    def goal_history(self, servo_id: int | None = None) -> list[tuple[float, int, int]]:
+        """``(monotonic s, servo id, goal counts)`` of every Goal_Position write since :meth:`record_goals`."""
+        with self._lock:
+            log = list(self._goal_log or [])
+        return [e for e in log if servo_id is None or e[1] == servo_id]
+
     def present_position(self, servo_id: int) -> int:
         """Present_Position register value, counts."""
         return self.read_register(servo_id, p.PRESENT_POSITION)
@@ -224,6 +245,21 @@ class FeetechEmulator:
             servo = self._servo(servo_id)
             servo.faults.error_bits = bits
             servo.regs[p.STATUS.address] = bits
+
+    def trip_protection(self, servo_id: int, bits: int) -> None:
+        """The servo's own protection fires: error ``bits`` set (overload 0x20, overheat 0x04, ...) and torque
+        cut (Torque_Enable 0), as a real STS3215 does; the bits stay until :meth:`clear_faults`."""
+        with self._lock:
+            self.set_error_bits(servo_id, bits)
+            servo = self._servo(servo_id)
+            servo.regs[p.TORQUE_ENABLE.address] = 0
+            servo.velocity = 0.0
+
+    def set_reply_delay(self, seconds: float) -> None:
+        """Delay every reply by ``seconds`` (a slow bus / adapter); 0 restores prompt replies."""
+        if not (seconds >= 0.0 and seconds < 10.0):
+            raise ValueError(f"reply delay must be in [0, 10) s, got {seconds}")
+        self.reply_delay_s = float(seconds)
 
     def set_temperature(self, servo_id: int, celsius: int) -> None:
         """Present_Temperature, °C."""
@@ -305,9 +341,16 @@ class FeetechEmulator:
                     time.sleep(self._tick_s)
                     continue
                 buf.extend(chunk)
+                received = len(chunk)
+            else:
+                received = 0
             with self._lock:
                 self._tick_locked()
                 replies = b"".join(self._handle(pkt) for pkt in self._extract_packets(buf))
+            wire_s = (received + len(replies)) * 10.0 / self.baudrate if self.baudrate else 0.0
+            delay = wire_s + (self.reply_delay_s if replies else 0.0)
+            if delay > 0:
+                time.sleep(delay)
             if replies:
                 with contextlib.suppress(OSError):
                     os.write(self._master, replies)
@@ -427,6 +470,8 @@ class FeetechEmulator:
                 servo.put(p.HOMING_OFFSET, max(-2047, min(2047, offset)))
                 continue
             servo.regs[a] = value
+        if self._goal_log is not None and addr <= p.GOAL_POSITION.address < addr + len(data):
+            self._goal_log.append((time.monotonic(), servo.servo_id, servo.get(p.GOAL_POSITION)))
         new_id = servo.regs[p.ID.address]
         if new_id != servo.servo_id and new_id not in self._servos and new_id <= p.MAX_ID:
             del self._servos[servo.servo_id]

@@ -142,6 +142,9 @@ CONTROL_TABLE: Final[dict[str, Register]] = {
 #: Contiguous block read once per control cycle: Present_Position (56) .. Present_Current (69..70).
 TELEMETRY_START: Final = PRESENT_POSITION.address
 TELEMETRY_LENGTH: Final = PRESENT_CURRENT.end - PRESENT_POSITION.address
+#: The driver's per-cycle read: Torque_Enable .. Present_Current (torque truth, goal, telemetry), one sync read.
+STATE_START: Final = TORQUE_ENABLE.address
+STATE_LENGTH: Final = PRESENT_CURRENT.end - TORQUE_ENABLE.address
 
 
 def encode_sign_magnitude(value: int, sign_bit: int) -> int:

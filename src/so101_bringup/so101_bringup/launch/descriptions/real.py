@@ -26,7 +26,13 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("port", "", "serial port of the follower's bus (empty: from config/robot.yaml)"),
         LaunchArgument("robot_config", "", "robot.yaml (empty: config/robot.yaml)"),
         LaunchArgument("calibration", "", "LeRobot calibration JSON (empty: LeRobot's location for the robot id)"),
-        LaunchArgument("rate", "100.0", "driver control rate [Hz]"),
+        LaunchArgument("rate", "0.0", "driver control rate [Hz] (0: robot.safety.rate_hz of robot.yaml)"),
+        LaunchArgument(
+            "shutdown",
+            "",
+            "what the arm does when the driver stops (empty: robot.follower.shutdown of robot.yaml)",
+            choices=("", "hold", "torque_off", "rest_then_torque_off"),
+        ),
         LaunchArgument("cameras_config", "", "cameras.yaml (empty: config/cameras.yaml)"),
         *(
             LaunchArgument(f"{name}_camera", "true", f"start the {name} camera", choices=("true", "false"))
@@ -34,6 +40,7 @@ DESCRIPTION = LaunchDescriptionData(
         ),
         LaunchArgument("teleop", "false", "start the leader arm and teleop", choices=("true", "false")),
         LaunchArgument("leader_port", "", "serial port of the leader arm (empty: from config/robot.yaml)"),
+        LaunchArgument("leader_calibration", "", "the leader's LeRobot calibration JSON (empty: from robot.yaml)"),
         LaunchArgument("record", "false", "record the standard topics to a bag", choices=("true", "false")),
         LaunchArgument("output", "", "bag directory when recording (empty: timestamped name)"),
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
@@ -50,6 +57,7 @@ DESCRIPTION = LaunchDescriptionData(
                     "robot_config": "$(arg robot_config)",
                     "calibration": "$(arg calibration)",
                     "rate_hz": "$(arg rate)",
+                    "shutdown": "$(arg shutdown)",
                 },
             ),
             required=True,
@@ -66,7 +74,13 @@ DESCRIPTION = LaunchDescriptionData(
             executable="leader",
             name="leader",
             namespace="$(arg namespace)",
-            parameters=({"port": "$(arg leader_port)", "robot_config": "$(arg robot_config)"},),
+            parameters=(
+                {
+                    "port": "$(arg leader_port)",
+                    "robot_config": "$(arg robot_config)",
+                    "calibration": "$(arg leader_calibration)",
+                },
+            ),
             condition="teleop",
         ),
         NodeEntry(

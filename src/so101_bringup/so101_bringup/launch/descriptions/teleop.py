@@ -8,6 +8,7 @@ DESCRIPTION = LaunchDescriptionData(
     description="Leader arm and teleop (leader/joint_states -> joint_commands) for the real arm or the twin.",
     arguments=(
         LaunchArgument("leader_port", "", "serial port of the leader arm's bus (empty: from config/robot.yaml)"),
+        LaunchArgument("leader_calibration", "", "the leader's LeRobot calibration JSON (empty: from robot.yaml)"),
         LaunchArgument("robot_config", "", "robot.yaml (empty: config/robot.yaml)"),
         LaunchArgument("rate", "100.0", "leader read / command rate [Hz]"),
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
@@ -19,7 +20,12 @@ DESCRIPTION = LaunchDescriptionData(
             name="leader",
             namespace="$(arg namespace)",
             parameters=(
-                {"port": "$(arg leader_port)", "robot_config": "$(arg robot_config)", "rate_hz": "$(arg rate)"},
+                {
+                    "port": "$(arg leader_port)",
+                    "robot_config": "$(arg robot_config)",
+                    "calibration": "$(arg leader_calibration)",
+                    "rate_hz": "$(arg rate)",
+                },
             ),
             required=True,
         ),

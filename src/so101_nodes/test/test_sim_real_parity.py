@@ -1,0 +1,98 @@
+"""Sim and real answer a large command step the same way (issue 13, defect 11): the driver (over the Feetech
+emulator) and the sim node (MuJoCo twin, namespace ``twin``) share one router and one robot.yaml and get the
+same command at the same time; both arms move at the configured step limit (``max_step_rad`` x ``rate_hz``)
+instead of the twin jumping to the target. Observed: the emulator's present position and the twin's
+``joint_states``."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from arm_testing import wait_until
+from graph_testing import endpoint, router  # noqa: F401
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.transport.zenoh.router import RouterProcess
+from so101_nodes.sim_node import SimNode
+from test_driver_node import MAX_STEP_RAD, RigFactory, rig_factory  # noqa: F401
+
+SPEED = MAX_STEP_RAD * 100.0  # rad/s: the driver's 100 Hz cycle
+PAN = 0
+
+
+@pytest.fixture
+def sim(router: RouterProcess) -> Iterator[Any]:  # noqa: F811
+    with contextlib.ExitStack() as stack:
+
+        def make(robot_config: str) -> SimNode:
+            ctx = Context(router.endpoint)
+            stack.callback(ctx.close)
+            assert ctx.wait_for_router(10.0)
+            overrides = {"cameras": [], "randomize": False, "robot_config": robot_config}
+            node = ZenohNode("sim", namespace="twin", args=[], context=ctx, parameter_overrides=overrides)
+            stack.callback(node.shutdown)
+            sim = SimNode(node)
+            stack.callback(sim.close)
+            stack.callback(node.shutdown)
+            return sim
+
+        yield make
+
+
+def ramp_speed(samples: list[tuple[float, float]]) -> float:
+    """Speed (rad/s) of a goal trace [(t, q)] between 20 % and 80 % of its move."""
+    t = np.array([s[0] for s in samples])
+    q = np.array([s[1] for s in samples])
+    q0, q1 = q[0], q[-1]
+    frac = (q - q0) / (q1 - q0)
+    t20, t80 = t[np.argmax(frac >= 0.2)], t[np.argmax(frac >= 0.8)]
+    return float(0.6 * abs(q1 - q0) / max(t80 - t20, 1e-6))
+
+
+def test_sim_and_driver_ramp_a_large_step_at_the_same_speed(rig_factory: RigFactory, sim: Any) -> None:  # noqa: F811
+    rig = rig_factory()
+    wait_until(lambda: rig.latest() is not None, 10.0, "driver running")
+    sim(rig.driver.params.robot_config)  # the same robot.yaml: the same safety section
+    twin_states: list[tuple[float, float]] = []
+    rig.client.create_subscription(
+        "sensor_msgs/msg/JointState",
+        "/twin/joint_states",
+        lambda m: twin_states.append((time.monotonic(), float(m.position[PAN]))),
+    )
+    twin_commands = rig.client.create_publisher("sensor_msgs/msg/JointState", "/twin/joint_commands")
+    wait_until(lambda: len(twin_states) > 10, 10.0, "twin joint_states")
+    target = 1.0  # shoulder_pan: ~1 rad away from both start poses
+    msg = rig.client.message("sensor_msgs/msg/JointState", name=["shoulder_pan"], position=[target])
+    stop = threading.Event()
+
+    def publish() -> None:
+        while not stop.is_set():
+            rig.commands.publish(msg)
+            twin_commands.publish(msg)
+            time.sleep(0.02)
+
+    driver_trace: list[tuple[float, float]] = []
+    start = len(twin_states)
+    sender = threading.Thread(target=publish, daemon=True)
+    sender.start()
+    try:
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            driver_trace.append((time.monotonic(), rig.position("shoulder_pan")))
+            time.sleep(0.003)
+    finally:
+        stop.set()
+        sender.join()
+    traces = {"driver": driver_trace, "sim": twin_states[start:]}
+    for name, trace in traces.items():
+        assert abs(trace[-1][1] - target) < 0.05, f"{name} did not reach the target: {trace[-1][1]:.3f}"
+    speeds = {name: ramp_speed(trace) for name, trace in traces.items()}
+    assert speeds["driver"] == pytest.approx(SPEED, rel=0.25), speeds
+    assert speeds["sim"] == pytest.approx(SPEED, rel=0.25), speeds
+    assert speeds["sim"] == pytest.approx(speeds["driver"], rel=0.25), speeds
