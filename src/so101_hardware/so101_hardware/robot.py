@@ -173,6 +173,7 @@ class SO101Arm(Robot):
         self.ids = self.converter.ids
         self.bus = FeetechBus(config.bus, self.ids, transport)
         self._silent: dict[int, float] = {}  # servo id -> monotonic time of its next probe
+        self.torque_refused: dict[str, str] = {}  # joint -> why torque was not switched on at connect
 
     @property
     def is_connected(self) -> bool:
@@ -275,19 +276,47 @@ class SO101Arm(Robot):
         return np.array([present[sid] for sid in self.ids], dtype=np.int64)
 
     def set_torque(self, enabled: bool) -> None:
-        """Torque on/off on all six servos (torque on first sets goals to the present pose)."""
+        """Torque on/off on all six servos (torque on first sets goals to the present pose).
+
+        A servo whose present position is outside its calibrated range stays off: the servo would drive itself
+        to the range's end at full speed. :attr:`torque_refused` names those joints and why.
+        """
         self._require_connected()
-        if enabled:
-            self.hold()
-        self.bus.set_torque(enabled, self.ids)
+        if not enabled:
+            self.torque_refused = {}
+            self.bus.set_torque(False, self.ids)
+            return
+        present = self.hold()
+        self.torque_refused = self._outside_range(dict(zip(JOINT_NAMES, present.tolist(), strict=True)))
+        refused = {self.ids[JOINT_NAMES.index(j)] for j in self.torque_refused}
+        self.bus.set_torque(False, sorted(refused))
+        self.bus.set_torque(True, [sid for sid in self.ids if sid not in refused])
 
     def enable_torque(self, joints: tuple[str, ...]) -> None:
-        """Torque back on for ``joints``, each first given its present position as goal (no motion)."""
+        """Torque back on for ``joints``, each first given its present position as goal (no motion).
+
+        Raises:
+            SafetyError: a joint is outside its calibrated range (torque there would jump to the range's end).
+        """
         self._require_connected()
         ids = [self.ids[JOINT_NAMES.index(j)] for j in joints]
         present = self.bus.sync_read(p.PRESENT_POSITION, ids)
+        outside = self._outside_range({j: present[sid] for j, sid in zip(joints, ids, strict=True)})
+        if outside:
+            raise SafetyError("; ".join(outside.values()) + ": move it into range by hand (or recalibrate) first")
         self.bus.write_goal_positions(present)
         self.bus.set_torque(True, ids)
+        for joint in joints:
+            self.torque_refused.pop(joint, None)
+
+    def _outside_range(self, counts: Mapping[str, int]) -> dict[str, str]:
+        """``{joint: reason}`` of the joints whose counts lie outside the calibrated range."""
+        out = {}
+        for joint, c in counts.items():
+            m = self.calibration[joint]
+            if not m.range_min <= c <= m.range_max:
+                out[joint] = f"{joint} at {c} counts, outside its calibrated range [{m.range_min}, {m.range_max}]"
+        return out
 
     def limits(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """(lower, upper) (6,) rad reachable within the calibrated ranges."""

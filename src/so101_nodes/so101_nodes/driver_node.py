@@ -152,6 +152,7 @@ class Driver:
         self._synced_connect = -1  # link.connects value the filter was last re-synced at
         self._counts: npt.NDArray[np.int64] | None = None  # the goal counts last written
         self._present: FloatArray | None = None  # last present pose (rad), gaps filled with the goal
+        self._present_counts: npt.NDArray[np.int64] | None = None  # the same in counts
         self._limp: npt.NDArray[np.bool_] = np.zeros(len(JOINT_NAMES), dtype=bool)
         self.torque_lost: dict[str, str] = {}  # joint -> cause, until torque is enabled again
         self._fault: str | None = None
@@ -207,6 +208,7 @@ class Driver:
                 self._resync(state, now)
             present = self._fill(state)
             self._present = present
+            self._present_counts = np.where(state.valid, state.counts, self._counts if self._counts is not None else 0)
             self._supervise(state, present, now)
             active = self._active
             if active is not None and active.outcome is None:
@@ -250,7 +252,9 @@ class Driver:
         for joint in state.limp():
             if joint not in self.torque_lost:
                 cause = faults[joint].describe() if joint in faults else "no error bits"
-                if not self.arm.config.torque_on_connect:
+                if joint in self.arm.torque_refused:
+                    cause = f"not switched on: {self.arm.torque_refused[joint]}"
+                elif not self.arm.config.torque_on_connect:
                     cause = "torque_on_connect is false"
                 self.torque_lost[joint] = cause
                 self.node.logger.error(f"{joint}: torque lost ({cause}); it stays off until ~/enable_torque")
@@ -293,8 +297,9 @@ class Driver:
         counts = self.arm.converter.to_counts(decision.goal)
         if previous is not None:
             most = self.arm.max_step_counts(self.safety.max_step_rad)
-            live = ~self._limp
-            counts = np.where(live, previous + np.clip(counts - previous, -most, most), counts)
+            counts = previous + np.clip(counts - previous, -most, most)
+        if self._present_counts is not None:  # a limp servo's goal is where it is, unconverted and unclamped
+            counts = np.where(self._limp, self._present_counts, counts)
         if self.link.write_counts(counts):
             self._counts = counts
             self.goal_writes += 1

@@ -311,6 +311,10 @@ def finish_handle(node: Node, handle: ServerGoalHandle, outcome: Outcome) -> Mes
     """Succeed / abort / cancel ``handle`` as ``outcome`` says; the result message (aborts are logged)."""
     result = node.message(f"{FJT}_Result")
     result.error_code, result.error_string = outcome.code, outcome.text
+    # The zenoh action server answers a get_result that arrives between the terminal state and the callback's
+    # return with an empty result; storing it first closes that window (remove once the server stores it).
+    with contextlib.suppress(AttributeError):
+        handle.result = result  # type: ignore[attr-defined]
     {"succeed": handle.succeed, "abort": handle.abort, "canceled": handle.canceled}[outcome.status]()
     if outcome.status == "abort":
         node.logger.warning(f"trajectory {outcome.text}")

@@ -115,9 +115,11 @@ RigFactory = Callable[..., Rig]
 
 @pytest.fixture
 def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]:  # noqa: F811
-    """``rig_factory(port=None, config_extra="", park=True, safety=None, **parameters)``: a rig whose driver has
-    these parameter overrides; ``config_extra`` lines go into robot.yaml's follower section, ``safety`` entries
-    into its safety section; ``park=False`` leaves the emulated servos at raw 2048 with zero homing offsets."""
+    """``rig_factory(port=None, config_extra="", park=True, safety=None, port_link=None, servo_speed=3000,
+    **parameters)``: a rig whose driver has these parameter overrides; ``config_extra`` lines go into robot.yaml's
+    follower section, ``safety`` entries into its safety section; ``park=False`` leaves the emulated servos at raw
+    2048 with zero homing offsets; ``port_link`` is a symlink to the pty the driver opens (to replug behind);
+    ``servo_speed`` is the emulated servos' top speed, counts/s."""
     cal_path, cal = write_calibration(tmp_path, "test_arm")
     with contextlib.ExitStack() as stack:
 
@@ -127,6 +129,7 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
             park: bool = True,
             safety: dict[str, Any] | None = None,
             port_link: Path | None = None,
+            servo_speed: float = 3000.0,
             **parameters: Any,
         ) -> Rig:
             # loose loop-rate grades by default: 2 shared CI cores
@@ -142,7 +145,8 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
                 f"{config_extra}"
                 f"  safety: {{{', '.join(f'{k}: {v}' for k, v in limits.items())}}}\n"
             )
-            emu = stack.enter_context(FeetechEmulator(seed=7))
+            emu = stack.enter_context(FeetechEmulator(seed=7, max_speed=servo_speed))
+            emu.record_goals()  # every Goal_Position the driver writes, from its first
             if park:
                 park_at_middle(emu, cal)
             if port_link is not None:  # a stable path to replug behind (the pty's name changes on restart)

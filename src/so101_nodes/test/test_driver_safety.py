@@ -47,20 +47,27 @@ def stream(rig: Rig, positions: list[float], names: list[str], stop: threading.E
 
 
 def test_startup_far_from_the_limits_never_jumps(rig_factory: RigFactory) -> None:  # noqa: F811
-    """Defect 1: servos at raw 2048 with offsets 0; the offset sync moves the readings far from the limits."""
-    rig = rig_factory(park=False)
-    rig.emu.record_goals()
+    """Defect 1: servos at raw 2048 with offsets 0; after the offset sync shoulder_pan reads 3518, beyond its
+    calibrated range (the servo itself would run to the range's end): its torque stays off, told on
+    /diagnostics; wrist_flex (inside its calibrated range, outside the twin's) eases in at the step limit."""
+    rig = rig_factory(park=False)  # goals recorded from the driver's first write
     first_state(rig)
     time.sleep(1.5)  # long enough to ease every joint into its limits
     for sid in range(1, 7):
         deltas = goal_deltas(rig, sid)
         assert deltas.size == 0 or deltas.max() <= STEP_COUNTS, f"servo {sid}: goal jumped {deltas.max()} counts"
-    arm = rig.wait_status("arm", lambda s: "holding" in s.message)
-    assert arm.level == 0 and "no command yet" in arm.message
+    assert rig.emu.read_register(1, p.TORQUE_ENABLE) == 0
+    pan = rig.wait_status("shoulder_pan", lambda s: s.level == ERROR)
+    assert "outside its calibrated range" in pan.message
+    assert "torque lost on shoulder_pan" in rig.wait_status("arm", lambda s: s.level == ERROR).message
     state = rig.latest()
     lower, upper = rig.driver.limits.lower, rig.driver.limits.upper
-    assert np.all(np.asarray(state.position) >= np.asarray(lower) - 2 * RAD_PER_COUNT)
-    assert np.all(np.asarray(state.position) <= np.asarray(upper) + 2 * RAD_PER_COUNT)
+    for j in range(1, 6):  # every powered joint ends inside the shared limits
+        assert lower[j] - 2 * RAD_PER_COUNT <= state.position[j] <= upper[j] + 2 * RAD_PER_COUNT
+    enable = rig.client.create_client("std_srvs/srv/Trigger", "/driver/enable_torque")
+    assert enable.wait_for_service(10.0)
+    reply = enable.call(rig.client.message("std_srvs/srv/Trigger_Request"), 5.0)
+    assert not reply.success and "outside its calibrated range" in reply.message  # refused, no jump
 
 
 def test_startup_inside_the_limits_does_not_move(rig_factory: RigFactory) -> None:  # noqa: F811
@@ -159,8 +166,9 @@ def test_commands_sent_during_a_fault_never_run_after_it_clears(rig_factory: Rig
 
 
 def test_alternating_commands_keep_goal_changes_within_the_step_limit(rig_factory: RigFactory) -> None:  # noqa: F811
-    """Defects 5 and 12: the step is taken from the previous goal, in whole counts rounded down."""
-    rig = first_state(rig_factory())
+    """Defects 5 and 12: the step is taken from the previous goal, in whole counts rounded down. Slow servos
+    (600 counts/s: 6 counts per cycle, below the 13-count step) lag behind their goals, as loaded servos do."""
+    rig = first_state(rig_factory(servo_speed=600.0))
     rig.emu.record_goals()
     for k in range(40):
         target = 0.5 if k % 2 else -0.5
@@ -171,10 +179,12 @@ def test_alternating_commands_keep_goal_changes_within_the_step_limit(rig_factor
     assert len(history) > 20
     goals = np.array([g for _, _, g in history])
     assert np.abs(np.diff(goals)).max() <= STEP_COUNTS
-    times = np.array([t for t, _, _ in history])  # and at most one step per control period over time
+    # and over time at most one step per control period (writes on command arrival share the cycle's step):
+    # any 5 periods move at most 5 steps, +2 counts of rounding and delivery jitter
+    times = np.array([t for t, _, _ in history])
     for i in range(len(goals)):
-        window = goals[(times >= times[i]) & (times < times[i] + rig.driver.period_s * 0.999)]
-        assert np.ptp(window) <= STEP_COUNTS + 1
+        window = goals[(times >= times[i]) & (times < times[i] + 5 * rig.driver.period_s)]
+        assert np.ptp(window) <= 5 * STEP_COUNTS + 2
     assert rig.driver.arm.max_step_counts(0.05)[0] == 32  # 0.05 rad = 32.6 counts -> 32, never 33
 
 

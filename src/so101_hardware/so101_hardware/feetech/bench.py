@@ -1,4 +1,5 @@
-"""Control-loop benchmark of the Feetech bus over the emulator: sync read + sync write of 6 servos."""
+"""Control-loop benchmarks of the Feetech bus over the emulator: sync read + sync write of 6 servos at a fixed
+rate, and the highest sustained rate at the baud rate's wire time (with the physical limit it implies)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import protocol as p
 from .bus import BusConfig, FeetechBus
 from .emulator import FeetechEmulator
 
@@ -84,3 +86,72 @@ def run_bus_benchmark(seconds: float = 5.0, rate_hz: float = 100.0) -> dict[str,
         "servos": len(_IDS),
         "transport": "scservo_sdk over pty (emulator in-process)",
     }
+
+
+def cycle_wire_bytes(servos: int, read_length: int, write_length: int = 2) -> int:
+    """Bytes on the wire for one control cycle: SYNC_READ request + one status packet per servo + SYNC_WRITE.
+
+    Protocol 0 packets: ``FF FF id len inst params.. checksum``; a status packet is ``FF FF id len err data.. chk``.
+    """
+    read_request = 4 + 1 + 2 + servos + 1
+    replies = servos * (6 + read_length)
+    write = 4 + 1 + 2 + servos * (1 + write_length) + 1
+    return read_request + replies + write
+
+
+def run_max_rate_benchmark(seconds: float = 3.0, baudrate: int = 1_000_000) -> dict[str, Any]:
+    """Highest sustained loop rate of (sync read + Goal_Position sync write of 6 servos), back to back, over an
+    emulator paced at ``baudrate`` (10 bits per byte on the wire), for the driver's read (Torque_Enable ..
+    Present_Current, 31 bytes per servo) and for the telemetry-only read (position + status, 15 bytes).
+
+    The physical limit is the wire time alone: ``cycle_wire_bytes / (baudrate / 10)`` per cycle (1 Mbit/s moves
+    100 kB/s); servo return delay, USB adapter latency and host time come on top on real hardware.
+
+    Returns:
+        per read (``driver_read``, ``telemetry_read``): ``bytes_per_cycle``, ``physical_limit_hz``,
+        ``achieved_hz``, ``ratio`` (achieved / limit), ``cycle_ms`` p50/p99/max, ``errors``.
+    """
+    if seconds <= 0 or baudrate <= 0:
+        raise ValueError("seconds and baudrate must be positive")
+    out: dict[str, Any] = {"baudrate": baudrate, "servos": len(_IDS), "seconds": seconds}
+    with FeetechEmulator(_IDS, baudrate=baudrate) as emu:
+        bus = FeetechBus(BusConfig(emu.port, baudrate=baudrate, timeout_ms=50.0, retries=1), _IDS)
+        with bus:
+            bus.set_torque(True)
+            for label, length, read in (
+                ("driver_read", p.STATE_LENGTH, lambda: bus.read_state()),
+                ("telemetry_read", p.TELEMETRY_LENGTH, lambda: bus.read_telemetry()),
+            ):
+                wire = cycle_wire_bytes(len(_IDS), length)
+                limit_hz = baudrate / 10.0 / wire
+                times: list[float] = []
+                errors = 0
+                goal = {sid: 2048 for sid in _IDS}
+                t_end = time.perf_counter() + seconds
+                while time.perf_counter() < t_end:
+                    t0 = time.perf_counter()
+                    try:
+                        read()
+                        for sid in _IDS:
+                            goal[sid] = 2048 + (len(times) % 64)
+                        bus.write_goal_positions(goal)
+                    except Exception:
+                        errors += 1
+                    times.append(time.perf_counter() - t0)
+                cycles = np.array(times)
+                achieved = len(cycles) / float(cycles.sum()) if len(cycles) else 0.0
+                out[label] = {
+                    "bytes_per_cycle": wire,
+                    "physical_limit_hz": round(limit_hz, 1),
+                    "achieved_hz": round(achieved, 1),
+                    "ratio": round(achieved / limit_hz, 3),
+                    "cycle_ms": {
+                        "p50": round(float(np.percentile(cycles, 50)) * 1e3, 3),
+                        "p99": round(float(np.percentile(cycles, 99)) * 1e3, 3),
+                        "max": round(float(cycles.max()) * 1e3, 3),
+                    },
+                    "errors": errors,
+                }
+            bus.set_torque(False)
+    out["transport"] = "scservo_sdk over pty, emulator in-process and paced at the baud rate"
+    return out
