@@ -143,8 +143,9 @@ class CommandFilter:
 
     Rules, in order:
 
-    1. The goal never moves more than ``max_step_rad`` from the **previous goal** per write, and at most
-       ``max_step_rad`` per ``period_s`` over time (a write early in a period gets the elapsed fraction).
+    1. The goal never moves more than ``max_step_rad`` from the **previous goal** per write, and on average at
+       most ``max_step_rad`` per ``period_s``: a token bucket per joint (capacity one step, refilled at one step
+       per period) lets a command that arrives between cycles move at once from rest, never faster over time.
     2. The hold pose is the **present** position, taken when the hold begins; :meth:`reset` (startup, every
        reconnect, a cleared fault) makes the present position the previous goal and the hold pose, dropping
        any target, and eases into ``limits`` at the step limit only when the present pose is outside them.
@@ -186,6 +187,7 @@ class CommandFilter:
         self._upper = np.asarray(limits.upper)
         self._goal: FloatArray | None = None  # the previous goal
         self._goal_time: float | None = None
+        self._tokens = step.copy()  # rad each joint may still move now (token bucket, capacity max_step)
         self._target: FloatArray | None = None
         self._hold: FloatArray | None = None
         self._hold_reason: str | None = None
@@ -241,6 +243,7 @@ class CommandFilter:
         cur = _vector(present, len(self.limits.lower), "present")
         self._goal = cur.copy()
         self._goal_time = self._now(now)
+        self._tokens = np.zeros_like(self.max_step)  # the first step refills with time
         self._hold = np.clip(cur, self._lower, self._upper)
         self._hold_reason = "no command yet"
         self._target = None
@@ -329,9 +332,10 @@ class CommandFilter:
                 self._hold = cur.copy()
             self._hold_reason = reason
             wanted = self._hold
-        fraction = 1.0 if self._goal_time is None else min(1.0, max(0.0, (t - self._goal_time) / self.period_s))
-        budget = self.max_step * fraction
-        goal = prev + np.clip(wanted - prev, -budget, budget)
+        elapsed = max(0.0, t - self._goal_time)
+        self._tokens = np.minimum(self.max_step, self._tokens + self.max_step * (elapsed / self.period_s))
+        goal = prev + np.clip(wanted - prev, -self._tokens, self._tokens)
+        self._tokens = np.maximum(0.0, self._tokens - np.abs(goal - prev))
         if limp is not None:
             mask = np.asarray(limp, dtype=bool)
             goal = np.where(mask, cur, goal)

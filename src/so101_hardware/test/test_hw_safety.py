@@ -117,10 +117,20 @@ def test_step_limit_is_from_the_previous_goal_in_time() -> None:
     deltas = np.abs(np.diff(np.array(goals)[:, 0]))
     assert deltas.max() <= 0.05 + 1e-12  # per write, from the previous goal, never from the present pose
     filt.command([0.8] + [0.0] * 5, clock.t)
-    clock.t += 0.002  # a write 2 ms after the last one gets 20 % of the step
+    clock.t += 0.002  # 2 ms after a full step: 20 % of a step has refilled
     before = filt.goal
     assert before is not None
     assert abs(filt.step(np.zeros(6), clock.t).goal[0] - before[0]) == pytest.approx(0.01)
+    filt.drop_target()
+    for _ in range(3):  # at rest (held) the bucket fills up to one step, not more
+        clock.t += 0.01
+        filt.step(np.zeros(6), clock.t)
+    filt.reset(filt.goal, clock.t - 0.05)
+    held = filt.goal
+    assert held is not None
+    filt.command(held + 0.8, clock.t)
+    clock.t += 0.0005  # a command right after the last write moves at once by up to one full step
+    assert np.abs(filt.step(np.zeros(6), clock.t).goal - held).max() == pytest.approx(0.05)
 
 
 def test_reset_holds_where_the_arm_is_and_eases_into_limits() -> None:
