@@ -187,7 +187,8 @@ class Driver:
     def on_cycle(self) -> None:
         """One control cycle: sync read -> joint_states -> faults -> safety filter -> sync write.
 
-        The read holds only the bus, so that a command arriving meanwhile is written without waiting for it.
+        The read and the publish hold only the bus / the transport, so that a command arriving meanwhile is
+        written without waiting for them.
         """
         now = time.monotonic()
         with self._lock:
@@ -197,11 +198,13 @@ class Driver:
             if not self.link.ensure_connected():
                 return
         state = self.link.read()
+        if state is None:  # nothing written: the servos keep the last goal
+            return
+        self.joint_states.publish(joint_state_message(self.node, state))  # outside the lock: commands go first
         now = time.monotonic()
         with self._lock:
-            if state is None or self._closed:  # nothing written: the servos keep the last goal
+            if self._closed:
                 return
-            self.joint_states.publish(joint_state_message(self.node, state))
             if self._synced_connect != self.link.connects:
                 if state.missing:
                     return  # re-sync needs every joint's present position
