@@ -37,6 +37,11 @@ def test_explicit_calibration_path(tmp_path: Path, calibration_file: Path) -> No
         (("joint_sign",), {"elbow_flex": 2}, "robot.joint_sign.elbow_flex"),
         (("safety", "max_step_rad"), -1, "robot.safety.max_step_rad"),
         (("safety", "max_speed"), 1, "robot.safety.max_speed"),
+        (("safety", "torque_recovery"), "always", "robot.safety.torque_recovery"),
+        (("safety", "rate_warn_fraction"), 1.5, "robot.safety.rate_warn_fraction"),
+        (("follower", "shutdown"), "drop", "robot.follower.shutdown"),
+        (("follower", "rest_pose"), [0.0, 0.0], "robot.follower.rest_pose"),
+        (("follower", "disable_torque_on_disconnect"), True, "robot.follower.disable_torque_on_disconnect"),
     ],
 )
 def test_bad_values_name_the_field(path: tuple[str, ...], value: object, field: str) -> None:
@@ -48,3 +53,15 @@ def test_bad_values_name_the_field(path: tuple[str, ...], value: object, field: 
     with pytest.raises(ConfigError) as exc:
         parse_robot_config(data)
     assert exc.value.field == field
+
+
+def test_shutdown_has_one_place_in_robot_yaml() -> None:
+    cfg = load_robot_config(REPO_CONFIG)
+    assert cfg.shutdown.behavior == "torque_off" and cfg.follower.arm.disable_torque_on_disconnect
+    data = yaml.safe_load(REPO_CONFIG.read_text())
+    data["robot"]["follower"]["shutdown"] = "hold"
+    held = parse_robot_config(data)
+    assert held.shutdown.behavior == "hold" and not held.follower.arm.disable_torque_on_disconnect
+    data["robot"]["follower"]["disable_torque_on_disconnect"] = True  # the old second source of truth
+    with pytest.raises(ConfigError, match="replaced by robot.follower.shutdown"):
+        parse_robot_config(data)
