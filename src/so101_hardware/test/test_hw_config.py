@@ -63,5 +63,5 @@ def test_shutdown_has_one_place_in_robot_yaml() -> None:
     held = parse_robot_config(data)
     assert held.shutdown.behavior == "hold" and not held.follower.arm.disable_torque_on_disconnect
     data["robot"]["follower"]["disable_torque_on_disconnect"] = True  # the old second source of truth
-    with pytest.raises(ConfigError, match="replaced by robot.follower.shutdown"):
+    with pytest.raises(ConfigError, match=r"replaced by robot\.follower\.shutdown"):
         parse_robot_config(data)
