@@ -264,7 +264,10 @@ class Driver:
         if self.safety.torque_recovery == "when_clear":
             clear = [j for j in self.torque_lost if j not in faults and j not in state.missing]
             if clear:
-                self._enable_torque(clear, "error bits cleared (torque_recovery: when_clear)")
+                try:
+                    self._enable_torque(clear, "error bits cleared (torque_recovery: when_clear)")
+                except HardwareError as exc:  # e.g. outside its calibrated range: stays limp, reported
+                    self.link.log_throttled("recovery", f"torque not restored for {clear}: {exc}")
         self._limp = np.array([j in self.torque_lost for j in JOINT_NAMES])
         reasons = [f"{j} {f.describe()}" for j, f in faults.items()]
         reasons += [f"{j} not answering" for j in state.missing]

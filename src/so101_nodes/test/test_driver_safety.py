@@ -147,6 +147,20 @@ def test_torque_cut_by_the_servo_is_reported_and_only_restored_on_request(
     assert (status, result.error_code) == (SUCCEEDED, SUCCESSFUL), result.error_string
 
 
+def test_torque_recovery_when_clear_restores_torque_holding_in_place(rig_factory: RigFactory) -> None:  # noqa: F811
+    """The configured policy: torque back by itself once the servo reports no error bits, without motion."""
+    rig = first_state(rig_factory(safety={"torque_recovery": "when_clear"}))
+    rig.emu.trip_protection(6, 0x20)
+    rig.wait_status("gripper", lambda s: s.level == ERROR and "torque off" in s.message)
+    rig.emu.set_present_position(6, rig.emu.present_position(6) - 30)  # it sagged while limp
+    sagged = rig.emu.present_position(6)
+    rig.emu.clear_faults(6)
+    wait_until(lambda: rig.emu.read_register(6, p.TORQUE_ENABLE) == 1, 5.0, "torque back on")
+    time.sleep(0.3)
+    assert abs(rig.emu.present_position(6) - sagged) <= 1
+    rig.wait_status("arm", lambda s: s.level == 0)
+
+
 def test_commands_sent_during_a_fault_never_run_after_it_clears(rig_factory: RigFactory) -> None:  # noqa: F811
     """Defect 4."""
     rig = first_state(rig_factory())
