@@ -82,15 +82,25 @@ class NodeEntry:
         self.condition_argument()
 
     def condition_argument(self) -> tuple[str, bool] | None:
-        """``(argument name, negated)`` of the condition, or ``None``."""
-        if self.condition is None:
+        """``(argument name, negated)`` of a boolean condition (``ARG`` / ``not ARG``), or ``None``."""
+        if self.condition is None or self.condition_member() is not None:
             return None
         words = self.condition.split()
         if len(words) == 2 and words[0] == "not":
             return words[1], True
         if len(words) == 1:
             return words[0], False
-        raise LaunchDescriptionError(f"node {self.name!r}: condition {self.condition!r} must be 'ARG' or 'not ARG'")
+        raise LaunchDescriptionError(
+            f"node {self.name!r}: condition {self.condition!r} must be 'ARG' or 'not ARG' "
+            "(or 'ITEM in ARG' for a YAML-list argument)"
+        )
+
+    def condition_member(self) -> tuple[str, str] | None:
+        """``(item, argument name)`` of a membership condition ``ITEM in ARG`` (ARG a YAML list), or ``None``."""
+        words = (self.condition or "").split()
+        if len(words) == 3 and words[1] == "in":
+            return words[0], words[2]
+        return None
 
     def templates(self) -> Iterator[str]:
         """Every string of this entry that may hold ``$(arg ...)``."""
@@ -139,6 +149,10 @@ class LaunchDescriptionData:
                             f"launch {self.name!r}, node {node.name!r}: $(arg {ref}) is not a declared "
                             f"argument (declared: {', '.join(names) or 'none'})"
                         )
+            if (member := node.condition_member()) is not None and member[1] not in names:
+                raise LaunchDescriptionError(
+                    f"launch {self.name!r}, node {node.name!r}: condition names undeclared argument {member[1]!r}"
+                )
             if (condition := node.condition_argument()) is not None:
                 argument = self.argument(condition[0]) if condition[0] in names else None
                 if argument is None:

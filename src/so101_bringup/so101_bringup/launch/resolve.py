@@ -135,6 +135,19 @@ def resolve_node(entry: NodeEntry, values: Mapping[str, str], config_dir: Path) 
     )
 
 
+def parse_list(value: str, what: str) -> list[str]:
+    """A YAML list argument (``[ego, side]``; ``[]`` = none) as strings; ``LaunchArgumentError`` otherwise."""
+    try:
+        items = yaml.safe_load(value) if value.strip() else []
+    except yaml.YAMLError as exc:
+        raise LaunchArgumentError(f"{what} must be a YAML list like [a, b], got {value!r}: {exc}") from None
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise LaunchArgumentError(f"{what} must be a YAML list like [a, b], got {value!r}")
+    return [str(i) for i in items]
+
+
 def resolve_launch(
     data: LaunchDescriptionData, argv: Sequence[str] = (), *, config_dir: Path | None = None
 ) -> ResolvedLaunch:
@@ -145,6 +158,11 @@ def resolve_launch(
     nodes: list[ResolvedNode] = []
     skipped: list[str] = []
     for entry in data.nodes:
+        if (member := entry.condition_member()) is not None:
+            item, name = member
+            if item not in parse_list(values[name], f"argument {name!r}"):
+                skipped.append(entry.name)
+                continue
         if (condition := entry.condition_argument()) is not None:
             name, negated = condition
             if parse_bool(values[name], f"argument {name!r}") == negated:

@@ -79,6 +79,11 @@ def _node(entry: NodeEntry, config: Path) -> Any:
         kwargs["remappings"] = [(_substitutions(old), _substitutions(new)) for old, new in entry.remappings]
     if entry.arguments:
         kwargs["arguments"] = [_substitutions(argument) for argument in entry.arguments]
+    if (member := entry.condition_member()) is not None:  # the YAML-list text contains the item
+        item, name = member
+        subs = _ros("launch.substitutions")
+        expression = subs.PythonExpression([f"'{item}' in '", subs.LaunchConfiguration(name), "'"])
+        kwargs["condition"] = conditions.IfCondition(expression)
     if (condition := entry.condition_argument()) is not None:
         name, negated = condition
         kind = conditions.UnlessCondition if negated else conditions.IfCondition

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from so101_bringup.launch.descriptions.real import DESCRIPTION as REAL
+from so101_bringup.launch.errors import LaunchArgumentError
 from so101_bringup.launch.resolve import resolve_launch
 
 
@@ -13,3 +15,13 @@ def test_real_launch_sets_the_shutdown_and_the_leader_calibration() -> None:
     assert nodes["leader"].parameters[0]["calibration"] == "/tmp/leader.json"
     default = {n.name: n for n in resolve_launch(REAL, []).nodes}
     assert default["driver"].parameters[0]["shutdown"] == ""  # "" = robot.yaml's robot.follower.shutdown
+
+
+def test_real_launch_takes_the_same_cameras_argument_as_sim() -> None:
+    """Defect 10 of issue 13: ``so101 launch real 'cameras:=[]'`` was refused."""
+    names = lambda argv: {n.name for n in resolve_launch(REAL, argv).nodes}  # noqa: E731
+    assert {"ego_camera", "side_camera", "top_camera"} <= names([])
+    assert not any(n.endswith("_camera") for n in names(["cameras:=[]"]))
+    assert {n for n in names(["cameras:=[side]"]) if n.endswith("_camera")} == {"side_camera"}
+    with pytest.raises(LaunchArgumentError, match="YAML list"):
+        resolve_launch(REAL, ["cameras:={a: 1}"])

@@ -56,6 +56,9 @@ class PathJoinSubstitution(Recorded): ...
 class IfCondition(Recorded): ...
 
 
+class PythonExpression(Recorded): ...
+
+
 class UnlessCondition(Recorded): ...
 
 
@@ -74,6 +77,7 @@ def fake_ros(monkeypatch: pytest.MonkeyPatch) -> None:
         "launch.substitutions": {
             "LaunchConfiguration": LaunchConfiguration,
             "PathJoinSubstitution": PathJoinSubstitution,
+            "PythonExpression": PythonExpression,
         },
         "launch.conditions": {"IfCondition": IfCondition, "UnlessCondition": UnlessCondition},
         "launch_ros": {},
@@ -172,3 +176,15 @@ def test_launch_files_build_from_the_catalog(name: str) -> None:
     else:
         (recorder,) = nodes
         assert recorder.kwargs["parameters"] == [{"topics": [LC("topics")], "output": [LC("output")]}]
+
+
+def test_list_membership_condition_becomes_a_python_expression() -> None:
+    data = LaunchDescriptionData(
+        "t",
+        "test",
+        (LaunchArgument("cameras", "[ego, side]", "cameras"),),
+        (NodeEntry("so101_nodes", "camera", "ego_camera", condition="ego in cameras"),),
+    )
+    description = to_launch_description(data)
+    (node,) = [a for a in description.args[0] if isinstance(a, Node)]
+    assert node.kwargs["condition"] == IfCondition(PythonExpression(["'ego' in '", LC("cameras"), "'"]))

@@ -78,8 +78,7 @@ def test_real_launch_on_the_emulator_and_sim_launch_offer_the_same_interfaces(
     cal_path, calibration = write_calibration(tmp_path, "swap_arm")
     with FeetechEmulator(range(1, 7), seed=7) as emulator:
         park_at_middle(emulator, calibration)
-        real = launcher.start("real", f"port:={emulator.port}", f"calibration:={cal_path}",
-                        "ego_camera:=false", "side_camera:=false", "top_camera:=false")  # fmt: skip
+        real = launcher.start("real", f"port:={emulator.port}", f"calibration:={cal_path}", "cameras:=[]")
         real_interfaces = standard_interfaces(real)
         real.shutdown()
         launcher.stop()

@@ -7,14 +7,14 @@ from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionDa
 
 
 def camera_node(name: str) -> NodeEntry:
-    """The camera node for camera ``name`` of config/cameras.yaml, enabled by the ``<name>_camera`` argument."""
+    """The camera node for camera ``name`` of config/cameras.yaml, started when ``cameras`` lists it."""
     return NodeEntry(
         package="so101_nodes",
         executable="camera",
         name=f"{name}_camera",
         namespace="$(arg namespace)",
         parameters=({"config": "$(arg cameras_config)", "camera": name},),
-        condition=f"{name}_camera",
+        condition=f"{name} in cameras",
     )
 
 
@@ -34,9 +34,8 @@ DESCRIPTION = LaunchDescriptionData(
             choices=("", "hold", "torque_off", "rest_then_torque_off"),
         ),
         LaunchArgument("cameras_config", "", "cameras.yaml (empty: config/cameras.yaml)"),
-        *(
-            LaunchArgument(f"{name}_camera", "true", f"start the {name} camera", choices=("true", "false"))
-            for name in CAMERA_NAMES
+        LaunchArgument(
+            "cameras", f"[{', '.join(CAMERA_NAMES)}]", "cameras to start, YAML list ([] = none; as the sim launch)"
         ),
         LaunchArgument("teleop", "false", "start the leader arm and teleop", choices=("true", "false")),
         LaunchArgument("leader_port", "", "serial port of the leader arm (empty: from config/robot.yaml)"),
