@@ -103,7 +103,7 @@ class BagWriter:
     Args:
         path: bag directory to create (must not exist).
         chunk_size: uncompressed chunk size in bytes before a chunk is closed and flushed.
-        compression: chunk compression, None (rosbag2's default), "zstd" or "lz4".
+        compression: MCAP chunk compression: "zstd" (the default of rosbag2's MCAP writer), "lz4" or None.
         max_queue_bytes: bound of the pending-write queue (payload bytes); beyond it writes are dropped.
         max_queue_messages: bound of the pending-write queue in messages.
         flush_interval_s: at most this long (s) between closing the open chunk and syncing to disk.
@@ -116,7 +116,7 @@ class BagWriter:
         path: str | os.PathLike[str],
         *,
         chunk_size: int = 1024 * 1024,
-        compression: Compression | None = None,
+        compression: Compression | None = "zstd",
         max_queue_bytes: int = 512 * 1024 * 1024,
         max_queue_messages: int = 100_000,
         flush_interval_s: float = 1.0,
@@ -231,10 +231,18 @@ class BagWriter:
             self._queue.append(entry)
             self._cv.notify()
 
-    def write(self, topic: str, timestamp_ns: int, cdr: bytes | bytearray | memoryview) -> bool:
-        """Queue one serialized message (CDR with its 4-byte header) stamped ``timestamp_ns`` (ns since
-        epoch). Never waits for I/O. Returns False when the queue bound dropped it (counted in ``dropped``);
-        raises BagWriteError once the writer thread has failed, BagTopicError for an unregistered topic."""
+    def write(
+        self,
+        topic: str,
+        timestamp_ns: int,
+        cdr: bytes | bytearray | memoryview,
+        publish_time_ns: int | None = None,
+    ) -> bool:
+        """Queue one serialized message (CDR with its 4-byte header) received at ``timestamp_ns`` (ns since
+        epoch, the MCAP log time) and sent at ``publish_time_ns`` (the source timestamp; the receive time when
+        None), as rosbag2 records both. Never waits for I/O. Returns False when the queue bound dropped it
+        (counted in ``dropped``); raises BagWriteError once the writer thread has failed, BagTopicError for
+        an unregistered topic."""
         data = cdr if isinstance(cdr, bytes) else bytes(cdr)
         if timestamp_ns < 0:
             raise BagArgumentError(f"timestamp_ns must be >= 0, got {timestamp_ns}")
@@ -248,7 +256,8 @@ class BagWriter:
                 self._dropped_by_topic[topic] = self._dropped_by_topic.get(topic, 0) + 1
                 dropped = self._dropped
             else:
-                self._queue.append((topic, int(timestamp_ns), data))
+                sent = int(timestamp_ns if publish_time_ns is None else publish_time_ns)
+                self._queue.append((topic, int(timestamp_ns), sent, data))
                 self._queued += 1
                 self._queued_bytes += size
                 self._cv.notify()
@@ -364,8 +373,8 @@ class BagWriter:
                 done_bytes = done_msgs = 0
                 for item in batch:
                     if isinstance(item, tuple):
-                        topic, stamp, data = item
-                        self._write_message(topic, stamp, data)
+                        topic, stamp, sent, data = item
+                        self._write_message(topic, stamp, sent, data)
                         done_msgs += 1
                         done_bytes += len(data) + _ITEM_OVERHEAD
                         dirty = True
@@ -429,10 +438,10 @@ class BagWriter:
         self._channels[topic.name] = self._mcap.register_channel(topic.name, "cdr", schema_id, metadata)
         self._counts.setdefault(topic.name, 0)
 
-    def _write_message(self, topic: str, stamp: int, data: bytes) -> None:
+    def _write_message(self, topic: str, stamp: int, sent: int, data: bytes) -> None:
         assert self._mcap is not None and self._file is not None
         before = self._file.tell()
-        self._mcap.add_message(self._channels[topic], log_time=stamp, data=data, publish_time=stamp)
+        self._mcap.add_message(self._channels[topic], log_time=stamp, data=data, publish_time=sent)
         self._written += 1
         self._counts[topic] += 1
         self._start_ns = stamp if self._start_ns is None else min(self._start_ns, stamp)

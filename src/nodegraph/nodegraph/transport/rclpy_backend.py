@@ -8,9 +8,9 @@ fake rclpy would only test the fake). A ROS 2 Jazzy user verifies it with::
     colcon build --symlink-install && source install/setup.bash
     python3 -c "from nodegraph.transport.runtime import backend_name as b; print(b())"   # rclpy
     SO101_TRANSPORT=rclpy ros2 launch launch/demo.launch.py rate:=50
-    ros2 node list; ros2 topic hz /joint_states; ros2 param get /joint_state_source publish_rate_hz
+    ros2 node list; ros2 topic hz /joint_states; ros2 param get /joint_state_source rate_hz
     # Ctrl-C the launch: every node exits with code 0 and the recorder's bag is closed (ros2 bag info)
-    ros2 run so101_bringup joint_state_source --ros-args -p publish_rate_hz:=-1; echo $?     # 1, error logged
+    ros2 run so101_nodes joint_state_source --ros-args -p rate_hz:=-1; echo $?     # 1, error logged
 
 and, for services and actions, ``ros2 service call`` / ``ros2 action send_goal --feedback`` against a node
 offering them (Ctrl-C during a goal: the server reports CANCELED).
@@ -39,14 +39,14 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import rclpy
-from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import SetParametersResult as RclSetParametersResult
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -54,13 +54,13 @@ from rclpy.node import Node as RosNode
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
-from rosidl_runtime_py.set_message import set_message_fields
 from rosidl_runtime_py.utilities import get_action, get_message, get_service
 
 from nodegraph.graph import qos as qos_profiles
-from nodegraph.graph.api import ExecuteCallback, GraphError, ServerGoalHandle, ServiceTimeout
-from nodegraph.graph.parameters import ParameterStore
+from nodegraph.graph.api import EndpointInfo, ExecuteCallback, GoalStatus, GraphError, ServerGoalHandle, ServiceTimeout
+from nodegraph.graph.parameters import OnSetParametersCallback, ParameterStore, SetParametersResult
 from nodegraph.graph.qos import QoS
+from nodegraph.transport.rclpy_fields import element_type, field_value, is_nested
 
 EXECUTOR_THREADS = 8  # concurrent callbacks per node: running goals + waiting callers + deliveries
 SHUTDOWN_TIMEOUT_S = 5.0
@@ -114,6 +114,16 @@ def to_qos_profile(qos: QoS) -> QoSProfile:
         durability=(
             DurabilityPolicy.TRANSIENT_LOCAL if qos.durability == "transient_local" else DurabilityPolicy.VOLATILE
         ),
+    )
+
+
+def from_qos_profile(profile: Any) -> QoS:
+    """An rclpy ``QoSProfile`` as our ``QoS``."""
+    return QoS(
+        depth=int(profile.depth),
+        reliability="best_effort" if profile.reliability == ReliabilityPolicy.BEST_EFFORT else "reliable",
+        durability="transient_local" if profile.durability == DurabilityPolicy.TRANSIENT_LOCAL else "volatile",
+        history="keep_all" if profile.history == HistoryPolicy.KEEP_ALL else "keep_last",
     )
 
 
@@ -186,22 +196,41 @@ def install_signal_handlers() -> None:
 
 
 class RclpyLogger:
-    """``node.get_logger()`` with the interface's ``debug/info/warning/error(str)``."""
+    """``node.get_logger()`` with the interface's ``debug/info/warning/error(str, throttle_duration_sec=...,
+    once=..., skip_first=...)`` (rclpy's own keyword arguments, passed through)."""
 
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
-    def debug(self, msg: str) -> None:
-        self._logger.debug(msg)
+    def debug(self, msg: str, **throttle: Any) -> None:
+        """Log at DEBUG."""
+        self._logger.debug(msg, **throttle)
 
-    def info(self, msg: str) -> None:
-        self._logger.info(msg)
+    def info(self, msg: str, **throttle: Any) -> None:
+        """Log at INFO."""
+        self._logger.info(msg, **throttle)
 
-    def warning(self, msg: str) -> None:
-        self._logger.warning(msg)
+    def warning(self, msg: str, **throttle: Any) -> None:
+        """Log at WARN."""
+        self._logger.warning(msg, **throttle)
 
-    def error(self, msg: str) -> None:
-        self._logger.error(msg)
+    def error(self, msg: str, **throttle: Any) -> None:
+        """Log at ERROR."""
+        self._logger.error(msg, **throttle)
+
+
+class RclpyTimer:
+    """An rclpy timer whose ``cancel()`` is a no-op once the node is destroyed (rclpy would raise
+    InvalidHandle, e.g. from a node logic's ``close()`` after ``run_node`` shut the node down)."""
+
+    def __init__(self, timer: Any, closed: Callable[[], bool]) -> None:
+        self._timer = timer
+        self._closed = closed
+
+    def cancel(self) -> None:
+        """Stop the timer."""
+        if not self._closed():
+            self._timer.cancel()
 
 
 class RclpyPublisher:
@@ -281,16 +310,16 @@ class RclpyClientGoal:
         self._result = handle.get_result_async() if self.accepted else None
 
     @property
-    def status(self) -> int:
+    def status(self) -> GoalStatus:
         if self._result is not None and self._result.done() and self._result.result() is not None:
-            return int(self._result.result().status)
-        status = int(self._handle.status)
-        return GoalStatus.STATUS_ACCEPTED if self.accepted and status == GoalStatus.STATUS_UNKNOWN else status
+            return GoalStatus(int(self._result.result().status))
+        status = GoalStatus(int(self._handle.status))
+        return GoalStatus.ACCEPTED if self.accepted and status == GoalStatus.UNKNOWN else status
 
     def done(self) -> bool:
         return self._result is None or bool(self._result.done())
 
-    def result(self, timeout_s: float | None = None) -> tuple[int, Any]:
+    def result(self, timeout_s: float | None = None) -> tuple[GoalStatus, Any]:
         """``(status, result message)``; raises ServiceTimeout if not finished within ``timeout_s``."""
         if self._result is None:
             raise GraphError(f"{self._name}: goal has no result (rejected)")
@@ -299,7 +328,7 @@ class RclpyClientGoal:
         response = self._result.result()
         if response is None:
             raise GraphError(f"{self._name}: goal has no result (client closed)")
-        return int(response.status), response.result
+        return GoalStatus(int(response.status)), response.result
 
     def cancel(self, timeout_s: float = 5.0) -> bool:
         """Ask the server to cancel; True when it accepted the cancel request for this goal."""
@@ -408,7 +437,7 @@ class RclpyNode:
     def resolve(self, name: str) -> str:
         return str(self._node.resolve_topic_name(name))
 
-    def message(self, type_name: str, **fields: Any) -> Any:
+    def message(self, type_name: str, /, **fields: Any) -> Any:
         """A message with ``fields`` set (nested dicts and lists of dicts allowed), the rest at defaults."""
         cls = interface_type(type_name)
         if not hasattr(cls, "get_fields_and_field_types"):
@@ -418,19 +447,29 @@ class RclpyNode:
         if unknown:
             raise ValueError(f"{type_name} has no field(s) {sorted(unknown)}; fields: {sorted(known)}")
         msg = cls()
-        # set_message_fields converts scalars, arrays and nested dicts, but not lists of message objects, and
-        # it fills sequences element by element (slow for an image): those two are set here directly
-        direct: dict[str, Any] = {}
+        types = cls.get_fields_and_field_types()
         for key, value in fields.items():
-            default = getattr(msg, key)
-            if isinstance(default, array.array) and isinstance(value, np.ndarray | bytes | bytearray | memoryview):
-                direct[key] = _typed_array(default.typecode, value)
-            elif isinstance(value, list | tuple) and value and all(_is_message(e) for e in value):
-                direct[key] = list(value)
-        set_message_fields(msg, {k: v for k, v in fields.items() if k not in direct})
-        for key, value in direct.items():
-            setattr(msg, key, value)
+            setattr(msg, key, self._field(types[key], getattr(msg, key), value))
         return msg
+
+    def _field(self, idl_type: str, default: Any, value: Any) -> Any:
+        """``value`` converted for a field of ``idl_type`` by rosidl's rules (``rclpy_fields``): nested dicts
+        become messages, numeric arrays/bytes go straight into ``array.array`` fields, ints into ``byte``
+        fields become one byte (``set_message_fields`` would make ``bytes(N)`` of them)."""
+        shape = element_type(idl_type)
+        elem = shape[1] if shape is not None else idl_type
+        if is_nested(elem):
+
+            def build(item: Any) -> Any:
+                return self.message(elem, **item) if isinstance(item, Mapping) else item
+
+            return [build(v) for v in value] if shape is not None else build(value)
+        if isinstance(default, array.array) and isinstance(value, np.ndarray | bytes | bytearray | memoryview):
+            return _typed_array(default.typecode, value)
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        converted = field_value(idl_type, value.item() if isinstance(value, np.generic) else value)
+        return array.array(default.typecode, converted) if isinstance(default, array.array) else converted
 
     # entities
     def _guard(self, what: str, callback: Callable[..., Any]) -> Callable[..., None]:
@@ -564,13 +603,15 @@ class RclpyNode:
         def on_timer() -> None:
             run()
 
-        return self._node.create_timer(period_s, on_timer, callback_group=self._serial)
+        return RclpyTimer(
+            self._node.create_timer(period_s, on_timer, callback_group=self._serial), lambda: self._closed
+        )
 
     # parameters
-    def declare_parameter(self, name: str, default: Any) -> Any:
+    def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
         """Declare with ``default``; an override must keep its type (an int may widen to a float): the rules
         of ``ZenohNode``, where rclpy's static typing would reject ``-p rate:=30`` for a 30.0 default."""
-        descriptor = ParameterDescriptor(dynamic_typing=True)
+        descriptor = ParameterDescriptor(dynamic_typing=True, read_only=read_only, description=description)
         value = self._node.declare_parameter(name, default, descriptor).value
         if isinstance(value, array.array | tuple):  # rclpy may hand arrays back as array.array
             value = list(value)
@@ -578,9 +619,23 @@ class RclpyNode:
         return self._declared[name]
 
     def get_parameter(self, name: str) -> Any:
-        if name in self._declared:
-            return self._declared[name]
-        return self._node.get_parameter(name).value  # e.g. use_sim_time, declared by rclpy itself
+        """The current value (rclpy's, so a ``ros2 param set`` is seen)."""
+        value = self._node.get_parameter(name).value
+        return list(value) if isinstance(value, array.array | tuple) else value
+
+    def set_parameters(self, values: Mapping[str, Any]) -> list[SetParametersResult]:
+        """Set each parameter through rclpy (its callbacks asked, ``/parameter_events`` published)."""
+        results = self._node.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        return [SetParametersResult(bool(r.successful), str(r.reason)) for r in results]
+
+    def add_on_set_parameters_callback(self, callback: OnSetParametersCallback) -> None:
+        """rclpy's callback of that name, with the interface's ``{name: value}`` → SetParametersResult."""
+
+        def on_set(params: list[Any]) -> Any:
+            result = callback({p.name: p.value for p in params})
+            return RclSetParametersResult(successful=result.successful, reason=result.reason)
+
+        self._node.add_on_set_parameters_callback(on_set)
 
     # clock
     def now_ns(self) -> int:
@@ -595,6 +650,28 @@ class RclpyNode:
     # graph
     def topic_names_and_types(self) -> dict[str, set[str]]:
         return {name: set(types) for name, types in self._node.get_topic_names_and_types()}
+
+    def _endpoints(self, infos: list[Any], kind: str) -> list[EndpointInfo]:
+        return [
+            EndpointInfo(
+                node_name=str(i.node_name),
+                node_namespace=str(i.node_namespace),
+                topic_type=str(i.topic_type),
+                topic_type_hash=str(getattr(i, "topic_type_hash", "")),
+                endpoint_type="PUBLISHER" if kind == "PUBLISHER" else "SUBSCRIPTION",
+                gid=bytes(i.endpoint_gid),
+                qos=from_qos_profile(i.qos_profile),
+            )
+            for i in infos
+        ]
+
+    def publishers_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """rclpy's ``get_publishers_info_by_topic``."""
+        return self._endpoints(self._node.get_publishers_info_by_topic(self.resolve(topic)), "PUBLISHER")
+
+    def subscriptions_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """rclpy's ``get_subscriptions_info_by_topic``."""
+        return self._endpoints(self._node.get_subscriptions_info_by_topic(self.resolve(topic)), "SUBSCRIPTION")
 
     # lifecycle
     def _spin(self) -> None:
