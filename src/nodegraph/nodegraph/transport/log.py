@@ -56,7 +56,21 @@ class NodeLogger:
 
     @property
     def name(self) -> str:
+        """The logger's name (the node's, dotted)."""
         return self.logger.name
+
+    @property
+    def propagate(self) -> bool:
+        """Whether records also reach the root logger (off by default; tests turn it on for caplog)."""
+        return self.logger.propagate
+
+    @propagate.setter
+    def propagate(self, value: bool) -> None:
+        self.logger.propagate = value
+
+    def setLevel(self, level: int | str) -> None:  # noqa: N802 (logging's name)
+        """Set the threshold of the underlying ``logging.Logger``."""
+        self.logger.setLevel(level)
 
     def _allowed(self, throttle_duration_sec: float | None, once: bool, skip_first: bool) -> bool:
         if throttle_duration_sec is None and not once and not skip_first:
