@@ -113,7 +113,7 @@ class SimParams:
             seed=int(node.declare_parameter("seed", d.seed)),
             real_time_factor=float(node.declare_parameter("real_time_factor", d.real_time_factor)),
             joint_state_rate_hz=float(node.declare_parameter("joint_state_rate_hz", d.joint_state_rate_hz)),
-            cameras=tuple(str(c) for c in cameras or ()),
+            cameras=tuple(str(c) for c in cameras or () if c),  # ros2 launch gives [""] for []
             camera_rate_hz=float(node.declare_parameter("camera_rate_hz", d.camera_rate_hz)),
             width=int(node.declare_parameter("width", d.width)),
             height=int(node.declare_parameter("height", d.height)),
