@@ -162,7 +162,7 @@ def _python_expression_value(expression: PythonExpression, argument: str) -> str
     """What launch's PythonExpression yields for ``expression`` when the argument's value is ``argument``."""
     (parts,) = expression.args
     text = "".join(argument if isinstance(p, LaunchConfiguration) else p for p in parts)
-    return str(eval(text))  # noqa: S307 - as launch.substitutions.PythonExpression does
+    return str(eval(text))  # as launch.substitutions.PythonExpression does
 
 
 @pytest.mark.parametrize(("name", "parameter", "argument"), [("sim", "cameras", "cameras"),
