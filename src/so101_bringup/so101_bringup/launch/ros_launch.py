@@ -42,7 +42,7 @@ def _list_argument(name: str) -> Any:
     cannot type one); the nodes read ``''`` entries as absent, the runner's ``[]`` and this mean the same."""
     value = _ros("launch.substitutions").LaunchConfiguration(name)
     q = "'" * 3  # the value inside a triple-quoted Python string
-    expression = ['"[\'\']" if ' + q, value, q + ".strip() in ('[]', '') else " + q, value, q]
+    expression = ["\"['']\" if " + q, value, q + ".strip() in ('[]', '') else " + q, value, q]
     return _ros("launch.substitutions").PythonExpression(expression)
 
 
