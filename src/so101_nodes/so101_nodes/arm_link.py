@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -76,7 +75,6 @@ class ArmLink:
         self.failed_servo: int | None = None
         self.last_state: ArmState | None = None
         self._next_connect = 0.0
-        self._log_times: dict[str, float] = {}
 
     @property
     def connected(self) -> bool:
@@ -86,13 +84,6 @@ class ArmLink:
     def failing(self) -> bool:
         """``max_consecutive_failures`` or more transactions failed in a row."""
         return self.consecutive_failures >= self.max_consecutive_failures
-
-    def log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
-        """Warn at most once per ``period_s`` per ``key``."""
-        now = time.monotonic()
-        if now - self._log_times.get(key, -math.inf) >= period_s:
-            self._log_times[key] = now
-            self.node.logger.warning(msg)
 
     def ensure_connected(self) -> bool:
         """True when connected; otherwise try to connect (at most every ``reconnect_period_s``)."""
@@ -106,7 +97,9 @@ class ArmLink:
             self.arm.connect()
         except HardwareError as exc:
             self.last_error = f"connect: {exc}"
-            self.log_throttled("connect", f"cannot connect to the arm on {self.port}: {exc}; retrying")
+            self.node.logger.warning(
+                f"cannot connect to the arm on {self.port}: {exc}; retrying", throttle_duration_sec=5.0
+            )
             return False
         self.consecutive_failures, self.failed_servo = 0, None
         self.node.logger.info(f"arm connected on {self.port}")
@@ -139,7 +132,7 @@ class ArmLink:
         self.total_failures += 1
         self.last_error = str(exc)
         self.failed_servo = exc.servo_id if isinstance(exc, BusError) else None
-        self.log_throttled("bus", f"bus error ({self.consecutive_failures} in a row): {exc}")
+        self.node.logger.warning(f"bus error ({self.consecutive_failures} in a row): {exc}", throttle_duration_sec=5.0)
         if isinstance(exc, PortError):  # the adapter is gone: close, reopen later
             self.node.logger.error(f"serial port {self.port} failed; reconnecting every {self.reconnect_period_s:g} s")
             self.close(disable_torque=False)

@@ -249,7 +249,8 @@ class Driver:
                 self._command(joint_vector(msg, base))
             except ValueError as exc:
                 self.rejected_commands += 1
-                self.link.log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
+                self.node.logger.warning(f"rejected command on {self.node.resolve('joint_commands')}: {exc}",
+                                         throttle_duration_sec=5.0)  # fmt: skip
                 return
             if self._active is not None and self._active.abort_reason is None:
                 self._active.abort_reason = "preempted by a joint_commands message"
