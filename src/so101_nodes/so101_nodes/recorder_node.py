@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nodegraph.bag.errors import BagClosedError
 from nodegraph.bag.metadata import offered_qos_yaml
 from nodegraph.bag.writer import BagWriter, Compression
 from nodegraph.graph.api import Node
@@ -80,6 +81,7 @@ class Recorder:
         compression = COMPRESSIONS[self.params.chunk_compression]
         self.writer = BagWriter(Path(self.params.output), compression=compression).open()
         self.subscriptions: dict[str, Any] = {}
+        self.late = 0  # messages that arrived after close() began (not recorded)
         self.discover()
         node.create_timer(DISCOVERY_PERIOD_S, self.discover)
         what = "all topics" if self.params.record_all else ", ".join(sorted(self.wanted))
@@ -113,7 +115,10 @@ class Recorder:
     def on_message(self, topic: str, raw: tuple[bytes, Any]) -> None:
         attachment = raw[1]
         sent = getattr(attachment, "source_timestamp_ns", None)  # None under rclpy (no message info)
-        self.writer.write(topic, self.node.now_ns(), raw[0], sent)
+        try:
+            self.writer.write(topic, self.node.now_ns(), raw[0], sent)
+        except BagClosedError:  # arrived while close() drains the queue: after the end of the recording
+            self.late += 1
 
     def close(self) -> None:
         """Flush and close the bag (every queued message is written)."""
