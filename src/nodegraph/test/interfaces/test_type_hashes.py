@@ -26,6 +26,9 @@ JAZZY_HASHES = {
     "action_msgs/srv/CancelGoal": "RIHS01_573d8b0a534451d7bc2ac8c5ffde8ac14b8593b7001175d0cd6516dcbeb8689a",
     "std_srvs/srv/Trigger": "RIHS01_eeff2cd6fa5ad9d27cdf4dec64818317839b62f212a91e6b5304b634b2062c5f",
     "std_srvs/srv/SetBool": "RIHS01_abe9e4bb6b41b40e6789712c00ec8871923e089af3f667a79992a428cff2da0a",
+    # /rosout and /parameter_events of a Jazzy talker (rmw_zenoh liveliness tokens)
+    "rcl_interfaces/msg/Log": "RIHS01_e28ce254ca8abc06abf92773b74602cdbf116ed34fbaf294fb9f81da9f318eac",
+    "rcl_interfaces/msg/ParameterEvent": "RIHS01_043e627780fcad87a22d225bc2a037361dba713fca6a6b9f4b869a5aa0393204",
 }
 
 
