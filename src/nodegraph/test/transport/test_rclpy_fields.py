@@ -5,7 +5,7 @@ runtime can be installed here, so this pins the rules that decide what rclpy wou
 from __future__ import annotations
 
 import pytest
-from nodegraph.transport.rclpy_fields import FieldTypeError, element_type, field_value, is_nested
+from nodegraph.transport.rclpy.fields import FieldTypeError, element_type, field_value, is_nested
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
