@@ -112,6 +112,38 @@ def test_service_call_and_a_raising_callback_answers(talker: Peer, peers: list[P
     assert "success: false" in boom.stdout and time.monotonic() - start < 15
 
 
+def test_the_other_parameter_services_and_type_description(talker: Peer) -> None:
+    srv = "rcl_interfaces/srv/"
+    described = run("service", "call", "/peer_talker/describe_parameters", srv + "DescribeParameters",
+                    "{names: [frame, rate_hz]}")  # fmt: skip
+    assert described.returncode == 0, described.stderr
+    response = described.stdout.split("response:")[1]
+    frame, rate = response.split("- name: ")[1:]
+    assert "read_only: true" in frame and "type: 4" in frame  # STRING
+    assert "read_only: false" in rate and "type: 3" in rate  # DOUBLE
+    types = run("service", "call", "/peer_talker/get_parameter_types", srv + "GetParameterTypes",
+                "{names: [rate_hz, gain.max_step, frame]}")  # fmt: skip
+    assert types.stdout.split("response:")[1].split() == ["types:", "-", "3", "-", "3", "-", "4"]
+    double = {"type": 3, "double_value": 0.5}
+    atomic = run("service", "call", "/peer_talker/set_parameters_atomically", srv + "SetParametersAtomically",
+                 str({"parameters": [{"name": "rate_hz", "value": double},
+                                     {"name": "frame", "value": {"type": 4, "string_value": "x"}}]}))  # fmt: skip
+    assert "successful: false" in atomic.stdout and "read-only" in atomic.stdout
+    assert run("param", "get", "/peer_talker", "rate_hz").stdout.strip() == "Double value is: 20.0"  # none applied
+
+    string_hash = "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+    tdi = "type_description_interfaces/srv/GetTypeDescription"
+    described = run("service", "call", "/peer_talker/get_type_description", tdi,
+                    f"{{type_name: std_msgs/msg/String, type_hash: {string_hash}}}")  # fmt: skip
+    out = described.stdout.split("response:")[1]
+    assert "successful: true" in out and "type_name: std_msgs/msg/String" in out and "name: data" in out
+    wrong = run("service", "call", "/peer_talker/get_type_description", tdi,
+                "{type_name: std_msgs/msg/String, type_hash: RIHS01_00}")  # fmt: skip
+    assert "successful: false" in wrong.stdout and "Type hash mismatch" in wrong.stdout
+    unused = run("service", "call", "/peer_talker/get_type_description", tdi, "{type_name: sensor_msgs/msg/Image}")
+    assert "Type not currently in use" in unused.stdout
+
+
 def test_node_info_and_topic_info_verbose(talker: Peer) -> None:
     info = run("node", "info", "/peer_talker")
     assert info.returncode == 0, info.stderr

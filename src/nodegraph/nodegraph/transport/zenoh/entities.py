@@ -207,7 +207,11 @@ class ZenohService(Entity):
                 f"{self.name}: service callback raised; answering the default response\n{traceback.format_exc()}"
             )
             response = make(self.info.part("Response"))
-        self.reply(query, request_attachment, response)
+        try:
+            self.reply(query, request_attachment, response)
+        except MessageError as exc:  # the callback's response does not serialize: say so, answer the default
+            self.node.logger.error(f"{self.name}: bad response from the service callback: {exc}")
+            self.reply(query, request_attachment, make(self.info.part("Response")))
 
     def reply(self, query: zenoh.Query, request_attachment: Attachment, response: Any) -> None:
         attachment = self.attachment(request_attachment.sequence_number, request_attachment.gid)

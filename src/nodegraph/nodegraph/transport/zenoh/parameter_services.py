@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from nodegraph.graph.parameters import ParameterStore
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import make
@@ -91,7 +93,7 @@ class ParameterServices:
 
     def _types(self, request: Any, response: Any) -> Any:
         names = self._declared(request.names) or []
-        response.types = [self._store.descriptor(n).type for n in names]
+        response.types = np.array([self._store.descriptor(n).type for n in names], dtype=np.uint8)
         return response
 
     @staticmethod
