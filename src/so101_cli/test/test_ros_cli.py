@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from graph_testing import Peer
+from nodegraph.bag import BagWriter
+from nodegraph.interfaces.messages import make, serialize
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 
@@ -181,11 +183,19 @@ MISSING = [
     (("param", "dump", "/no_node", "--wait", "2"), 1),
     (("node", "info", "/no_node", "--wait", "2"), 1),
     (("action", "send-goal", "/no_action", "so101_msgs/action/GenerateDemos", "{}", "--wait", "2"), 1),
+    (("bag", "play", "/no/such/bag"), 1),
+    (("bag", "recover", "/no/such/bag"), 1),
+    (("calibrate", "--port", "/dev/no-such-port", "--id", "x"), 1),
 ]
 
 
 @pytest.mark.parametrize(("args", "code"), MISSING, ids=lambda a: " ".join(a) if isinstance(a, tuple) else None)
-def test_a_missing_target_is_reported_within_the_wait(router: object, args: tuple[str, ...], code: int) -> None:
+@pytest.mark.parametrize("with_router", [True, False], ids=["router", "no-router"])
+def test_a_missing_target_is_reported_within_the_wait(
+    endpoint: str, args: tuple[str, ...], code: int, with_router: bool, request: pytest.FixtureRequest
+) -> None:
+    if with_router:
+        request.getfixturevalue("router")
     done = run(*args, timeout_s=30)  # a hang fails here (TimeoutExpired), not after minutes
     assert done.returncode != 0, done.stdout
     assert done.stderr.strip(), "the failure is explained on stderr"
@@ -212,6 +222,7 @@ BLOCKING = [
     ("graph", "--wait", "60"),
     ("node", "list", "--wait", "60"),
     ("service", "list", "--wait", "60"),
+    ("bag", "play", "BAG", "--loop"),
 ]
 
 
@@ -222,6 +233,14 @@ def test_ctrl_c_ends_every_waiting_verb(
 ) -> None:
     if with_router:
         request.getfixturevalue("router")
+    if "BAG" in args:
+        bag = tmp_path / "loop_bag"
+        with BagWriter(bag) as writer:
+            writer.add_topic("/chatter", "std_msgs/msg/String")
+            for i in range(20):
+                writer.write("/chatter", 1_000_000_000 + i * 100_000_000, serialize(make("std_msgs/msg/String"),
+                                                                                    "std_msgs/msg/String"))  # fmt: skip
+        args = tuple(str(bag) if a == "BAG" else a for a in args)
     process = subprocess.Popen([*SO101, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=tmp_path, env=os.environ.copy())  # fmt: skip
     time.sleep(3.0)
