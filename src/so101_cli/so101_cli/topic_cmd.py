@@ -12,7 +12,7 @@ from typing import Any
 import typer
 import yaml
 from nodegraph.graph.api import EndpointInfo
-from nodegraph.graph.qos import QoS
+from nodegraph.graph.qos import QoS, adapted_to
 from nodegraph.interfaces.messages import from_plain, to_plain
 
 from so101_cli.common import cli_node, find_topic_type, interrupt_event, parse_yaml_fields
@@ -68,7 +68,12 @@ def echo(
                 if count and received >= count:
                     stop.set()
 
-        qos = QoS(reliability="best_effort") if best_effort else QoS()
+        # as ros2 topic echo: match the publishers (a latched topic's last message arrives)
+        resolved = node.resolve(topic)
+        node.context.graph.wait_for(lambda ts: any(t.kind == "MP" and t.name == resolved for t in ts), 1.0, stop)
+        qos = adapted_to([p.qos for p in node.publishers_info_by_topic(topic)])
+        if best_effort:
+            qos = QoS(reliability="best_effort", durability=qos.durability)
         node.create_subscription(resolved_type, topic, on_message, qos)
         stop.wait()
 

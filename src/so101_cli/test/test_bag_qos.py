@@ -119,3 +119,16 @@ def test_play_replays_a_latched_topic_to_a_late_subscriber(context: Context, tmp
         player.terminate()
         player.communicate(timeout=20)
     assert got and got[0].transforms[0].child_frame_id == "base_link"
+
+
+def test_echo_gets_a_latched_message_published_before_it_started(context: Context) -> None:
+    """As ``ros2 topic echo``: the subscription matches the publishers' durability."""
+    node, _, _ = _latched_publishers(context)
+    try:
+        for args in (("/robot_description",), ("/robot_description", "std_msgs/msg/String")):
+            echo = subprocess.run([*SO101, "topic", "echo", *args, "-n", "1"], capture_output=True, text=True,
+                                  timeout=30, env=os.environ.copy())  # fmt: skip
+            assert echo.returncode == 0, echo.stderr
+            assert "so101" in echo.stdout
+    finally:
+        node.shutdown()

@@ -24,24 +24,12 @@ from nodegraph.bag.errors import BagClosedError
 from nodegraph.bag.metadata import offered_qos_yaml
 from nodegraph.bag.writer import BagWriter, Compression
 from nodegraph.graph.api import Node
-from nodegraph.graph.qos import QoS
+from nodegraph.graph.qos import QoS, adapted_to
 
 DISCOVERY_PERIOD_S = 0.5
 RECORD_QOS = QoS(depth=100)
 ACTION_INFIX = "/_action/"
 COMPRESSIONS: dict[str, Compression | None] = {"zstd": "zstd", "lz4": "lz4", "none": None}
-
-
-def subscription_qos(offered: list[QoS]) -> QoS:
-    """The recorder's QoS for a topic whose publishers offer ``offered``, adapted as rosbag2 does: it must
-    match every publisher, and gets their latched messages when all of them keep them."""
-    durable = bool(offered) and all(q.durability == "transient_local" for q in offered)
-    best_effort = bool(offered) and all(q.reliability == "best_effort" for q in offered)
-    return QoS(
-        depth=RECORD_QOS.depth,
-        reliability="best_effort" if best_effort else "reliable",
-        durability="transient_local" if durable else "volatile",
-    )
 
 
 @dataclass(frozen=True)
@@ -106,7 +94,7 @@ class Recorder:
                 self.node.logger.warning(f"{topic} has several types {sorted(types)}; recording {type_name}")
             offered = [p.qos for p in publishers if p.topic_type == type_name]
             self.writer.add_topic(topic, type_name, offered_qos_yaml(offered))
-            qos = subscription_qos(offered)
+            qos = adapted_to(offered, RECORD_QOS.depth)
             self.subscriptions[topic] = self.node.create_subscription(
                 type_name, topic, functools.partial(self.on_message, topic), qos, raw=True
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,3 +37,16 @@ LATCHED = QoS(depth=1, durability="transient_local")
 SERVICES = QoS(depth=10)
 ACTION_STATUS = QoS(depth=1, durability="transient_local")
 CLOCK = QoS(depth=1, reliability="best_effort")
+
+
+def adapted_to(offered: Sequence[QoS], depth: int = 10) -> QoS:
+    """A subscription QoS matching every publisher in ``offered``, as rosbag2 and ``ros2 topic echo`` adapt it:
+    transient_local when all of them keep their samples (so latched messages arrive), best_effort when all of
+    them are, reliable and volatile otherwise; history depth ``depth``."""
+    durable = bool(offered) and all(q.durability == "transient_local" for q in offered)
+    best_effort = bool(offered) and all(q.reliability == "best_effort" for q in offered)
+    return QoS(
+        depth=depth,
+        reliability="best_effort" if best_effort else "reliable",
+        durability="transient_local" if durable else "volatile",
+    )
