@@ -154,7 +154,7 @@ def _qos_lines(qos: QoS) -> list[str]:
         f"  Reliability: {qos.reliability.upper()}",
         f"  History (Depth): {qos.history.upper()} ({qos.depth})",
         f"  Durability: {qos.durability.upper()}",
-        "  Lifespan: Infinite",
+        f"  Lifespan: {qos.lifespan_ns} nanoseconds" if qos.lifespan_ns else "  Lifespan: Infinite",
         "  Deadline: Infinite",
         "  Liveliness: AUTOMATIC",
         "  Liveliness lease duration: Infinite",

@@ -164,6 +164,10 @@ def test_node_info_and_topic_info_verbose(talker: Peer) -> None:
     assert "Node name: peer_talker" in topic.stdout
     assert "Topic type hash: RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18" in topic.stdout
     assert "Reliability: RELIABLE" in topic.stdout and "Endpoint type: PUBLISHER" in topic.stdout
+    rosout = run("topic", "info", "/rosout", "-v")  # rcl's rosout QoS: depth 1000, transient_local, 10 s lifespan
+    talker_part = rosout.stdout.split("Node name: peer_talker")[1].split("Node name:")[0]
+    assert "KEEP_LAST (1000)" in talker_part and "Durability: TRANSIENT_LOCAL" in talker_part
+    assert "Lifespan: 10000000000 nanoseconds" in talker_part
 
 
 def test_graph_does_not_wrap_when_piped(talker: Peer) -> None:

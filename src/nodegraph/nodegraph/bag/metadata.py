@@ -58,8 +58,10 @@ def qos_profile_yaml(
     durability: str = "volatile",
     history: str = "keep_last",
     depth: int = 10,
+    lifespan_ns: int = 0,
 ) -> str:
-    """The ``offered_qos_profiles`` YAML string of one publisher with these policies (infinite deadlines)."""
+    """The ``offered_qos_profiles`` YAML string of one publisher with these policies (infinite deadline and
+    lease; ``lifespan_ns`` 0 = infinite)."""
     for key, value in (("reliability", reliability), ("durability", durability), ("history", history)):
         if value not in _CHOICES[key]:
             raise BagArgumentError(f"QoS {key} {value!r} not one of {_CHOICES[key]}")
@@ -69,7 +71,9 @@ def qos_profile_yaml(
         "reliability": reliability,
         "durability": durability,
         "deadline": dict(_INFINITE),
-        "lifespan": dict(_INFINITE),
+        "lifespan": {"sec": lifespan_ns // 1_000_000_000, "nsec": lifespan_ns % 1_000_000_000}
+        if lifespan_ns
+        else dict(_INFINITE),
         "liveliness": "automatic",
         "liveliness_lease_duration": dict(_INFINITE),
         "avoid_ros_namespace_conventions": False,
@@ -83,7 +87,7 @@ def offered_qos_yaml(profiles: Sequence[QoS]) -> str:
         return ""
     entries = [
         yaml.safe_load(qos_profile_yaml(reliability=q.reliability, durability=q.durability, history=q.history,
-                                        depth=q.depth))[0]
+                                        depth=q.depth, lifespan_ns=q.lifespan_ns))[0]
         for q in profiles
     ]  # fmt: skip
     return yaml.safe_dump(entries, sort_keys=False, default_flow_style=False).strip()

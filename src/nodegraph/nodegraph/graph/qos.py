@@ -13,12 +13,14 @@ History = Literal["keep_last", "keep_all"]
 
 @dataclass(frozen=True)
 class QoS:
-    """A QoS profile: history depth, reliability and durability (deadline/lifespan/liveliness are defaults)."""
+    """A QoS profile: history depth, reliability, durability and lifespan (ns, 0 = infinite); deadline and
+    liveliness stay at their defaults."""
 
     depth: int = 10
     reliability: Reliability = "reliable"
     durability: Durability = "volatile"
     history: History = "keep_last"
+    lifespan_ns: int = 0
 
     def __post_init__(self) -> None:
         if self.depth < 0:
@@ -29,6 +31,8 @@ class QoS:
             raise ValueError(f"QoS durability must be volatile|transient_local, got {self.durability!r}")
         if self.history not in ("keep_last", "keep_all"):
             raise ValueError(f"QoS history must be keep_last|keep_all, got {self.history!r}")
+        if self.lifespan_ns < 0:
+            raise ValueError(f"QoS lifespan must be >= 0 ns (0: infinite), got {self.lifespan_ns}")
 
 
 DEFAULT = QoS()

@@ -7,10 +7,13 @@ import functools
 from typing import Any
 
 import numpy as np
+from rclpy.duration import Duration
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosidl_runtime_py.utilities import get_action, get_message, get_service
 
 from nodegraph.graph.qos import QoS
+
+_INFINITE_NS = 2**63 - 1  # RMW_DURATION_INFINITE
 
 # pkg/action/Name_<suffix> → attribute path on the generated action class
 _ACTION_PARTS = {
@@ -52,8 +55,8 @@ def interface_type(type_name: str) -> Any:
 
 
 def to_qos_profile(qos: QoS) -> QoSProfile:
-    """Our ``QoS`` as an rclpy ``QoSProfile`` (deadline, lifespan and liveliness stay at their defaults)."""
-    return QoSProfile(
+    """Our ``QoS`` as an rclpy ``QoSProfile`` (deadline and liveliness stay at their defaults)."""
+    profile = QoSProfile(
         history=HistoryPolicy.KEEP_LAST if qos.history == "keep_last" else HistoryPolicy.KEEP_ALL,
         depth=qos.depth,
         reliability=(ReliabilityPolicy.RELIABLE if qos.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT),
@@ -61,11 +64,16 @@ def to_qos_profile(qos: QoS) -> QoSProfile:
             DurabilityPolicy.TRANSIENT_LOCAL if qos.durability == "transient_local" else DurabilityPolicy.VOLATILE
         ),
     )
+    if qos.lifespan_ns:
+        profile.lifespan = Duration(nanoseconds=qos.lifespan_ns)
+    return profile
 
 
 def from_qos_profile(profile: Any) -> QoS:
-    """An rclpy ``QoSProfile`` as our ``QoS``."""
+    """An rclpy ``QoSProfile`` as our ``QoS`` (an unset or infinite lifespan is 0)."""
+    lifespan = int(profile.lifespan.nanoseconds)
     return QoS(
+        lifespan_ns=lifespan if 0 < lifespan < _INFINITE_NS else 0,
         depth=int(profile.depth),
         reliability="best_effort" if profile.reliability == ReliabilityPolicy.BEST_EFFORT else "reliable",
         durability="transient_local" if profile.durability == DurabilityPolicy.TRANSIENT_LOCAL else "volatile",

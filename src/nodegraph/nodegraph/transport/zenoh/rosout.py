@@ -1,7 +1,8 @@
 """``/rosout``: every log line of a node as rcl_interfaces/msg/Log, as rcl's rosout publisher sends it.
 
-QoS as rcl's ``rcl_qos_profile_rosout_default``: depth 1000, reliable, transient_local (rcl adds a 10 s
-lifespan, which the QoS of this runtime does not model).
+QoS as rcl's ``rcl_qos_profile_rosout_default``: depth 1000, reliable, transient_local, 10 s lifespan (the
+lifespan is advertised in the liveliness token as rmw_zenoh does; the zenoh publisher cache does not expire
+samples by it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from nodegraph.transport.zenoh.node import ZenohNode
 
 ROSOUT = "/rosout"
-ROSOUT_QOS = QoS(depth=1000, durability="transient_local")
+ROSOUT_QOS = QoS(depth=1000, durability="transient_local", lifespan_ns=10_000_000_000)
 # rcl_interfaces/msg/Log levels
 LOG_LEVELS = {logging.DEBUG: 10, logging.INFO: 20, logging.WARNING: 30, logging.ERROR: 40, logging.CRITICAL: 50}
 
