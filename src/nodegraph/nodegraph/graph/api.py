@@ -19,6 +19,7 @@ from nodegraph.graph.parameters import OnSetParametersCallback, SetParametersRes
 from nodegraph.graph.qos import DEFAULT, QoS
 
 Message = Any
+"""A message of the backend (a rosbags dataclass on zenoh, a rosidl_python object on rclpy)."""
 
 
 class GoalStatus(enum.IntEnum):
@@ -145,6 +146,7 @@ class ServerGoalHandle(Protocol):
 
 
 ExecuteCallback = Callable[[ServerGoalHandle], Message]
+"""An action server's execute callback: runs one goal to a terminal state and returns its result."""
 
 
 class ClientGoal(Protocol):
