@@ -53,6 +53,8 @@ class RclpyNode:
         namespace: str = "",
         args: list[str] | None = None,
         parameter_overrides: dict[str, Any] | None = None,
+        start_parameter_services: bool = True,
+        enable_rosout: bool = True,
     ) -> None:
         first = PROCESS.acquire(args)
         try:
@@ -61,6 +63,8 @@ class RclpyNode:
                 namespace=namespace or None,
                 cli_args=None if first else args,
                 parameter_overrides=[Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()],
+                start_parameter_services=start_parameter_services,
+                enable_rosout=enable_rosout,
             )
         except BaseException:
             PROCESS.release()
