@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import typer
 import yaml
+from nodegraph.graph.api import GoalStatus
 from nodegraph.interfaces.messages import from_plain, to_plain
-from nodegraph.transport.zenoh.actions import STATUS_NAMES, SUCCEEDED
 
 from so101_cli.common import cli_node, interrupt_event, parse_yaml_fields
 
@@ -30,7 +31,12 @@ def send_goal(
         except (ValueError, LookupError) as exc:
             raise typer.BadParameter(str(exc)) from exc
         client = node.create_action_client(type_name, name)
-        if not client.wait_for_server(wait_s):
+        deadline = time.monotonic() + wait_s
+        while not client.wait_for_server(min(0.2, max(0.0, deadline - time.monotonic()))):
+            if stop.is_set():
+                raise typer.Exit(130)
+            if time.monotonic() < deadline:
+                continue
             typer.echo(f"action server {name} not available after {wait_s:g} s", err=True)
             raise typer.Exit(1)
 
@@ -52,6 +58,6 @@ def send_goal(
                 typer.echo("Goal canceling." if handle.cancel() else "Cancel request was rejected.")
         status, result = handle.result(timeout_s=1.0)
         typer.echo(f"Result:\n{yaml.safe_dump(to_plain(result), sort_keys=False)}")
-        typer.echo(f"Goal finished with status: {STATUS_NAMES.get(status, str(status))}")
-        if status != SUCCEEDED:
+        typer.echo(f"Goal finished with status: {GoalStatus(status).name}")
+        if status != GoalStatus.SUCCEEDED:
             raise typer.Exit(1)

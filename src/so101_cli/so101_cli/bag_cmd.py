@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from nodegraph.bag.errors import BagError
+from nodegraph.bag.metadata import playback_qos
 from nodegraph.bag.player import play as play_bag
 from nodegraph.bag.reader import format_info
 from nodegraph.bag.reader import info as bag_info
@@ -24,6 +25,7 @@ def record(
     output: Path = typer.Option(None, "--output", "-o", help="bag directory (default rosbag2_<date>)"),
     exclude: list[str] = typer.Option([], "--exclude", "-x", help="topics never recorded"),
     duration_s: float = typer.Option(0.0, "--duration", help="stop after S seconds (0: until Ctrl-C)"),
+    chunk_compression: str = typer.Option("zstd", "--chunk-compression", help="MCAP chunks: zstd | lz4 | none"),
 ) -> None:
     """Record TOPICS (or --all) until Ctrl-C, like ``ros2 bag record -s mcap``."""
     from so101_nodes.recorder_node import Recorder
@@ -34,6 +36,7 @@ def record(
         "topics": list(topics or [""]),
         "all": all_topics,
         "exclude": exclude or [""],
+        "chunk_compression": chunk_compression,
     }
     if output is not None:
         overrides["output"] = str(output)
@@ -69,14 +72,17 @@ def play(
     topics: list[str] = typer.Option(None, "--topics", help="only these topics"),
     start_offset_s: float = typer.Option(0.0, "--start-offset", help="skip the first S seconds"),
 ) -> None:
-    """Republish a bag's messages on the graph with the recorded timing."""
+    """Republish a bag's messages on the graph with the recorded timing, each topic with the QoS its
+    publishers offered when recorded (a latched topic is replayed transient_local)."""
     try:
         bag = bag_info(path)
     except BagError as exc:
         typer.echo(f"so101 bag play: {exc}", err=True)
         raise typer.Exit(1) from exc
     with cli_node("bag_play") as node, interrupt_event() as stop:
-        publishers = {t.name: node.create_publisher(t.type, t.name) for t in bag.topics}
+        publishers = {
+            t.name: node.create_publisher(t.type, t.name, playback_qos(t.offered_qos_profiles)) for t in bag.topics
+        }
         stop.wait(1.0)  # let subscribers discover the publishers
 
         def publish(topic: str, type_name: str, cdr: bytes) -> None:

@@ -17,6 +17,7 @@ from so101_hardware.errors import HardwareError
 from so101_hardware.feetech.bus import BusConfig, FeetechBus
 
 console = Console()
+err_console = Console(stderr=True)
 
 
 def _table(positions: dict[str, int]) -> Table:
@@ -62,7 +63,7 @@ def calibrate(
                 on_positions=lambda positions: live.update(_table(positions), refresh=True),
             )
     except (HardwareError, EOFError) as exc:
-        console.print(f"[red]so101 calibrate: {exc}[/red]", soft_wrap=True)
+        err_console.print(f"[red]so101 calibrate: {exc}[/red]", soft_wrap=True)
         raise typer.Exit(1) from exc
     path = save_calibration(calibration, target)
     console.print(f"calibration written to {path}", soft_wrap=True)

@@ -47,7 +47,9 @@ def graph(
         time.sleep(wait_s)
         summary = summarize(node.context.graph.tokens(), node.name)
     for section, entries in summary.items():
-        console.print(f"[bold]{section}[/bold] ({len(entries)})")
+        console.print(f"[bold]{section}[/bold] ({len(entries)})", soft_wrap=True)
         for name in sorted(entries):
             types = ", ".join(sorted(entries[name]))
-            console.print(f"  {name}" + (f" [dim]\\[{types}][/dim]" if types else ""), highlight=False)
+            # soft_wrap: one entry per line whatever the width (rich wraps at 80 columns when piped)
+            console.print(f"  {name}" + (f" [dim]\\[{types}][/dim]" if types else ""), highlight=False,
+                          soft_wrap=True)  # fmt: skip

@@ -1,4 +1,4 @@
-"""``so101``: the command line of the stack (launch, graph, topic, action, bag, bench, demo)."""
+"""``so101``: the command line of the stack (launch, graph, node, topic, service, param, action, bag, bench, demo)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from so101_cli import (
     demo_cmd,
     graph_cmd,
     launch_cmd,
+    node_cmd,
+    param_cmd,
     seeds_cmd,
+    service_cmd,
     skillgen_cmd,
     topic_cmd,
 )
@@ -35,6 +38,9 @@ app.command()(demo_cmd.demo)
 app.command()(calibrate_cmd.calibrate)
 app.add_typer(topic_cmd.app, name="topic")
 app.add_typer(action_cmd.app, name="action")
+app.add_typer(service_cmd.app, name="service")
+app.add_typer(param_cmd.app, name="param")
+app.add_typer(node_cmd.app, name="node")
 app.add_typer(bag_cmd.app, name="bag")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(seeds_cmd.app, name="seeds")

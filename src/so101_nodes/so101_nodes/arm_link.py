@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -79,7 +78,6 @@ class ArmLink:
         self.last_state: ArmState | None = None
         self.connects = 0  # successful connections so far (a change means: re-sync with the arm)
         self._next_connect = 0.0
-        self._log_times: dict[str, float] = {}
 
     @property
     def connected(self) -> bool:
@@ -89,13 +87,6 @@ class ArmLink:
     def failing(self) -> bool:
         """``max_consecutive_failures`` or more transactions failed in a row."""
         return self.consecutive_failures >= self.max_consecutive_failures
-
-    def log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
-        """Warn at most once per ``period_s`` per ``key``."""
-        now = time.monotonic()
-        if now - self._log_times.get(key, -math.inf) >= period_s:
-            self._log_times[key] = now
-            self.node.logger.warning(msg)
 
     def ensure_connected(self) -> bool:
         """True when connected; otherwise try to connect (at most every ``reconnect_period_s``)."""
@@ -109,7 +100,9 @@ class ArmLink:
             self.arm.connect()
         except HardwareError as exc:
             self.last_error = f"connect: {exc}"
-            self.log_throttled("connect", f"cannot connect to the arm on {self.port}: {exc}; retrying")
+            self.node.logger.warning(
+                f"cannot connect to the arm on {self.port}: {exc}; retrying", throttle_duration_sec=5.0
+            )
             return False
         self.consecutive_failures, self.failed_servo = 0, None
         self.last_state = None  # nothing read before the (re)connect describes the arm now
@@ -127,7 +120,9 @@ class ArmLink:
         if state.missing:
             silent = ", ".join(f"{j} (servo {self.arm.ids[JOINT_NAMES.index(j)]})" for j in state.missing)
             self.last_error = f"not answering: {silent}"
-            self.log_throttled("silent", f"servo not answering on {self.port}: {silent}; the others are read")
+            self.node.logger.warning(
+                f"servo not answering on {self.port}: {silent}; the others are read", throttle_duration_sec=5.0
+            )
         elif self.failing:
             self.node.logger.info(f"bus recovered after {self.consecutive_failures} failed transactions")
         self.consecutive_failures, self.failed_servo = 0, None
@@ -152,7 +147,7 @@ class ArmLink:
         self.total_failures += 1
         self.last_error = str(exc)
         self.failed_servo = exc.servo_id if isinstance(exc, BusError) else None
-        self.log_throttled("bus", f"bus error ({self.consecutive_failures} in a row): {exc}")
+        self.node.logger.warning(f"bus error ({self.consecutive_failures} in a row): {exc}", throttle_duration_sec=5.0)
         if isinstance(exc, PortError):  # the adapter is gone: close, reopen later
             self.node.logger.error(f"serial port {self.port} failed; reconnecting every {self.reconnect_period_s:g} s")
             self.close(disable_torque=False)

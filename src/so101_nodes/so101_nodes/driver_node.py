@@ -267,7 +267,7 @@ class Driver:
                 try:
                     self._enable_torque(clear, "error bits cleared (torque_recovery: when_clear)")
                 except HardwareError as exc:  # e.g. outside its calibrated range: stays limp, reported
-                    self.link.log_throttled("recovery", f"torque not restored for {clear}: {exc}")
+                    self.node.logger.warning(f"torque not restored for {clear}: {exc}", throttle_duration_sec=5.0)
         self._limp = np.array([j in self.torque_lost for j in JOINT_NAMES])
         reasons = [f"{j} {f.describe()}" for j, f in faults.items()]
         reasons += [f"{j} not answering" for j in state.missing]
@@ -328,7 +328,8 @@ class Driver:
                     raise ValueError(refusal)
             except ValueError as exc:
                 self.rejected_commands += 1
-                self.link.log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
+                self.node.logger.warning(f"rejected command on {self.node.resolve('joint_commands')}: {exc}",
+                                         throttle_duration_sec=5.0)  # fmt: skip
                 return
             self._had_command = True
             if self._active is not None:

@@ -10,15 +10,17 @@ from nodegraph.graph.api import Node
 
 def declare_params[T](node: Node, cls: type[T]) -> T:
     """Declare each field of the frozen dataclass ``cls`` as a parameter of ``node`` (default: the field's default)
-    and return the instance. Tuple fields are declared as lists; their items keep the default items' type."""
+    and return the instance. Tuple fields are declared as lists; their items keep the default items' type.
+    They are read once, so they are declared read-only: ``so101 param set`` / ``ros2 param set`` is refused
+    with the reason instead of reporting a change that nothing would apply."""
     defaults = cls()
     values: dict[str, Any] = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         default = getattr(defaults, field.name)
         if isinstance(default, tuple):
-            items = node.declare_parameter(field.name, list(default))
+            items = node.declare_parameter(field.name, list(default), read_only=True)
             kind = type(default[0]) if default else (lambda v: v)
             values[field.name] = tuple(kind(v) for v in items)
         else:
-            values[field.name] = node.declare_parameter(field.name, default)
+            values[field.name] = node.declare_parameter(field.name, default, read_only=True)
     return cls(**values)

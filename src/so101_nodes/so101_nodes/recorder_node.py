@@ -1,11 +1,15 @@
 """recorder: records topics to a rosbag2 bag (MCAP storage), like ``ros2 bag record -s mcap``.
 
-Messages are written as received (raw CDR, receive time stamps) by the bag's single writer thread.
-Topics are subscribed as soon as their type is known on the graph (checked every 0.5 s), so the recorder
-may start before the publishers.
+Messages are written as received (raw CDR; the receive time as MCAP log time, the publisher's source
+timestamp as publish time) by the bag's single writer thread. A topic is subscribed once a publisher of it
+is seen on the graph (checked every 0.5 s), so the recorder may start before the publishers; as rosbag2
+does, it subscribes transient_local when every publisher offers it (``/tf_static``, ``/robot_description``
+are then recorded although published before), best_effort when every publisher is, and records each
+publisher's offered QoS in the bag (``ros2 bag play`` and ``so101 bag play`` replay with it).
 
 Parameters: ``topics`` (list of names; empty with ``all: true`` records every topic), ``all`` (bool),
-``output`` (bag directory; default ``rosbag2_<date>_<time>``), ``exclude`` (list of names never recorded).
+``output`` (bag directory; default ``rosbag2_<date>_<time>``), ``exclude`` (list of names never recorded),
+``chunk_compression`` (``zstd``, ``lz4`` or ``none``; MCAP chunk compression, zstd as rosbag2's default).
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nodegraph.bag.writer import BagWriter
+from nodegraph.bag.errors import BagClosedError
+from nodegraph.bag.metadata import offered_qos_yaml
+from nodegraph.bag.writer import BagWriter, Compression
 from nodegraph.graph.api import Node
-from nodegraph.graph.qos import QoS
+from nodegraph.graph.qos import QoS, adapted_to
 
 DISCOVERY_PERIOD_S = 0.5
 RECORD_QOS = QoS(depth=100)
 ACTION_INFIX = "/_action/"
+COMPRESSIONS: dict[str, Compression | None] = {"zstd": "zstd", "lz4": "lz4", "none": None}
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class RecorderParams:
     record_all: bool
     output: str
     exclude: tuple[str, ...]
+    chunk_compression: str = "zstd"
 
     @classmethod
     def declare(cls, node: Node) -> RecorderParams:
@@ -40,11 +48,16 @@ class RecorderParams:
             record_all=node.declare_parameter("all", False),
             output=node.declare_parameter("output", "") or default_output,
             exclude=tuple(node.declare_parameter("exclude", [""]) or ()),
+            chunk_compression=node.declare_parameter("chunk_compression", "zstd", read_only=True),
         )
         topics = tuple(t for t in params.topics if t)
         if not topics and not params.record_all:
             raise ValueError("recorder: give 'topics' or set 'all: true'")
-        return cls(topics, params.record_all, params.output, tuple(t for t in params.exclude if t))
+        if params.chunk_compression not in COMPRESSIONS:
+            raise ValueError(f"recorder: chunk_compression must be one of {sorted(COMPRESSIONS)}, "
+                             f"got {params.chunk_compression!r}")  # fmt: skip
+        return cls(topics, params.record_all, params.output, tuple(t for t in params.exclude if t),
+                   params.chunk_compression)  # fmt: skip
 
 
 class Recorder:
@@ -53,8 +66,10 @@ class Recorder:
         self.params = RecorderParams.declare(node)
         self.wanted = {node.resolve(t) for t in self.params.topics}
         self.excluded = {node.resolve(t) for t in self.params.exclude}
-        self.writer = BagWriter(Path(self.params.output)).open()
+        compression = COMPRESSIONS[self.params.chunk_compression]
+        self.writer = BagWriter(Path(self.params.output), compression=compression).open()
         self.subscriptions: dict[str, Any] = {}
+        self.late = 0  # messages that arrived after close() began (not recorded)
         self.discover()
         node.create_timer(DISCOVERY_PERIOD_S, self.discover)
         what = "all topics" if self.params.record_all else ", ".join(sorted(self.wanted))
@@ -71,17 +86,27 @@ class Recorder:
         for topic, types in self.node.topic_names_and_types().items():
             if not self._should_record(topic):
                 continue
+            publishers = self.node.publishers_info_by_topic(topic)
+            if not publishers:  # as rosbag2: only topics someone publishes (their QoS decides ours)
+                continue
             type_name = sorted(types)[0]
             if len(types) > 1:
                 self.node.logger.warning(f"{topic} has several types {sorted(types)}; recording {type_name}")
-            self.writer.add_topic(topic, type_name)
+            offered = [p.qos for p in publishers if p.topic_type == type_name]
+            self.writer.add_topic(topic, type_name, offered_qos_yaml(offered))
+            qos = adapted_to(offered, RECORD_QOS.depth)
             self.subscriptions[topic] = self.node.create_subscription(
-                type_name, topic, functools.partial(self.on_message, topic), RECORD_QOS, raw=True
+                type_name, topic, functools.partial(self.on_message, topic), qos, raw=True
             )
-            self.node.logger.info(f"subscribed to {topic} [{type_name}]")
+            self.node.logger.info(f"subscribed to {topic} [{type_name}] ({qos.reliability}, {qos.durability})")
 
     def on_message(self, topic: str, raw: tuple[bytes, Any]) -> None:
-        self.writer.write(topic, self.node.now_ns(), raw[0])
+        attachment = raw[1]
+        sent = getattr(attachment, "source_timestamp_ns", None)  # None under rclpy (no message info)
+        try:
+            self.writer.write(topic, self.node.now_ns(), raw[0], sent)
+        except BagClosedError:  # arrived while close() drains the queue: after the end of the recording
+            self.late += 1
 
     def close(self) -> None:
         """Flush and close the bag (every queued message is written)."""

@@ -117,7 +117,7 @@ class SimParams:
             seed=int(node.declare_parameter("seed", d.seed)),
             real_time_factor=float(node.declare_parameter("real_time_factor", d.real_time_factor)),
             joint_state_rate_hz=float(node.declare_parameter("joint_state_rate_hz", d.joint_state_rate_hz)),
-            cameras=tuple(str(c) for c in cameras or ()),
+            cameras=tuple(str(c) for c in cameras or () if c),  # ros2 launch gives [""] for []
             camera_rate_hz=float(node.declare_parameter("camera_rate_hz", d.camera_rate_hz)),
             width=int(node.declare_parameter("width", d.width)),
             height=int(node.declare_parameter("height", d.height)),
@@ -213,7 +213,6 @@ class SimNode:
         self._snapshot_wall = time.monotonic()
         self._next_camera_ns = 0
         self._camera_period_ns = round(1e9 / p.camera_rate_hz)
-        self._log_times: dict[str, float] = {}
         self.steps = 0
         self.rejected_commands = 0
         self.resets = 0
@@ -279,12 +278,6 @@ class SimNode:
             if value > most:
                 raise ValueError(f"sim: parameter {name!r} = {value} px exceeds the offscreen buffer ({most} px)")
 
-    def _log_throttled(self, key: str, msg: str, period_s: float = 5.0) -> None:
-        now = time.monotonic()
-        if now - self._log_times.get(key, -math.inf) >= period_s:
-            self._log_times[key] = now
-            self.node.logger.warning(msg)
-
     # ------------------------------------------------------------------ clock and state
     def sim_time_ns(self) -> int:
         """The sim clock (ns): time since the node started, summed over episodes."""
@@ -315,7 +308,7 @@ class SimNode:
                     if delay > 0:
                         self._stop.wait(delay)
                     elif delay < -0.5:  # far behind (rendering, a slow machine): do not try to catch up
-                        self._log_throttled("late", f"sim runs {-delay:.2f} s behind real time")
+                        self.node.logger.warning(f"sim runs {-delay:.2f} s behind real time", throttle_duration_sec=5.0)
                         next_wall = time.monotonic()
         except Exception as exc:  # normally: publishing after the node was shut down
             expected = self._stop.is_set() or getattr(self.node, "is_shutdown", False)
@@ -458,7 +451,8 @@ class SimNode:
                     raise ValueError(refusal)
             except ValueError as exc:
                 self.rejected_commands += 1
-                self._log_throttled("command", f"rejected command on {self.node.resolve('joint_commands')}: {exc}")
+                self.node.logger.warning(f"rejected command on {self.node.resolve('joint_commands')}: {exc}",
+                                         throttle_duration_sec=5.0)  # fmt: skip
                 return
             self._finish_active(Outcome("abort", INVALID_GOAL, "aborted: preempted by a joint_commands message"))
 

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from nodegraph.bag.errors import BagArgumentError, BagFormatError
+from nodegraph.graph.qos import QoS
 
 ROSBAG2_VERSION = 9
 ROS_DISTRO = "jazzy"
@@ -57,8 +58,10 @@ def qos_profile_yaml(
     durability: str = "volatile",
     history: str = "keep_last",
     depth: int = 10,
+    lifespan_ns: int = 0,
 ) -> str:
-    """The ``offered_qos_profiles`` YAML string of one publisher with these policies (infinite deadlines)."""
+    """The ``offered_qos_profiles`` YAML string of one publisher with these policies (infinite deadline and
+    lease; ``lifespan_ns`` 0 = infinite)."""
     for key, value in (("reliability", reliability), ("durability", durability), ("history", history)):
         if value not in _CHOICES[key]:
             raise BagArgumentError(f"QoS {key} {value!r} not one of {_CHOICES[key]}")
@@ -68,12 +71,43 @@ def qos_profile_yaml(
         "reliability": reliability,
         "durability": durability,
         "deadline": dict(_INFINITE),
-        "lifespan": dict(_INFINITE),
+        "lifespan": {"sec": lifespan_ns // 1_000_000_000, "nsec": lifespan_ns % 1_000_000_000}
+        if lifespan_ns
+        else dict(_INFINITE),
         "liveliness": "automatic",
         "liveliness_lease_duration": dict(_INFINITE),
         "avoid_ros_namespace_conventions": False,
     }
     return yaml.safe_dump([profile], sort_keys=False, default_flow_style=False).strip()
+
+
+def offered_qos_yaml(profiles: Sequence[QoS]) -> str:
+    """The ``offered_qos_profiles`` YAML string of a topic's publishers, one profile each, as rosbag2 writes it."""
+    if not profiles:
+        return ""
+    entries = [
+        yaml.safe_load(qos_profile_yaml(reliability=q.reliability, durability=q.durability, history=q.history,
+                                        depth=q.depth, lifespan_ns=q.lifespan_ns))[0]
+        for q in profiles
+    ]  # fmt: skip
+    return yaml.safe_dump(entries, sort_keys=False, default_flow_style=False).strip()
+
+
+def playback_qos(text: str, default: QoS = QoS()) -> QoS:
+    """The QoS to replay a topic with, from its recorded ``offered_qos_profiles``, as ``ros2 bag play`` adapts
+    it: transient_local when every recorded publisher offered it, best_effort when every one did, the largest
+    depth; ``default`` when nothing was recorded."""
+    profiles = parse_qos_yaml(text)
+    if not profiles:
+        return default
+    durable = all(p.get("durability") == "transient_local" for p in profiles)
+    best_effort = all(p.get("reliability") == "best_effort" for p in profiles)
+    depth = max(int(p.get("depth", 0) or 0) for p in profiles) or default.depth
+    return QoS(
+        depth=depth,
+        reliability="best_effort" if best_effort else "reliable",
+        durability="transient_local" if durable else "volatile",
+    )
 
 
 def parse_qos_yaml(text: str) -> list[dict[str, Any]]:

@@ -76,7 +76,7 @@ class BagInfo:
 def _warn_truncated(file: Path) -> None:
     text = (
         f"{file} has no summary (the recorder did not finish): reading its complete chunks by scanning,"
-        " in file order; run nodegraph.bag.recover() (or `so101 bag reindex`) to repair it"
+        " in file order; run `so101 bag recover BAG` (nodegraph.bag.recover()) to repair it"
     )
     log.warning(text)
     warnings.warn(text, TruncatedBagWarning, stacklevel=3)

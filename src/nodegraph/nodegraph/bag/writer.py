@@ -13,14 +13,14 @@ recorder would lose everything. rosbags still supplies the message definitions a
 project typestore); the ``mcap`` package writes the records.
 
 Threading: ``write()`` only appends to a bounded in-memory queue (counted drops when the bound is hit);
-one writer thread does every file operation. Crash safety: each completed chunk is handed to the OS at once,
+one writer thread does every file operation, through ``mcap_file.McapBagFile`` (the storage; metadata.yaml
+itself is ``metadata``). Crash safety: each completed chunk is handed to the OS at once,
 and every ``flush_interval_s`` the partial chunk is closed, the file fsync'ed and a provisional
 metadata.yaml written — a SIGKILL loses at most the last interval. ``recover()`` restores the index.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -28,13 +28,9 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Literal
-
-from mcap.writer import CompressionType
-from mcap.writer import Writer as McapWriter
+from typing import Literal
 
 from nodegraph.bag.errors import (
     BagArgumentError,
@@ -43,37 +39,13 @@ from nodegraph.bag.errors import (
     BagTopicError,
     BagWriteError,
 )
-from nodegraph.bag.metadata import (
-    ROS_DISTRO,
-    FileStats,
-    TopicStats,
-    build_metadata,
-    dump_metadata,
-    parse_qos_yaml,
-    write_metadata,
-)
+from nodegraph.bag.mcap_file import COMPRESSION, Compression, McapBagFile, TopicEntry
+from nodegraph.bag.metadata import ROS_DISTRO, parse_qos_yaml
 
 log = logging.getLogger(__name__)
 
-Compression = Literal["zstd", "lz4"]
-_COMPRESSION = {None: CompressionType.NONE, "zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4}
+__all__ = ["BagWriter", "Compression", "WriterStats"]
 _ITEM_OVERHEAD = 128  # bytes charged per queued message on top of its payload
-
-
-def _library() -> str:
-    try:
-        return f"nodegraph.bag; mcap-python {version('mcap')}"
-    except PackageNotFoundError:  # pragma: no cover
-        return "nodegraph.bag"
-
-
-@dataclass(frozen=True)
-class _Topic:
-    name: str
-    type: str
-    qos: str
-    type_hash: str
-    msgdef: str
 
 
 @dataclass(frozen=True)
@@ -103,7 +75,7 @@ class BagWriter:
     Args:
         path: bag directory to create (must not exist).
         chunk_size: uncompressed chunk size in bytes before a chunk is closed and flushed.
-        compression: chunk compression, None (rosbag2's default), "zstd" or "lz4".
+        compression: MCAP chunk compression: "zstd" (the default of rosbag2's MCAP writer), "lz4" or None.
         max_queue_bytes: bound of the pending-write queue (payload bytes); beyond it writes are dropped.
         max_queue_messages: bound of the pending-write queue in messages.
         flush_interval_s: at most this long (s) between closing the open chunk and syncing to disk.
@@ -116,7 +88,7 @@ class BagWriter:
         path: str | os.PathLike[str],
         *,
         chunk_size: int = 1024 * 1024,
-        compression: Compression | None = None,
+        compression: Compression | None = "zstd",
         max_queue_bytes: int = 512 * 1024 * 1024,
         max_queue_messages: int = 100_000,
         flush_interval_s: float = 1.0,
@@ -126,14 +98,13 @@ class BagWriter:
     ) -> None:
         if chunk_size < 1024:
             raise BagArgumentError(f"chunk_size must be >= 1024 bytes, got {chunk_size}")
-        if compression not in _COMPRESSION:
+        if compression not in COMPRESSION:
             raise BagArgumentError(f"compression must be None, 'zstd' or 'lz4', got {compression!r}")
         if max_queue_bytes <= 0 or max_queue_messages <= 0:
             raise BagArgumentError("queue bounds must be positive")
         if not flush_interval_s > 0:
             raise BagArgumentError(f"flush_interval_s must be > 0, got {flush_interval_s}")
         self.path = Path(path)
-        self.mcap_path = self.path / f"{self.path.name}_0.mcap"
         self.chunk_size = chunk_size
         self.compression = compression
         self.max_queue_bytes = max_queue_bytes
@@ -147,7 +118,7 @@ class BagWriter:
         self._queue: deque[object] = deque()
         self._queued = 0
         self._queued_bytes = 0
-        self._topics: dict[str, _Topic] = {}
+        self._topics: dict[str, TopicEntry] = {}
         self._state: Literal["new", "open", "closing", "closed", "failed"] = "new"
         self._error: BaseException | None = None
         self._dropped = 0
@@ -156,18 +127,9 @@ class BagWriter:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._closed = threading.Event()
-        # writer-thread state
-        self._written = 0
-        self._durable = 0
-        self._file: BinaryIO | None = None
-        self._mcap: McapWriter | None = None
-        self._schemas: dict[str, int] = {}
-        self._channels: dict[str, int] = {}
-        self._counts: dict[str, int] = {}
-        self._durable_counts: dict[str, int] = {}
-        self._start_ns: int | None = None
-        self._end_ns = 0
-        self._durable_span: tuple[int, int] | None = None
+        self._storage = McapBagFile(self.path, chunk_size=chunk_size, compression=compression, fsync=fsync,
+                                    custom_data=self.custom_data, ros_distro=ros_distro)  # fmt: skip
+        self.mcap_path = self._storage.mcap_path
 
     # ------------------------------------------------------------------ caller side
     def open(self) -> BagWriter:
@@ -219,7 +181,7 @@ class BagWriter:
         except (InterfaceError, KeyError) as exc:
             raise BagTopicError(f"topic {topic}: unknown message type {type_name!r} ({exc})") from None
         parse_qos_yaml(qos_profile_yaml)
-        entry = _Topic(topic, canonical, qos_profile_yaml.strip(), type_hash, msgdef)
+        entry = TopicEntry(topic, canonical, qos_profile_yaml.strip(), type_hash, msgdef)
         with self._cv:
             self._check_usable()
             known = self._topics.get(topic)
@@ -231,10 +193,18 @@ class BagWriter:
             self._queue.append(entry)
             self._cv.notify()
 
-    def write(self, topic: str, timestamp_ns: int, cdr: bytes | bytearray | memoryview) -> bool:
-        """Queue one serialized message (CDR with its 4-byte header) stamped ``timestamp_ns`` (ns since
-        epoch). Never waits for I/O. Returns False when the queue bound dropped it (counted in ``dropped``);
-        raises BagWriteError once the writer thread has failed, BagTopicError for an unregistered topic."""
+    def write(
+        self,
+        topic: str,
+        timestamp_ns: int,
+        cdr: bytes | bytearray | memoryview,
+        publish_time_ns: int | None = None,
+    ) -> bool:
+        """Queue one serialized message (CDR with its 4-byte header) received at ``timestamp_ns`` (ns since
+        epoch, the MCAP log time) and sent at ``publish_time_ns`` (the source timestamp; the receive time when
+        None), as rosbag2 records both. Never waits for I/O. Returns False when the queue bound dropped it
+        (counted in ``dropped``); raises BagWriteError once the writer thread has failed, BagTopicError for
+        an unregistered topic."""
         data = cdr if isinstance(cdr, bytes) else bytes(cdr)
         if timestamp_ns < 0:
             raise BagArgumentError(f"timestamp_ns must be >= 0, got {timestamp_ns}")
@@ -248,7 +218,8 @@ class BagWriter:
                 self._dropped_by_topic[topic] = self._dropped_by_topic.get(topic, 0) + 1
                 dropped = self._dropped
             else:
-                self._queue.append((topic, int(timestamp_ns), data))
+                sent = int(timestamp_ns if publish_time_ns is None else publish_time_ns)
+                self._queue.append((topic, int(timestamp_ns), sent, data))
                 self._queued += 1
                 self._queued_bytes += size
                 self._cv.notify()
@@ -293,7 +264,7 @@ class BagWriter:
     @property
     def written(self) -> int:
         """Messages written to the MCAP file so far."""
-        return self._written
+        return self._storage.written
 
     @property
     def dropped(self) -> int:
@@ -315,11 +286,11 @@ class BagWriter:
         """A snapshot of the counters."""
         with self._cv:
             return WriterStats(
-                written=self._written,
+                written=self._storage.written,
                 dropped=self._dropped,
                 queued=self._queued,
                 queued_bytes=self._queued_bytes,
-                durable=self._durable,
+                durable=self._storage.durable,
                 lost=self._lost,
             )
 
@@ -339,7 +310,7 @@ class BagWriter:
     # ------------------------------------------------------------------ writer thread
     def _run(self) -> None:
         try:
-            self._start_storage()
+            self._storage.create()
         except BaseException as exc:
             self._fail(exc)
             self._ready.set()
@@ -364,26 +335,26 @@ class BagWriter:
                 done_bytes = done_msgs = 0
                 for item in batch:
                     if isinstance(item, tuple):
-                        topic, stamp, data = item
-                        self._write_message(topic, stamp, data)
+                        topic, stamp, sent, data = item
+                        self._storage.write(topic, stamp, sent, data)
                         done_msgs += 1
                         done_bytes += len(data) + _ITEM_OVERHEAD
                         dirty = True
-                    elif isinstance(item, _Topic):
-                        self._register(item)
+                    elif isinstance(item, TopicEntry):
+                        self._storage.register(item)
                         dirty = True
                     elif isinstance(item, _Flush):
-                        self._sync()
+                        self._storage.sync()
                         last_flush, dirty = time.monotonic(), False
                         item.done.set()
                     elif item is _CLOSE:
-                        self._finish()
+                        self._storage.finish()
                         with self._cv:
                             self._state = "closed"
                         return
                 if time.monotonic() - last_flush >= self.flush_interval_s:
                     if dirty:
-                        self._sync()
+                        self._storage.sync()
                     last_flush, dirty = time.monotonic(), False
         except BaseException as exc:
             with self._cv:
@@ -402,92 +373,4 @@ class BagWriter:
             self._lost += self._queued
             self._queue.clear()
             self._queued = self._queued_bytes = 0
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()  # leaves a truncated, recoverable MCAP
-
-    def _start_storage(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=False)
-        self._file = self.mcap_path.open("xb")
-        self._mcap = McapWriter(
-            self._file,
-            chunk_size=self.chunk_size,
-            compression=_COMPRESSION[self.compression],
-            enable_crcs=True,
-        )
-        self._mcap.start(profile="ros2", library=_library())
-        self._file.flush()
-        self._write_metadata(durable=True)
-
-    def _register(self, topic: _Topic) -> None:
-        assert self._mcap is not None
-        schema_id = self._schemas.get(topic.type)
-        if schema_id is None:
-            schema_id = self._mcap.register_schema(topic.type, "ros2msg", topic.msgdef.encode())
-            self._schemas[topic.type] = schema_id
-        metadata = {"offered_qos_profiles": topic.qos, "topic_type_hash": topic.type_hash}
-        self._channels[topic.name] = self._mcap.register_channel(topic.name, "cdr", schema_id, metadata)
-        self._counts.setdefault(topic.name, 0)
-
-    def _write_message(self, topic: str, stamp: int, data: bytes) -> None:
-        assert self._mcap is not None and self._file is not None
-        before = self._file.tell()
-        self._mcap.add_message(self._channels[topic], log_time=stamp, data=data, publish_time=stamp)
-        self._written += 1
-        self._counts[topic] += 1
-        self._start_ns = stamp if self._start_ns is None else min(self._start_ns, stamp)
-        self._end_ns = max(self._end_ns, stamp)
-        if self._file.tell() != before:  # a chunk was completed: hand it to the OS now
-            self._file.flush()
-            self._mark_durable()
-
-    def _mark_durable(self) -> None:
-        self._durable = self._written
-        self._durable_counts = dict(self._counts)
-        if self._start_ns is not None:
-            self._durable_span = (self._start_ns, self._end_ns)
-
-    def _sync(self) -> None:
-        assert self._mcap is not None and self._file is not None
-        self._mcap.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
-        self._mark_durable()
-        self._write_metadata(durable=True)
-
-    def _finish(self) -> None:
-        assert self._mcap is not None and self._file is not None
-        serialized = dump_metadata(self._metadata(durable=False))
-        self._mcap.add_metadata("rosbag2", {"serialized_metadata": serialized, "ROS_DISTRO": self.ros_distro})
-        self._mcap.finish()
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
-        self._file.close()
-        self._mark_durable()
-        self._write_metadata(durable=False)
-
-    def _metadata(self, *, durable: bool) -> dict[str, object]:
-        counts = self._durable_counts if durable else self._counts
-        live = None if self._start_ns is None else (self._start_ns, self._end_ns)
-        span = self._durable_span if durable else live
-        total = sum(counts.values())
-        start, end = span if span is not None else (0, 0)
-        with self._cv:
-            registered = list(self._topics.values())
-        topics = [
-            TopicStats(
-                name=t.name,
-                type=t.type,
-                message_count=counts.get(t.name, 0),
-                offered_qos_profiles=t.qos,
-                type_description_hash=t.type_hash,
-            )
-            for t in registered
-            if t.name in self._channels
-        ]
-        files = [FileStats(self.mcap_path.name, start, end - start, total)]
-        return build_metadata(files=files, topics=topics, custom_data=self.custom_data, ros_distro=self.ros_distro)
-
-    def _write_metadata(self, *, durable: bool) -> None:
-        write_metadata(self.path, self._metadata(durable=durable), fsync=self.fsync and not durable)
+        self._storage.abandon()  # leaves a truncated, recoverable MCAP

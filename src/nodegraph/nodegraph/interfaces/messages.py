@@ -92,7 +92,7 @@ def _coerce(type_name: str, field: str, desc: Any, value: Any) -> Any:
     return items
 
 
-def make(type_name: str, **fields: Any) -> Any:
+def make(type_name: str, /, **fields: Any) -> Any:
     """A message of ``type_name`` with ``fields`` set and every other field at its default."""
     type_name = normalize(type_name)
     defs = _fields(type_name)
@@ -122,8 +122,8 @@ def to_plain(msg: Any) -> Any:
         return msg.tolist()
     if isinstance(msg, list | tuple):
         return [to_plain(v) for v in msg]
-    if hasattr(msg, "__msgtype__"):
-        return {name: to_plain(getattr(msg, name)) for name in msg.__dataclass_fields__ if name != "__msgtype__"}
+    if hasattr(msg, "__msgtype__"):  # the type's fields only (rosbags also lists its constants as fields)
+        return {name: to_plain(getattr(msg, name)) for name, _ in _fields(msg.__msgtype__)}
     if isinstance(msg, np.generic):
         return msg.item()
     return msg

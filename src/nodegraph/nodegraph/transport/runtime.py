@@ -61,7 +61,7 @@ def create_node(name: str, args: list[str] | None = None, **kwargs: Any) -> Node
     """A node named ``name`` on the selected backend; ``kwargs`` go to its constructor (``namespace``,
     ``parameter_overrides``)."""
     if backend_name() == "rclpy":
-        from nodegraph.transport.rclpy_backend import RclpyNode
+        from nodegraph.transport.rclpy.node import RclpyNode
 
         node: Node = RclpyNode(name, args=args, **kwargs)
     else:
@@ -74,7 +74,7 @@ def create_node(name: str, args: list[str] | None = None, **kwargs: Any) -> Node
 def install_signal_handlers() -> None:
     """Make SIGINT/SIGTERM shut the process's nodes down cleanly (selected backend; main thread only)."""
     if backend_name() == "rclpy":
-        from nodegraph.transport.rclpy_backend import install_signal_handlers as install
+        from nodegraph.transport.rclpy.context import install_signal_handlers as install
     else:
         from nodegraph.transport.zenoh.context import install_signal_handlers as install
     install()

@@ -41,7 +41,7 @@ RECORDER = textwrap.dedent(
     import sys, time
     from _bagdata import FB, IMG, JS, feedback, image, joint_state
     from nodegraph.bag import BagWriter
-    w = BagWriter(sys.argv[1], chunk_size=1_500_000, flush_interval_s=0.3).open()
+    w = BagWriter(sys.argv[1], chunk_size=1_500_000, flush_interval_s=0.3, compression=None).open()
     w.add_topic("/joint_states", JS); w.add_topic("/image", IMG); w.add_topic("/fb", FB)
     img, durable, i = image(7), -1, 0
     while True:
@@ -133,7 +133,7 @@ DISK_FULL = textwrap.dedent(
     from nodegraph.bag import BagWriter, BagWriteError
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (3_000_000, 3_000_000))
-    w = BagWriter(sys.argv[1], chunk_size=1_000_000).open()
+    w = BagWriter(sys.argv[1], chunk_size=1_000_000, compression=None).open()
     w.add_topic("/image", IMG)
     try:
         for i in range(20):

@@ -26,6 +26,22 @@ JAZZY_HASHES = {
     "action_msgs/srv/CancelGoal": "RIHS01_573d8b0a534451d7bc2ac8c5ffde8ac14b8593b7001175d0cd6516dcbeb8689a",
     "std_srvs/srv/Trigger": "RIHS01_eeff2cd6fa5ad9d27cdf4dec64818317839b62f212a91e6b5304b634b2062c5f",
     "std_srvs/srv/SetBool": "RIHS01_abe9e4bb6b41b40e6789712c00ec8871923e089af3f667a79992a428cff2da0a",
+    # /rosout and /parameter_events of a Jazzy talker (rmw_zenoh liveliness tokens)
+    "rcl_interfaces/msg/Log": "RIHS01_e28ce254ca8abc06abf92773b74602cdbf116ed34fbaf294fb9f81da9f318eac",
+    "rcl_interfaces/msg/ParameterEvent": "RIHS01_043e627780fcad87a22d225bc2a037361dba713fca6a6b9f4b869a5aa0393204",
+    # the parameter services and ~/get_type_description: the Jazzy hashes as independent rmw_zenoh clients
+    # publish them (tables in several public zenoh-ROS bridges agree)
+    "rcl_interfaces/srv/ListParameters": "RIHS01_3e6062bfbb27bfb8730d4cef2558221f51a11646d78e7bb30a1e83afac3aad9d",
+    "rcl_interfaces/srv/GetParameters": "RIHS01_bf9803d5c74cf989a5de3e0c2e99444599a627c7ff75f97b8c05b01003675cbc",
+    "rcl_interfaces/srv/GetParameterTypes": "RIHS01_da199c878688b3e530bdfe3ca8f74cb9fa0c303101e980a9e8f260e25e1c80ca",
+    "rcl_interfaces/srv/SetParameters": "RIHS01_56eed9a67e169f9cb6c1f987bc88f868c14a8fc9f743a263bc734c154015d7e0",
+    "rcl_interfaces/srv/SetParametersAtomically": (
+        "RIHS01_0e192ef259c07fc3c07a13191d27002222e65e00ccec653ca05e856f79285fcd"
+    ),
+    "rcl_interfaces/srv/DescribeParameters": "RIHS01_845b484d71eb0673dae682f2e3ba3c4851a65a3dcfb97bddd82c5b57e91e4cff",
+    "type_description_interfaces/srv/GetTypeDescription": (
+        "RIHS01_69b9c19c1021405984cc60dbbb1edceb147a6538b411d812ba6afabeed962cd5"
+    ),
 }
 
 

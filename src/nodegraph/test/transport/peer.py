@@ -2,7 +2,8 @@
 
 Roles: ``joint_states N`` and ``image N`` publish N messages once a subscriber is seen; ``add_server`` serves
 ``/add_two_ints``; ``action_server`` serves ``/skillgen/generate``; ``params`` prints its parameters as JSON;
-``listen TOPIC`` prints each JointState position it gets. Every role stops on SIGINT/SIGTERM.
+``listen TOPIC`` prints each JointState position it gets; ``talker`` has parameters, /chatter at 20 Hz
+and a /boom service whose callback raises. Every role stops on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -91,6 +92,28 @@ def main() -> int:
         print(json.dumps(values), flush=True)
         node.shutdown()
         return 0
+    elif role == "talker":  # a node as a ROS user meets it: parameters (one live, one read-only), services
+        from nodegraph.graph.parameters import SetParametersResult
+
+        node.declare_parameter("rate_hz", 20.0)
+        node.declare_parameter("frame", "base_link", read_only=True)
+        node.declare_parameter("gain.max_step", 0.1)
+
+        def check(values: dict[str, Any]) -> SetParametersResult:
+            step = values.get("gain.max_step", 0.1)
+            if step <= 0:
+                return SetParametersResult(False, f"gain.max_step must be > 0, got {step}")
+            return SetParametersResult(True)
+
+        node.add_on_set_parameters_callback(check)
+        chatter = node.create_publisher("std_msgs/msg/String", "/chatter")
+        node.create_timer(0.05, lambda: chatter.publish(node.message("std_msgs/msg/String", data="hi")))
+
+        def boom(request: Any, response: Any) -> Any:
+            raise RuntimeError("boom on purpose")
+
+        node.create_service("std_srvs/srv/Trigger", "/boom", boom)
+        node.logger.info("talker up")
     elif role == "listen":
         node.create_subscription(
             "sensor_msgs/msg/JointState",

@@ -47,7 +47,9 @@ def test_qos_strings_round_trip() -> None:
     assert qos_to_keyexpr(QoS(42)) == "::,:,:,:,,"
     status = QoS(1, "reliable", "transient_local")
     assert qos_to_keyexpr(status) == ":1:,1:,:,:,,"
-    for qos in (QoS(5, "best_effort"), status, QoS(3, history="keep_all")):
+    rosout = QoS(1000, "reliable", "transient_local", lifespan_ns=10_000_000_000)
+    assert qos_to_keyexpr(rosout) == ":1:,1000:,:10,0:,,"  # a Jazzy talker's /rosout token
+    for qos in (QoS(5, "best_effort"), status, QoS(3, history="keep_all"), rosout, QoS(lifespan_ns=1_500)):
         assert keyexpr_to_qos(qos_to_keyexpr(qos)) == qos
 
 

@@ -10,6 +10,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
+from nodegraph.transport.zenoh.router import die_with_parent
+
 from so101_bringup.launch.output import PrefixedOutput
 
 
@@ -46,6 +48,7 @@ class ManagedProcess:
             stderr=subprocess.STDOUT,
             env=self._env,
             start_new_session=True,
+            preexec_fn=die_with_parent(os.getpid()),
         )
         self._reader = threading.Thread(target=self._forward, name=f"output-{self.name}", daemon=True)
         self._reader.start()

@@ -36,10 +36,23 @@ def _substitutions(text: str) -> str | list[Any]:
     return [part if isinstance(part, str) else launch_configuration(part.name) for part in parts]
 
 
-def _parameter_value(value: Any) -> Any:
+def _list_argument(name: str) -> Any:
+    """A YAML-list launch argument as a parameter value that never reaches launch_ros empty: ``[]`` becomes
+    ``['']`` (launch_ros refuses an empty sequence, "Expected a non-empty sequence", and rcl's YAML parser
+    cannot type one); the nodes read ``''`` entries as absent, the runner's ``[]`` and this mean the same."""
+    value = _ros("launch.substitutions").LaunchConfiguration(name)
+    q = "'" * 3  # the value inside a triple-quoted Python string
+    expression = ["\"['']\" if " + q, value, q + ".strip() in ('[]', '') else " + q, value, q]
+    return _ros("launch.substitutions").PythonExpression(expression)
+
+
+def _parameter_value(value: Any, list_arguments: frozenset[str] = frozenset()) -> Any:
     if isinstance(value, Mapping):
-        return {key: _parameter_value(item) for key, item in value.items()}
+        return {key: _parameter_value(item, list_arguments) for key, item in value.items()}
     if isinstance(value, str):
+        parts = substitution.parse(value)
+        if len(parts) == 1 and isinstance(parts[0], substitution.ArgRef) and parts[0].name in list_arguments:
+            return _list_argument(parts[0].name)
         return _substitutions(value)
     if isinstance(value, (list, tuple)) and any(
         isinstance(item, str) and substitution.has_substitutions(item) for item in value
@@ -51,19 +64,20 @@ def _parameter_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _parameters(entry: NodeEntry, config: Path) -> list[Any]:
-    path_join = _ros("launch.substitutions").PathJoinSubstitution
+def _parameters(entry: NodeEntry, config: Path, list_arguments: frozenset[str]) -> list[Any]:
     out: list[Any] = []
     for source in entry.parameters:
         if isinstance(source, str):
             subs = _substitutions(source)
-            out.append(str(config / source) if isinstance(subs, str) else path_join([str(config), subs]))
+            # a parameter file path with substitutions: one flat list of text and substitutions, which
+            # launch_ros concatenates (Jazzy's PathJoinSubstitution refuses a nested list)
+            out.append(str(config / source) if isinstance(subs, str) else [f"{config}/", *subs])
         else:
-            out.append(_parameter_value(source))
+            out.append(_parameter_value(source, list_arguments))
     return out
 
 
-def _node(entry: NodeEntry, config: Path) -> Any:
+def _node(entry: NodeEntry, config: Path, list_arguments: frozenset[str] = frozenset()) -> Any:
     actions, conditions = _ros("launch.actions"), _ros("launch.conditions")
     kwargs: dict[str, Any] = {
         "package": entry.package,
@@ -74,7 +88,7 @@ def _node(entry: NodeEntry, config: Path) -> Any:
     if entry.namespace:
         kwargs["namespace"] = _substitutions(entry.namespace)
     if entry.parameters:
-        kwargs["parameters"] = _parameters(entry, config)
+        kwargs["parameters"] = _parameters(entry, config, list_arguments)
     if entry.remappings:
         kwargs["remappings"] = [(_substitutions(old), _substitutions(new)) for old, new in entry.remappings]
     if entry.arguments:
@@ -105,7 +119,8 @@ def to_launch_description(data: LaunchDescriptionData, *, config_dir: Path | Non
         if argument.choices is not None:
             kwargs["choices"] = list(argument.choices)
         actions.append(_ros("launch.actions").DeclareLaunchArgument(argument.name, **kwargs))
-    actions.extend(_node(entry, config_dir) for entry in data.nodes)
+    list_arguments = frozenset(a.name for a in data.arguments if (a.default or "").strip().startswith("["))
+    actions.extend(_node(entry, config_dir, list_arguments) for entry in data.nodes)
     return _ros("launch").LaunchDescription(actions)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
 from nodegraph.transport.zenoh.router import RouterError, RouterProcess
 
@@ -86,7 +87,8 @@ class LaunchRunner:
                 self._start_router()
                 if self._shutdown.is_set():
                     return 0
-                env = dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint})
+                # the runner brings up a zenoh graph: its nodes speak zenoh even in a sourced ROS 2 shell
+                env = dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint, TRANSPORT_ENV: "zenoh"})
                 for node, command in commands:
                     process = ManagedProcess(
                         node.name, [*command, *node.ros_arguments()], env, self.output, required=node.required

@@ -39,6 +39,21 @@ def test_three_nodes_stop_cleanly_on_sigint(run_fixture: type[RunnerProcess], en
     assert not endpoint_accepts_connections(endpoint)
 
 
+def test_nodes_die_with_a_sigkilled_runner_and_speak_zenoh(
+    run_fixture: type[RunnerProcess], endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PR_SET_PDEATHSIG: SIGKILL leaves the runner no chance to stop its nodes; they must go anyway. And the
+    runner's nodes use zenoh even where ``auto`` would pick rclpy (a sourced ROS 2 shell)."""
+    monkeypatch.setenv("SO101_TRANSPORT", "auto")
+    runner = run_fixture("three", "ns:=arm", "--endpoint", endpoint)
+    ready = runner.wait_for(READY, count=3)
+    assert all("transport=zenoh " in m.string for m in ready)
+    node_pids = [int(m.group(1)) for m in ready]
+    runner.process.kill()
+    runner.process.wait()
+    assert not wait_gone(node_pids, timeout_s=10.0)
+
+
 def test_required_node_crash_stops_the_others(run_fixture: type[RunnerProcess]) -> None:
     runner = run_fixture("crash_required", "--no-router")
     assert runner.wait(15.0) == 3  # the crasher's exit code

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import zenoh
 
 from nodegraph.graph import qos as qos_profiles
-from nodegraph.graph.api import ExecuteCallback, GraphError, ServerGoalHandle, ServiceTimeout
+from nodegraph.graph.api import ExecuteCallback, GoalStatus, GraphError, ServerGoalHandle, ServiceTimeout
 from nodegraph.interfaces import interface_info
 from nodegraph.interfaces.messages import MessageError, deserialize, make, time_message
 from nodegraph.transport.zenoh.attachment import Attachment, AttachmentError
@@ -28,10 +28,9 @@ if TYPE_CHECKING:
     from nodegraph.transport.zenoh.node import ZenohNode
 
 # action_msgs/msg/GoalStatus
-UNKNOWN, ACCEPTED, EXECUTING, CANCELING, SUCCEEDED, CANCELED, ABORTED = range(7)
+UNKNOWN, ACCEPTED, EXECUTING, CANCELING, SUCCEEDED, CANCELED, ABORTED = GoalStatus
 TERMINAL = (SUCCEEDED, CANCELED, ABORTED)
-STATUS_NAMES = {0: "UNKNOWN", 1: "ACCEPTED", 2: "EXECUTING", 3: "CANCELING", 4: "SUCCEEDED", 5: "CANCELED",
-                6: "ABORTED"}  # fmt: skip
+STATUS_NAMES = {int(s): s.name for s in GoalStatus}
 # action_msgs/srv/CancelGoal return codes
 ERROR_NONE, ERROR_REJECTED, ERROR_UNKNOWN_GOAL_ID, ERROR_GOAL_TERMINATED = range(4)
 CANCEL_GOAL = "action_msgs/srv/CancelGoal"
@@ -255,7 +254,7 @@ class ZenohClientGoal:
         self.accepted = accepted
         self._client = client
         self._status = ACCEPTED if accepted else UNKNOWN
-        self._result: tuple[int, Any] | None = None
+        self._result: tuple[GoalStatus, Any] | None = None
         self._done = threading.Event()
         if accepted:
             threading.Thread(target=self._fetch_result, name="get-result", daemon=True).start()
@@ -263,12 +262,13 @@ class ZenohClientGoal:
             self._done.set()
 
     @property
-    def status(self) -> int:
-        return self._result[0] if self._result else self._status
+    def status(self) -> GoalStatus:
+        """The latest status: the result's once it arrived."""
+        return self._result[0] if self._result else GoalStatus(self._status)
 
     def update_status(self, status: int) -> None:
         if self._result is None:
-            self._status = status
+            self._status = GoalStatus(status)
 
     def _fetch_result(self) -> None:
         request = make(self._client.info.part("GetResult_Request"), goal_id=self._client.uuid_msg(self.goal_id))
@@ -281,14 +281,14 @@ class ZenohClientGoal:
                 if not self._client.closed:
                     self._client.node.logger.error(f"{self._client.name}: get_result failed: {exc!r}")
                 break
-            self._result = (int(response.status), response.result)
+            self._result = (GoalStatus(int(response.status)), response.result)
             break
         self._done.set()
 
     def done(self) -> bool:
         return self._done.is_set()
 
-    def result(self, timeout_s: float | None = None) -> tuple[int, Any]:
+    def result(self, timeout_s: float | None = None) -> tuple[GoalStatus, Any]:
         """``(status, result message)``; raises ServiceTimeout if not finished within ``timeout_s``."""
         if not self._done.wait(timeout_s):
             raise ServiceTimeout(f"{self._client.name}: no result within {timeout_s} s")

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 import zenoh
@@ -25,6 +26,7 @@ from nodegraph.transport.zenoh.keyexpr import ADMIN_SPACE, ParsedToken, parse_to
 
 log = transport_logger
 ROUTER_CHECK_PERIOD_S = 0.5
+STOP_POLL_S = 0.1
 
 
 SHUTDOWN = threading.Event()
@@ -71,6 +73,7 @@ class GraphCache:
         self._lock = threading.Lock()
         self._tokens: dict[str, ParsedToken] = {}
         self._changed = threading.Condition(self._lock)
+        self._generation = 0  # bumped on every token change
         self._subscriber = session.liveliness().declare_subscriber(
             f"{ADMIN_SPACE}/{domain}/**", self._on_sample, history=True
         )
@@ -82,16 +85,42 @@ class GraphCache:
                 self._tokens.pop(key, None)
             elif (token := parse_token(key)) is not None:
                 self._tokens[key] = token
+            self._generation += 1
             self._changed.notify_all()
 
     def tokens(self) -> list[ParsedToken]:
+        """The graph tokens alive now."""
         with self._lock:
             return list(self._tokens.values())
 
-    def wait_for(self, predicate: Callable[[list[ParsedToken]], bool], timeout_s: float) -> bool:
-        """Block until ``predicate(tokens)`` holds or ``timeout_s`` passes."""
+    def keyed_tokens(self) -> list[tuple[str, ParsedToken]]:
+        """``(liveliness key, token)`` pairs alive now (an entity's GID is derived from its key)."""
         with self._lock:
-            return self._changed.wait_for(lambda: predicate(list(self._tokens.values())), timeout_s)
+            return list(self._tokens.items())
+
+    def wait_for(
+        self,
+        predicate: Callable[[list[ParsedToken]], bool],
+        timeout_s: float,
+        stop: threading.Event | None = None,
+    ) -> bool:
+        """Block until ``predicate(tokens)`` holds (True), ``timeout_s`` passes or ``stop`` is set (False).
+
+        The predicate runs without the cache's lock held, so it may call ``tokens()`` (or anything that does)
+        and the liveliness callback is never blocked by it.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                generation = self._generation
+            if predicate(self.tokens()):
+                return True
+            with self._lock:
+                while self._generation == generation:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or (stop is not None and stop.is_set()):
+                        return False
+                    self._changed.wait(min(remaining, STOP_POLL_S) if stop is not None else remaining)
 
     def close(self) -> None:
         self._subscriber.undeclare()

@@ -10,6 +10,7 @@ import collections
 import itertools
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +42,7 @@ class Entity:
         self.qos = qos
         ctx = node.context
         self.key = data_key(ctx.domain_id, name, info.dds_name, info.type_hash)
+        node.used_types[info.name] = info.type_hash
         token = EndpointToken(node.token, ctx.next_entity_id(), kind, name, info.dds_name, info.type_hash, qos)
         self.token_key = token.key()
         self.gid = gid(self.token_key)
@@ -186,7 +188,8 @@ class ZenohService(Entity):
         self.handle(query, self._callback)
 
     def handle(self, query: zenoh.Query, callback: Callable[[Any, Any], Any]) -> None:
-        """Decode ``query``, run ``callback`` and reply (errors are logged; the client then times out)."""
+        """Decode ``query``, run ``callback`` and reply; a raising callback is logged and answered with the
+        default response; an undecodable request is logged and dropped (the client then times out)."""
         try:
             raw = query.attachment
             request_attachment = Attachment.decode(raw.to_bytes() if raw is not None else None)
@@ -198,11 +201,17 @@ class ZenohService(Entity):
             return
         try:
             response = callback(request, make(self.info.part("Response")))
-        except Exception as exc:
-            self.node.logger.error(f"{self.name}: service callback failed: {exc!r}")
-            query.drop()
-            return
-        self.reply(query, request_attachment, response)
+        except Exception:
+            # as rclpy's backend does: log the exception and answer, so the client does not wait out its timeout
+            self.node.logger.error(
+                f"{self.name}: service callback raised; answering the default response\n{traceback.format_exc()}"
+            )
+            response = make(self.info.part("Response"))
+        try:
+            self.reply(query, request_attachment, response)
+        except MessageError as exc:  # the callback's response does not serialize: say so, answer the default
+            self.node.logger.error(f"{self.name}: bad response from the service callback: {exc}")
+            self.reply(query, request_attachment, make(self.info.part("Response")))
 
     def reply(self, query: zenoh.Query, request_attachment: Attachment, response: Any) -> None:
         attachment = self.attachment(request_attachment.sequence_number, request_attachment.gid)

@@ -44,11 +44,12 @@ def qos_to_keyexpr(qos: QoS) -> str:
     durability = "" if qos.durability == "volatile" else str(_DURABILITY[qos.durability])
     history = "" if qos.history == "keep_last" else str(_HISTORY[qos.history])
     depth = "" if qos.depth in (0, _DEFAULT_DEPTH) else str(qos.depth)
-    return f"{reliability}:{durability}:{history},{depth}:,:,:,,"
+    lifespan = "," if not qos.lifespan_ns else f"{qos.lifespan_ns // 1_000_000_000},{qos.lifespan_ns % 1_000_000_000}"
+    return f"{reliability}:{durability}:{history},{depth}:,:{lifespan}:,,"
 
 
 def keyexpr_to_qos(text: str) -> QoS:
-    """Inverse of ``qos_to_keyexpr`` (deadline, lifespan and liveliness are ignored)."""
+    """Inverse of ``qos_to_keyexpr`` (deadline and liveliness are ignored)."""
     parts = text.split(":")
     if len(parts) != 6:
         raise ValueError(f"malformed QoS string {text!r}")
@@ -56,7 +57,9 @@ def keyexpr_to_qos(text: str) -> QoS:
     reliability = {v: k for k, v in _RELIABILITY.items()}.get(int(parts[0] or 1), "reliable")
     durability = {v: k for k, v in _DURABILITY.items()}.get(int(parts[1] or 2), "volatile")
     history = {v: k for k, v in _HISTORY.items()}.get(int(history_text or 1), "keep_last")
+    lifespan_s, _, lifespan_ns = parts[4].partition(",")
     return QoS(
+        lifespan_ns=int(lifespan_s or 0) * 1_000_000_000 + int(lifespan_ns or 0),
         depth=int(depth_text or _DEFAULT_DEPTH),
         reliability=reliability,  # type: ignore[arg-type]
         durability=durability,  # type: ignore[arg-type]

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodegraph.graph import qos as qos_profiles
-from nodegraph.graph.api import ExecuteCallback, ServerGoalHandle
+from nodegraph.graph.api import EndpointInfo, ExecuteCallback, ServerGoalHandle
 from nodegraph.graph.arguments import parse_ros_arguments
 from nodegraph.graph.names import resolve_name
-from nodegraph.graph.parameters import ParameterStore, parameters_from_file
+from nodegraph.graph.parameters import (
+    OnSetParametersCallback,
+    ParameterStore,
+    SetParametersResult,
+    parameters_from_file,
+)
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import make, time_message
-from nodegraph.transport.log import node_logger
+from nodegraph.transport.log import NodeLogger, node_logger
 from nodegraph.transport.zenoh.actions import ZenohActionClient, ZenohActionServer
 from nodegraph.transport.zenoh.context import SHUTDOWN, Context, install_signal_handlers
 from nodegraph.transport.zenoh.entities import (
@@ -28,7 +32,10 @@ from nodegraph.transport.zenoh.entities import (
     ZenohTimer,
 )
 from nodegraph.transport.zenoh.executor import Executor
-from nodegraph.transport.zenoh.keyexpr import NodeToken, dds_to_ros_type
+from nodegraph.transport.zenoh.keyexpr import NodeToken, dds_to_ros_type, gid
+from nodegraph.transport.zenoh.parameter_services import ParameterEvents, ParameterServices
+from nodegraph.transport.zenoh.rosout import RosoutHandler
+from nodegraph.transport.zenoh.type_description import TypeDescriptionService
 
 
 def _normalize_namespace(namespace: str) -> str:
@@ -40,6 +47,8 @@ class ZenohNode:
     """A ROS 2 node without ROS: parameters, pub/sub, services, actions, timers, clock and logger.
 
     ``args`` are the process's ROS arguments (``--ros-args ...``); ``sys.argv[1:]`` when ``None``.
+    Like an rclpy node it has ``/rosout`` (``enable_rosout``), ``/parameter_events``, the parameter services
+    and ``~/get_type_description`` (``start_parameter_services``); the CLI's short-lived nodes leave them out.
     """
 
     def __init__(
@@ -50,6 +59,8 @@ class ZenohNode:
         args: list[str] | None = None,
         parameter_overrides: dict[str, Any] | None = None,
         context: Context | None = None,
+        start_parameter_services: bool = True,
+        enable_rosout: bool = True,
     ) -> None:
         ros = parse_ros_arguments(sys.argv[1:] if args is None else args)
         self._name = ros.node_name or name
@@ -62,7 +73,8 @@ class ZenohNode:
         overrides.update(ros.parameters)
         overrides.update(parameter_overrides or {})
         self._parameters = ParameterStore(overrides)
-        self._logger = node_logger(fqn, ros.log_level)
+        self._log = node_logger(fqn, ros.log_level)
+        self._logger = NodeLogger(self._log)
         self.context = context or Context.get()
         self.context.attach()
         self.token = NodeToken(
@@ -73,11 +85,21 @@ class ZenohNode:
             self._name,
         )
         self._token = self.context.session.liveliness().declare_token(self.token.key())
-        self.executor = Executor(self._logger, self._name)
+        self.executor = Executor(self._log, self._name)
         self._entities: list[Entity | ZenohActionServer | ZenohActionClient] = []
+        self.used_types: dict[str, str] = {}
+        """Types of this node's entities (name → RIHS01 hash), for ``~/get_type_description``."""
         self._shutdown = threading.Event()
         self._closed = False
         self._sim_time_ns: int | None = None
+        self._rosout: RosoutHandler | None = None
+        if enable_rosout:
+            self._rosout = RosoutHandler(self)
+            self._log.addHandler(self._rosout)
+        if start_parameter_services:
+            ParameterEvents(self, self._parameters)
+            ParameterServices(self, self._parameters)
+            TypeDescriptionService(self)
         if self.declare_parameter("use_sim_time", False):
             self._sim_time_ns = 0
             self.create_subscription("rosgraph_msgs/msg/Clock", "/clock", self._on_clock, qos_profiles.CLOCK)
@@ -96,13 +118,13 @@ class ZenohNode:
         return f"{self._namespace.rstrip('/')}/{self._name}"
 
     @property
-    def logger(self) -> logging.Logger:
+    def logger(self) -> NodeLogger:
         return self._logger
 
     def resolve(self, name: str) -> str:
         return resolve_name(name, self._name, self._namespace, self._remaps)
 
-    def message(self, type_name: str, **fields: Any) -> Any:
+    def message(self, type_name: str, /, **fields: Any) -> Any:
         return make(type_name, **fields)
 
     # entities
@@ -155,11 +177,22 @@ class ZenohNode:
         return timer
 
     # parameters
-    def declare_parameter(self, name: str, default: Any) -> Any:
-        return self._parameters.declare(name, default)
+    def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
+        """Declare ``name`` and return its value (the override, else ``default``); ``read_only`` refuses
+        every later change (``ros2 param set``), as rclpy's ``ParameterDescriptor(read_only=True)``."""
+        return self._parameters.declare(name, default, read_only=read_only, description=description)
 
     def get_parameter(self, name: str) -> Any:
+        """The current value of a declared parameter."""
         return self._parameters.get(name)
+
+    def set_parameters(self, values: Mapping[str, Any]) -> list[SetParametersResult]:
+        """Set each parameter as ``~/set_parameters`` does (callbacks asked, events published)."""
+        return self._parameters.set(values)
+
+    def add_on_set_parameters_callback(self, callback: OnSetParametersCallback) -> None:
+        """``callback(new values)`` decides whether a change is accepted (rclpy's callback of that name)."""
+        self._parameters.add_on_set_callback(callback)
 
     # clock
     def _on_clock(self, msg: Any) -> None:
@@ -181,6 +214,31 @@ class ZenohNode:
             if token.kind in ("MP", "MS"):
                 topics.setdefault(token.name, set()).add(dds_to_ros_type(token.dds_type))
         return topics
+
+    def _endpoints(self, topic: str, kind: str) -> list[EndpointInfo]:
+        resolved = self.resolve(topic)
+        return [
+            EndpointInfo(
+                node_name=t.node_name,
+                node_namespace=t.namespace,
+                topic_type=dds_to_ros_type(t.dds_type),
+                topic_type_hash=t.type_hash,
+                endpoint_type="PUBLISHER" if kind == "MP" else "SUBSCRIPTION",
+                gid=gid(key),
+                qos=t.qos or QoS(),
+            )
+            for key, t in self.context.graph.keyed_tokens()
+            if t.kind == kind and t.name == resolved
+        ]
+
+    def publishers_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """The publishers of ``topic`` on the graph, with their offered QoS (rclpy's
+        ``get_publishers_info_by_topic``)."""
+        return self._endpoints(topic, "MP")
+
+    def subscriptions_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """The subscriptions of ``topic`` on the graph, with their requested QoS."""
+        return self._endpoints(topic, "MS")
 
     # lifecycle
     @property
@@ -210,6 +268,8 @@ class ZenohNode:
                 entity.close()
             except Exception as exc:  # the session may already be gone
                 self._logger.debug(f"closing {entity}: {exc!r}")
+        if self._rosout is not None:
+            self._log.removeHandler(self._rosout)
         self._token.undeclare()
         self.context.detach()
 

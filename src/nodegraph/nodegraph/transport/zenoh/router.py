@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import ctypes
 import json
 import os
 import signal
@@ -29,6 +30,24 @@ if TYPE_CHECKING:
 
 READY_PREFIX = "zenoh router ready:"
 _MODULE = "nodegraph.transport.zenoh.router"
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` making the child get SIGTERM when this process dies, even by SIGKILL (Linux
+    ``prctl(PR_SET_PDEATHSIG)``, as launch_ros' nodes have via their process group); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def setup() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return setup
 
 
 class RouterError(RuntimeError):
@@ -134,6 +153,7 @@ class RouterProcess:
             text=True,
             env=env,
             start_new_session=True,  # a terminal Ctrl-C reaches the launcher, which stops us last
+            preexec_fn=die_with_parent(os.getpid()),
         )
         self._reader = threading.Thread(target=self._read, name="zenoh-router-output", daemon=True)
         self._reader.start()

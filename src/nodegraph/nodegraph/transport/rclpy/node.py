@@ -1,0 +1,394 @@
+"""``RclpyNode``: the node interface on a real ``rclpy.node.Node`` (see the package docstring)."""
+
+from __future__ import annotations
+
+import array
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import SetParametersResult as RclSetParametersResult
+from rclpy.action import ActionClient as RosActionClient
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node as RosNode
+from rclpy.parameter import Parameter
+
+from nodegraph.graph import qos as qos_profiles
+from nodegraph.graph.api import EndpointInfo, ExecuteCallback, ServerGoalHandle
+from nodegraph.graph.parameters import OnSetParametersCallback, ParameterStore, SetParametersResult
+from nodegraph.graph.qos import QoS
+from nodegraph.transport.rclpy.actions import RclpyActionClient, RclpyServerGoal
+from nodegraph.transport.rclpy.context import PROCESS, SHUTDOWN, install_signal_handlers
+from nodegraph.transport.rclpy.conversion import from_qos_profile, interface_type, to_qos_profile, typed_array
+from nodegraph.transport.rclpy.entities import (
+    RclpyClient,
+    RclpyLogger,
+    RclpyPublisher,
+    RclpySubscription,
+    RclpyTimer,
+)
+from nodegraph.transport.rclpy.fields import element_type, field_value, is_nested
+
+EXECUTOR_THREADS = 8  # concurrent callbacks per node: running goals + waiting callers + deliveries
+SHUTDOWN_TIMEOUT_S = 5.0
+
+
+class RclpyNode:
+    """A ROS 2 node through rclpy, with the same interface and semantics as ``ZenohNode``.
+
+    ``args`` are the process's arguments without the program name (``--ros-args ...``), as for ``ZenohNode``;
+    ``sys.argv`` when ``None``. The first node of the process initializes rclpy with them; later nodes get
+    them as their own ``cli_args``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        namespace: str = "",
+        args: list[str] | None = None,
+        parameter_overrides: dict[str, Any] | None = None,
+        start_parameter_services: bool = True,
+        enable_rosout: bool = True,
+    ) -> None:
+        first = PROCESS.acquire(args)
+        try:
+            self._node = RosNode(
+                name,
+                namespace=namespace or None,
+                cli_args=None if first else args,
+                parameter_overrides=[Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()],
+                start_parameter_services=start_parameter_services,
+                enable_rosout=enable_rosout,
+            )
+        except BaseException:
+            PROCESS.release()
+            raise
+        self._logger = RclpyLogger(self._node.get_logger())
+        self._serial = MutuallyExclusiveCallbackGroup()  # subscriptions, services, timers: one at a time
+        self._concurrent = ReentrantCallbackGroup()  # goal execution, replies to our clients
+        self._declared: dict[str, Any] = {}
+        self._actions: list[Any] = []
+        self._stopping = threading.Event()
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+        self._executor.add_node(self._node)
+        self._node.context.on_shutdown(self.request_shutdown)
+        self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
+        self._thread.start()
+
+    # identity
+    @property
+    def rcl_node(self) -> RosNode:
+        """The underlying ``rclpy.node.Node`` (for what the interface does not cover)."""
+        return self._node
+
+    @property
+    def name(self) -> str:
+        return str(self._node.get_name())
+
+    @property
+    def namespace(self) -> str:
+        return str(self._node.get_namespace())
+
+    @property
+    def fully_qualified_name(self) -> str:
+        return str(self._node.get_fully_qualified_name())
+
+    @property
+    def logger(self) -> RclpyLogger:
+        return self._logger
+
+    def resolve(self, name: str) -> str:
+        return str(self._node.resolve_topic_name(name))
+
+    def message(self, type_name: str, /, **fields: Any) -> Any:
+        """A message with ``fields`` set (nested dicts and lists of dicts allowed), the rest at defaults."""
+        cls = interface_type(type_name)
+        if not hasattr(cls, "get_fields_and_field_types"):
+            raise ValueError(f"{type_name} is a service or action, not a message type")
+        known = set(cls.get_fields_and_field_types())
+        unknown = set(fields) - known
+        if unknown:
+            raise ValueError(f"{type_name} has no field(s) {sorted(unknown)}; fields: {sorted(known)}")
+        msg = cls()
+        types = cls.get_fields_and_field_types()
+        for key, value in fields.items():
+            setattr(msg, key, self._field(types[key], getattr(msg, key), value))
+        return msg
+
+    def _field(self, idl_type: str, default: Any, value: Any) -> Any:
+        """``value`` converted for a field of ``idl_type`` by rosidl's rules (``fields``): nested dicts
+        become messages, numeric arrays/bytes go straight into ``array.array`` fields, ints into ``byte``
+        fields become one byte (``set_message_fields`` would make ``bytes(N)`` of them)."""
+        shape = element_type(idl_type)
+        elem = shape[1] if shape is not None else idl_type
+        if is_nested(elem):
+
+            def build(item: Any) -> Any:
+                return self.message(elem, **item) if isinstance(item, Mapping) else item
+
+            return [build(v) for v in value] if shape is not None else build(value)
+        if isinstance(default, array.array) and isinstance(value, np.ndarray | bytes | bytearray | memoryview):
+            return typed_array(default.typecode, value)
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        converted = field_value(idl_type, value.item() if isinstance(value, np.generic) else value)
+        return array.array(default.typecode, converted) if isinstance(default, array.array) else converted
+
+    # entities
+    def _guard(self, what: str, callback: Callable[..., Any]) -> Callable[..., None]:
+        """``callback`` with its exceptions logged, so that one failure does not stop the executor."""
+
+        def guarded(*args: Any) -> None:
+            try:
+                callback(*args)
+            except Exception:
+                self._logger.error(f"{what}: callback raised\n{traceback.format_exc()}")
+
+        return guarded
+
+    def create_publisher(self, type_name: str, topic: str, qos: QoS = qos_profiles.DEFAULT) -> RclpyPublisher:
+        return RclpyPublisher(self._node.create_publisher(interface_type(type_name), topic, to_qos_profile(qos)))
+
+    def create_subscription(
+        self,
+        type_name: str,
+        topic: str,
+        callback: Callable[[Any], None],
+        qos: QoS = qos_profiles.DEFAULT,
+        *,
+        raw: bool = False,
+    ) -> RclpySubscription:
+        """Subscribe; with ``raw=True`` the callback gets ``(cdr_bytes, None)`` instead of a message."""
+        deliver = self._guard(topic, callback)
+
+        def on_message(msg: Any) -> None:  # one parameter: rclpy then passes no MessageInfo
+            deliver((bytes(msg), None) if raw else msg)
+
+        subscription = self._node.create_subscription(
+            interface_type(type_name),
+            topic,
+            on_message,
+            to_qos_profile(qos),
+            callback_group=self._serial,
+            raw=raw,
+        )
+        return RclpySubscription(subscription)
+
+    def create_service(
+        self, type_name: str, name: str, callback: Callable[[Any, Any], Any], qos: QoS = qos_profiles.SERVICES
+    ) -> Any:
+        def on_request(request: Any, response: Any) -> Any:
+            try:
+                return callback(request, response)
+            except Exception:
+                details = traceback.format_exc()
+                self._logger.error(f"{name}: service callback raised; answering the default response\n{details}")
+                return type(response)()
+
+        return self._node.create_service(
+            interface_type(type_name),
+            name,
+            on_request,
+            qos_profile=to_qos_profile(qos),
+            callback_group=self._serial,
+        )
+
+    def create_client(self, type_name: str, name: str, qos: QoS = qos_profiles.SERVICES) -> RclpyClient:
+        client = self._node.create_client(
+            interface_type(type_name), name, qos_profile=to_qos_profile(qos), callback_group=self._concurrent
+        )
+        return RclpyClient(client, self.resolve(name))
+
+    def create_action_server(
+        self,
+        type_name: str,
+        name: str,
+        execute_callback: ExecuteCallback,
+        goal_callback: Callable[[Any], bool] | None = None,
+        cancel_callback: Callable[[ServerGoalHandle], bool] | None = None,
+    ) -> Any:
+        """Goals and cancels are accepted unless the callbacks say otherwise (rclpy's default rejects
+        cancels; the interface's accepts them)."""
+        action_type = interface_type(type_name)
+
+        def on_goal(goal: Any) -> GoalResponse:
+            try:
+                accepted = goal_callback is None or bool(goal_callback(goal))
+            except Exception as exc:
+                self._logger.error(f"{name}: goal callback raised {exc!r}; goal rejected")
+                accepted = False
+            return GoalResponse.ACCEPT if accepted else GoalResponse.REJECT
+
+        def on_cancel(handle: Any) -> CancelResponse:
+            try:
+                accepted = cancel_callback is None or bool(cancel_callback(RclpyServerGoal(handle, self._stopping)))
+            except Exception as exc:
+                self._logger.error(f"{name}: cancel callback raised {exc!r}; cancel rejected")
+                accepted = False
+            return CancelResponse.ACCEPT if accepted else CancelResponse.REJECT
+
+        def execute(handle: Any) -> Any:
+            try:
+                result = execute_callback(RclpyServerGoal(handle, self._stopping))
+            except Exception:
+                self._logger.error(f"{name}: execute callback raised; goal aborted\n{traceback.format_exc()}")
+                result = None
+                if handle.is_active:
+                    handle.abort()
+            if handle.is_active:  # returned without a terminal state: abort, as rclpy (and ZenohNode) do
+                self._logger.warning(f"{name}: goal finished without a state; marking it aborted")
+                handle.abort()
+            return result if result is not None else action_type.Result()
+
+        server = ActionServer(
+            self._node,
+            action_type,
+            name,
+            execute_callback=execute,
+            goal_callback=on_goal,
+            cancel_callback=on_cancel,
+            callback_group=self._concurrent,
+        )
+        self._actions.append(server)
+        return server
+
+    def create_action_client(self, type_name: str, name: str) -> RclpyActionClient:
+        client = RosActionClient(self._node, interface_type(type_name), name, callback_group=self._concurrent)
+        wrapper = RclpyActionClient(client, self.resolve(name), self._guard)
+        self._actions.append(wrapper)
+        return wrapper
+
+    def create_timer(self, period_s: float, callback: Callable[[], None]) -> Any:
+        if period_s <= 0:
+            raise ValueError(f"timer period must be > 0 s, got {period_s}")
+        run = self._guard("timer", callback)
+
+        def on_timer() -> None:
+            run()
+
+        return RclpyTimer(
+            self._node.create_timer(period_s, on_timer, callback_group=self._serial), lambda: self._closed
+        )
+
+    # parameters
+    def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
+        """Declare with ``default``; an override must keep its type (an int may widen to a float): the rules
+        of ``ZenohNode``, where rclpy's static typing would reject ``-p rate:=30`` for a 30.0 default."""
+        descriptor = ParameterDescriptor(dynamic_typing=True, read_only=read_only, description=description)
+        value = self._node.declare_parameter(name, default, descriptor).value
+        if isinstance(value, array.array | tuple):  # rclpy may hand arrays back as array.array
+            value = list(value)
+        self._declared[name] = ParameterStore({name: value}).declare(name, default)
+        return self._declared[name]
+
+    def get_parameter(self, name: str) -> Any:
+        """The current value (rclpy's, so a ``ros2 param set`` is seen)."""
+        value = self._node.get_parameter(name).value
+        return list(value) if isinstance(value, array.array | tuple) else value
+
+    def set_parameters(self, values: Mapping[str, Any]) -> list[SetParametersResult]:
+        """Set each parameter through rclpy (its callbacks asked, ``/parameter_events`` published)."""
+        results = self._node.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        return [SetParametersResult(bool(r.successful), str(r.reason)) for r in results]
+
+    def add_on_set_parameters_callback(self, callback: OnSetParametersCallback) -> None:
+        """rclpy's callback of that name, with the interface's ``{name: value}`` → SetParametersResult."""
+
+        def on_set(params: list[Any]) -> Any:
+            result = callback({p.name: p.value for p in params})
+            return RclSetParametersResult(successful=result.successful, reason=result.reason)
+
+        self._node.add_on_set_parameters_callback(on_set)
+
+    # clock
+    def now_ns(self) -> int:
+        """ROS time in ns: ``/clock`` when ``use_sim_time`` is true, else the system clock."""
+        return int(self._node.get_clock().now().nanoseconds)
+
+    def stamp(self, ns: int | None = None) -> Any:
+        if ns is None:
+            return self._node.get_clock().now().to_msg()
+        return interface_type("builtin_interfaces/msg/Time")(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+    # graph
+    def topic_names_and_types(self) -> dict[str, set[str]]:
+        return {name: set(types) for name, types in self._node.get_topic_names_and_types()}
+
+    def _endpoints(self, infos: list[Any], kind: str) -> list[EndpointInfo]:
+        return [
+            EndpointInfo(
+                node_name=str(i.node_name),
+                node_namespace=str(i.node_namespace),
+                topic_type=str(i.topic_type),
+                topic_type_hash=str(getattr(i, "topic_type_hash", "")),
+                endpoint_type="PUBLISHER" if kind == "PUBLISHER" else "SUBSCRIPTION",
+                gid=bytes(i.endpoint_gid),
+                qos=from_qos_profile(i.qos_profile),
+            )
+            for i in infos
+        ]
+
+    def publishers_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """rclpy's ``get_publishers_info_by_topic``."""
+        return self._endpoints(self._node.get_publishers_info_by_topic(self.resolve(topic)), "PUBLISHER")
+
+    def subscriptions_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """rclpy's ``get_subscriptions_info_by_topic``."""
+        return self._endpoints(self._node.get_subscriptions_info_by_topic(self.resolve(topic)), "SUBSCRIPTION")
+
+    # lifecycle
+    def _spin(self) -> None:
+        """``executor.spin()``, but a callback error surfacing here is logged instead of ending the loop."""
+        while not self._stopping.is_set() and self._node.context.ok():
+            try:
+                self._executor.spin_once()
+            except ExternalShutdownException:
+                break
+            except Exception:
+                if not self._stopping.is_set():
+                    self._logger.error(f"executor: {traceback.format_exc()}")
+        self._stopping.set()
+
+    @property
+    def is_shutdown(self) -> bool:
+        return self._stopping.is_set()
+
+    def request_shutdown(self) -> None:
+        self._stopping.set()
+
+    def spin(self) -> None:
+        """Block until shutdown; SIGINT/SIGTERM shut the node down cleanly (when spun on the main thread)."""
+        install_signal_handlers()
+        while not self._stopping.wait(0.1) and not SHUTDOWN.is_set():
+            pass
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop the executor (running goals see a cancel request), destroy the node, shut rclpy down if last.
+
+        Not from a callback (the executor would wait for it): call ``request_shutdown()`` there."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stopping.set()
+        self._executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT_S)
+        self._thread.join(SHUTDOWN_TIMEOUT_S)
+        for action in reversed(self._actions):
+            action.destroy()
+        self._node.destroy_node()
+        PROCESS.release()
+
+    def __enter__(self) -> RclpyNode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
