@@ -1,0 +1,135 @@
+"""``so101 pipeline run``: load the config, run the stages, write ``summary.json``, return the summary.
+
+``summary.json`` (in the output directory, rewritten by every invocation): ``success_rate``, ``episodes``,
+``successes``, ``wilson_low``/``wilson_high``, ``wall_s`` (this invocation), counts (``seeds``, ``demos``,
+``attempts``, ``yield`` with its Wilson interval, ``frames``), per stage ``skipped``, ``reason``, ``resumed``,
+``wall_s`` (this invocation) and ``produced_wall_s`` (the run that made its output), and the output paths.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .atomic import write_json
+from .config import PipelineConfig, load_pipeline_config, resolve_section
+from .errors import StageDependencyError
+from .report import wilson
+from .runner import PipelineRun, Reporter, Runner
+from .stages import resolve, sections, so101_stages
+from .tracking import MlflowTracker
+
+PARSERS: dict[str, tuple[str, str, str]] = {
+    "skillgen": ("so101_skillgen.config", "parse_skillgen_config", "skillgen"),
+    "dataset": ("so101_dataset.config", "parse_dataset_config", "dataset"),
+    "train": ("so101_policy.config", "parse_train_config", "train"),
+    "eval": ("so101_policy.config", "parse_eval_config", "eval"),
+}
+"""Stage → (module, validator, the validator's field prefix)."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``out``: output directory ("" = the config's); ``until``: last stage; ``address``: Ray cluster
+    address for generation and rendering ("" = local processes)."""
+
+    out: str = ""
+    until: str = "report"
+    address: str = ""
+
+
+def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfig:
+    """Parse the library sections of the stages that will run (each by its own library's validator)."""
+    for name in stage_names:
+        if name not in PARSERS:
+            continue
+        module, func, root = PARSERS[name]
+        try:
+            parser = getattr(importlib.import_module(module), func)
+        except (ImportError, AttributeError) as exc:
+            raise StageDependencyError(name, f"needs {module}.{func}, which does not import here ({exc})") from exc
+        cfg = resolve_section(cfg, name, parser, root)
+    return cfg
+
+
+def run_pipeline(
+    config: str | Path | PipelineConfig | None = None,
+    options: RunOptions | None = None,
+    *,
+    reporter: Reporter | None = None,
+) -> dict[str, Any]:
+    """Run (or resume, or skip through) the pipeline; returns the summary written to ``summary.json``."""
+    options = options or RunOptions()
+    cfg = config if isinstance(config, PipelineConfig) else load_pipeline_config(config)
+    stages = so101_stages(options.until)
+    cfg = resolve_config(cfg, [s.name for s in stages])
+    root = Path(options.out or cfg.out)
+    runner_options = {"address": options.address}
+    runner = Runner(root, stages, sections(cfg, stages), reporter=reporter, options=runner_options)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if cfg.tracking.mlflow:
+        with MlflowTracker(root, uri=cfg.tracking.uri, experiment=cfg.tracking.experiment) as tracker:
+            runner.tracker = tracker
+            result = runner.run()
+            summary = build_summary(result, cfg, started, tracker.uri, tracker.run_id)
+            path = write_json(root / "summary.json", summary)
+            metrics = {k: float(summary[k]) for k in ("wall_s", "success_rate") if summary.get(k) is not None}
+            tracker.log_pipeline({"config": cfg.file, "until": options.until}, metrics, [path])
+    else:
+        result = runner.run()
+        summary = build_summary(result, cfg, started, "", "")
+        write_json(root / "summary.json", summary)
+    return summary
+
+
+def build_summary(run: PipelineRun, cfg: PipelineConfig, started: str, uri: str, run_id: str) -> dict[str, Any]:
+    """The summary of one invocation (see the module docstring)."""
+    records = {s.name: s.record for s in run.stages}
+    res = {name: rec.results for name, rec in records.items()}
+    outputs: dict[str, str] = {"root": str(run.root.resolve())}
+    for name, rec in records.items():
+        for key in rec.results:
+            if str(key).endswith(("dir", "html")):
+                outputs[f"{name}.{key}"] = str(resolve(rec, key).resolve())
+    gen = res.get("skillgen", {})
+    ev = res.get("eval", {})
+    yield_ci = wilson(int(gen["demos"]), int(gen["attempts"])) if gen else None
+    return {
+        "config": cfg.file,
+        "started": started,
+        "wall_s": round(run.wall_s, 3),
+        "success_rate": ev.get("success_rate"),
+        "successes": ev.get("successes"),
+        "episodes": ev.get("episodes"),
+        "wilson_low": ev.get("wilson_low"),
+        "wilson_high": ev.get("wilson_high"),
+        "seeds": res.get("seeds", {}).get("seeds"),
+        "demos": gen.get("demos"),
+        "attempts": gen.get("attempts"),
+        "yield": gen.get("yield"),
+        "yield_wilson": [round(x, 4) for x in yield_ci] if yield_ci else None,
+        "failures_by_reason": gen.get("failures_by_reason"),
+        "dataset_episodes": res.get("dataset", {}).get("episodes"),
+        "frames": res.get("dataset", {}).get("frames"),
+        "train_steps": res.get("train", {}).get("steps"),
+        "final_loss": res.get("train", {}).get("final_loss"),
+        "stages": {
+            s.name: {
+                "skipped": s.skipped,
+                "reason": s.reason,
+                "resumed": s.resumed,
+                "wall_s": round(s.wall_s, 3),
+                "produced_wall_s": round(s.record.wall_s, 3),
+                "fingerprint": s.record.fingerprint,
+            }
+            for s in run.stages
+        },
+        "outputs": outputs,
+        "report_html": outputs.get("report.html"),
+        "mlflow": {"tracking_uri": uri, "run_id": run_id} if uri else None,
+        "machine": {"host": platform.node(), "python": platform.python_version()},
+    }

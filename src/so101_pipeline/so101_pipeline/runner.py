@@ -1,0 +1,361 @@
+"""A resumable stage runner (robot-agnostic).
+
+Each :class:`Stage` declares its upstream stages (``inputs``), its config section and what it writes: everything
+under ``<root>/<stage>/``. A stage's **fingerprint** hashes its config section, the output hashes of its upstream
+stages (content hashes of their manifests) and any external input it names. On every run, in order:
+
+- ``done.json`` present, same fingerprint, every recorded output file still there with its size, and no upstream
+  stage ran in this invocation → **skipped**.
+- otherwise the stage runs: ``done.json`` is removed first; the directory is **resumed** when it was left by an
+  interrupted run of the same fingerprint (``stage.json`` marker, and the stage says it can resume), else wiped;
+  then ``stage.run`` does its (resumable, atomic) work, and ``done.json`` (fingerprint, manifest with sha256 of
+  every output file, the stage's results, wall time) is written **last**, atomically.
+
+So a SIGKILL at any point leaves either a finished stage (``done.json``) or a directory that the next run resumes
+or wipes: never a stage counted done with partial output. A stage that re-runs makes every downstream stage
+re-run (its fingerprint changes with the new output hash, and the ``upstream ran`` rule covers a byte-identical
+rebuild).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .atomic import read_json, write_json
+from .errors import PipelineError, StageError
+from .fingerprint import hash_json, intact, manifest, manifest_hash
+
+DONE = "done.json"
+MARKER = "stage.json"
+BOOKKEEPING = (DONE, MARKER)
+
+ProgressFn = Callable[[float, float | None, str], None]
+"""``progress(completed, total, text)``: ``total`` None when unknown."""
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """What ``done.json`` holds: the finished stage's fingerprint, outputs and results."""
+
+    stage: str
+    fingerprint: str
+    output_hash: str
+    files: list[dict[str, Any]]
+    results: dict[str, Any]
+    wall_s: float
+    finished: str
+    out_dir: Path
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "fingerprint": self.fingerprint,
+            "output_hash": self.output_hash,
+            "files": self.files,
+            "results": self.results,
+            "wall_s": round(self.wall_s, 3),
+            "finished": self.finished,
+        }
+
+    @classmethod
+    def load(cls, out_dir: Path) -> StageRecord | None:
+        data = read_json(out_dir / DONE)
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(
+                stage=str(data["stage"]),
+                fingerprint=str(data["fingerprint"]),
+                output_hash=str(data["output_hash"]),
+                files=list(data["files"]),
+                results=dict(data["results"]),
+                wall_s=float(data["wall_s"]),
+                finished=str(data["finished"]),
+                out_dir=out_dir,
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage's ``run`` gets. ``out_dir``: its own directory (exists); ``inputs``: the records of its
+    upstream stages by name; ``resumed``: the directory holds an interrupted run's partial work."""
+
+    name: str
+    root: Path
+    out_dir: Path
+    section: Any
+    inputs: Mapping[str, StageRecord]
+    resumed: bool
+    progress: ProgressFn
+    log_path: Path
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a pipeline. ``run(ctx)`` returns JSON-able results (counts, paths relative to the root);
+    numeric top-level results are logged as metrics. ``external(section)`` names inputs outside the pipeline
+    (e.g. a seed directory) by a content hash. ``version`` is part of the fingerprint (bump it when the stage's
+    code changes what it writes)."""
+
+    name: str
+    run: Callable[[StageContext], dict[str, Any]]
+    inputs: tuple[str, ...] = ()
+    resumable: bool = True
+    external: Callable[[Any], Any] | None = None
+    version: int = 1
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class StageRun:
+    """The outcome of one stage in one invocation."""
+
+    name: str
+    skipped: bool
+    reason: str
+    resumed: bool
+    wall_s: float
+    record: StageRecord
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """The outcome of one invocation: every stage in order, total wall time (s)."""
+
+    root: Path
+    stages: list[StageRun]
+    wall_s: float
+
+    def record(self, name: str) -> StageRecord:
+        for s in self.stages:
+            if s.name == name:
+                return s.record
+        raise KeyError(name)
+
+
+class Reporter(Protocol):
+    """Progress display: one line per stage (see :mod:`.progress`)."""
+
+    def stage_started(self, name: str, reason: str, resumed: bool) -> ProgressFn: ...
+
+    def stage_finished(self, name: str, skipped: bool, wall_s: float, reason: str) -> None: ...
+
+
+class StageTrack(Protocol):
+    """The tracking run of one stage."""
+
+    def log(self, params: Mapping[str, Any], metrics: Mapping[str, float], tags: Mapping[str, str]) -> None: ...
+
+
+class Tracker(Protocol):
+    """Experiment tracking: one run per pipeline, a nested run per stage (see :mod:`.tracking`); the stage
+    runs inside its nested run, so its own logging lands there."""
+
+    def stage(self, name: str) -> AbstractContextManager[StageTrack]: ...
+
+
+class NullTrack:
+    """Tracking off."""
+
+    def log(self, params: Mapping[str, Any], metrics: Mapping[str, float], tags: Mapping[str, str]) -> None:
+        return None
+
+
+class NullTracker:
+    """Tracking off."""
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[StageTrack]:
+        yield NullTrack()
+
+
+class NullReporter:
+    """No display."""
+
+    def stage_started(self, name: str, reason: str, resumed: bool) -> ProgressFn:
+        return lambda completed, total, text: None
+
+    def stage_finished(self, name: str, skipped: bool, wall_s: float, reason: str) -> None:
+        return None
+
+
+def _check(stages: Sequence[Stage]) -> None:
+    seen: set[str] = set()
+    for s in stages:
+        if not s.name or "/" in s.name or s.name.startswith("."):
+            raise PipelineError(f"bad stage name {s.name!r}")
+        if s.name in seen:
+            raise PipelineError(f"stage {s.name!r} declared twice")
+        for i in s.inputs:
+            if i not in seen:
+                raise PipelineError(f"stage {s.name!r} needs {i!r}, which is not an earlier stage")
+        seen.add(s.name)
+
+
+def numeric(results: Mapping[str, Any]) -> dict[str, float]:
+    """Top-level int/float results (not bools): what is logged as metrics."""
+    return {k: float(v) for k, v in results.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+class Runner:
+    """Runs ``stages`` (in order; inputs must be earlier stages) under ``root`` with their config ``sections``
+    (stage name → parsed section; it enters the fingerprint as canonical JSON)."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        stages: Sequence[Stage],
+        sections: Mapping[str, Any],
+        *,
+        reporter: Reporter | None = None,
+        tracker: Tracker | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        _check(stages)
+        self.root = Path(root)
+        self.stages = list(stages)
+        self.sections = dict(sections)
+        self.reporter: Reporter = reporter or NullReporter()
+        self.tracker: Tracker = tracker or NullTracker()
+        self.options = dict(options or {})
+
+    def fingerprint(self, stage: Stage, records: Mapping[str, StageRecord]) -> str:
+        section = self.sections.get(stage.name)
+        return hash_json(
+            {
+                "stage": stage.name,
+                "version": stage.version,
+                "section": section,
+                "inputs": {i: records[i].output_hash for i in stage.inputs},
+                "external": stage.external(section) if stage.external else None,
+            }
+        )
+
+    def plan(self) -> list[tuple[str, str]]:
+        """(stage, why it would run or ``skip``) without running anything; assumes a run stage changes."""
+        out: list[tuple[str, str]] = []
+        records: dict[str, StageRecord] = {}
+        ran: set[str] = set()
+        for stage in self.stages:
+            if any(i not in records for i in stage.inputs):
+                out.append((stage.name, "after its inputs"))
+                ran.add(stage.name)
+                continue
+            reason = self._why(stage, self.fingerprint(stage, records), ran)
+            rec = StageRecord.load(self.root / stage.name)
+            if reason is None and rec is not None:
+                records[stage.name] = rec
+                out.append((stage.name, "skip"))
+            else:
+                out.append((stage.name, reason or "run"))
+                ran.add(stage.name)
+        return out
+
+    def _why(self, stage: Stage, fp: str, ran: set[str]) -> str | None:
+        """Why ``stage`` must run, or None to skip it."""
+        rec = StageRecord.load(self.root / stage.name)
+        if rec is None:
+            return "not done"
+        if rec.fingerprint != fp:
+            return "inputs or config changed"
+        if missing := intact(rec.out_dir, rec.files):
+            return f"output changed: {missing}"
+        if upstream := [i for i in stage.inputs if i in ran]:
+            return f"upstream re-ran: {', '.join(upstream)}"
+        return None
+
+    def run(self) -> PipelineRun:
+        t0 = time.perf_counter()
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "logs").mkdir(exist_ok=True)
+        records: dict[str, StageRecord] = {}
+        ran: set[str] = set()
+        runs: list[StageRun] = []
+        for stage in self.stages:
+            with self.tracker.stage(stage.name) as track:
+                fp = self.fingerprint(stage, records)
+                reason = self._why(stage, fp, ran)
+                s0 = time.perf_counter()
+                if reason is None:
+                    rec = StageRecord.load(self.root / stage.name)
+                    assert rec is not None
+                    self.reporter.stage_started(stage.name, "skip", False)
+                    run = StageRun(stage.name, True, "unchanged", False, time.perf_counter() - s0, rec)
+                else:
+                    rec, resumed = self._execute(stage, fp, reason, records)
+                    ran.add(stage.name)
+                    run = StageRun(stage.name, False, reason, resumed, time.perf_counter() - s0, rec)
+                self.reporter.stage_finished(stage.name, run.skipped, run.wall_s, run.reason)
+                runs.append(run)
+                records[stage.name] = rec
+                self._track(track, stage, run, fp)
+        return PipelineRun(self.root, runs, time.perf_counter() - t0)
+
+    def _execute(
+        self, stage: Stage, fp: str, reason: str, records: Mapping[str, StageRecord]
+    ) -> tuple[StageRecord, bool]:
+        sdir = self.root / stage.name
+        (sdir / DONE).unlink(missing_ok=True)  # first: from here on the stage is not done
+        marker = read_json(sdir / MARKER)
+        resume = (
+            stage.resumable and reason == "not done" and isinstance(marker, dict) and marker.get("fingerprint") == fp
+        )
+        if not resume and sdir.exists():
+            shutil.rmtree(sdir)
+        sdir.mkdir(parents=True, exist_ok=True)
+        write_json(sdir / MARKER, {"stage": stage.name, "fingerprint": fp, "started": _now()})
+        progress = self.reporter.stage_started(stage.name, reason, resume)
+        ctx = StageContext(
+            name=stage.name,
+            root=self.root,
+            out_dir=sdir,
+            section=self.sections.get(stage.name),
+            inputs={i: records[i] for i in stage.inputs},
+            resumed=resume,
+            progress=progress,
+            log_path=self.root / "logs" / f"{stage.name}.log",
+            options=self.options,
+        )
+        t0 = time.perf_counter()
+        try:
+            results = stage.run(ctx)
+        except StageError:
+            raise
+        except PipelineError as exc:
+            raise StageError(stage.name, str(exc)) from exc
+        wall = time.perf_counter() - t0
+        files = manifest(sdir, exclude=BOOKKEEPING)
+        rec = StageRecord(
+            stage=stage.name,
+            fingerprint=fp,
+            output_hash=manifest_hash(files),
+            files=[{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files],
+            results=dict(results),
+            wall_s=wall,
+            finished=_now(),
+            out_dir=sdir,
+        )
+        write_json(sdir / DONE, rec.to_json())  # last: the stage is done
+        (sdir / MARKER).unlink(missing_ok=True)
+        return rec, resume
+
+    def _track(self, track: StageTrack, stage: Stage, run: StageRun, fp: str) -> None:
+        params = {"fingerprint": fp, "section": hash_json(self.sections.get(stage.name))}
+        metrics = {"wall_s": run.wall_s, **({} if run.skipped else numeric(run.record.results))}
+        tags = {"skipped": str(run.skipped).lower(), "reason": run.reason, "resumed": str(run.resumed).lower()}
+        track.log(params, metrics, tags)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -1,0 +1,282 @@
+"""The six so101 stages: seeds → skillgen → dataset → train → eval → report.
+
+Each is a thin adapter over its library (imported inside the stage, so a pipeline that stops earlier does not
+need the later ones): results hold counts and paths relative to the output root.
+
+- ``seeds``: ``so101 seeds record --scripted`` as a child process (it brings up its own zenoh graph; the child
+  gets SIGTERM if the pipeline dies, so no node outlives it), or the ``*.npz`` files of ``seeds.path`` copied in.
+  The recorder resumes at the first missing episode.
+- ``skillgen``: :class:`so101_skillgen.generation.Generator` into ``skillgen/`` (resumes after the last kept demo).
+- ``dataset``: ``so101_dataset.build.build_dataset`` (render + LeRobot v3.0, v2.1, bags, report).
+- ``train``: ``so101_policy.train.train_policy`` (ACT; resumes from its last checkpoint).
+- ``eval``: ``so101_policy.evaluate.evaluate_policy`` (episodes in the twin; Wilson interval).
+- ``report``: ``report/index.html`` linking the dataset and evaluation reports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from .compat import CLI_MODULE
+from .config import PipelineConfig, SeedsSection
+from .errors import StageDependencyError, StageError
+from .fingerprint import hash_file, hash_json
+from .report import write_report
+from .runner import ProgressFn, Stage, StageContext, StageRecord
+
+POLL_S = 0.5
+PR_SET_PDEATHSIG = 1
+
+
+def _rel(ctx: StageContext, path: str | Path) -> str:
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(ctx.root.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def resolve(record: StageRecord, key: str) -> Path:
+    """The absolute path stored in ``record.results[key]`` (relative to the output root)."""
+    value = Path(str(record.results[key]))
+    return value if value.is_absolute() else record.out_dir.parent / value
+
+
+def _require(module: str, stage: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise StageDependencyError(stage, f"needs {module}, which does not import here ({exc})") from exc
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _seed_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("seed_*.npz") if ".tmp" not in p.name)
+
+
+# ---------------------------------------------------------------------------------------------------- seeds
+
+
+def _record_scripted(ctx: StageContext, s: SeedsSection) -> None:
+    args = [
+        sys.executable, "-m", CLI_MODULE, "seeds", "record", "--scripted", "-n", str(s.count),
+        "--seed", str(s.seed), "--real-time-factor", str(s.real_time_factor), "--out", str(ctx.out_dir),
+    ]  # fmt: skip
+    if s.max_steps:
+        args += ["--max-steps", str(s.max_steps)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    with open(ctx.log_path, "a", encoding="utf-8") as log:
+        log.write(f"$ {' '.join(args)}\n")
+        log.flush()
+        child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+        try:
+            while child.poll() is None:
+                ctx.progress(len(_seed_files(ctx.out_dir)), s.count, "recording seeds (scripted expert in the twin)")
+                time.sleep(POLL_S)
+        except BaseException:
+            child.terminate()
+            child.wait(30)
+            raise
+    if child.returncode != 0:
+        raise StageError("seeds", f"so101 seeds record exited with {child.returncode} (log: {ctx.log_path})")
+
+
+def _copy_seeds(ctx: StageContext, s: SeedsSection) -> None:
+    src = Path(s.path)
+    files = _seed_files(src) or sorted(src.glob("*.npz"))
+    if not files:
+        raise StageError("seeds", f"seeds.path {src}: no seed files (*.npz)")
+    for i, f in enumerate(files):
+        target = ctx.out_dir / f"seed_{i:03d}.npz"
+        tmp = target.with_name(target.name + ".part")
+        shutil.copyfile(f, tmp)
+        os.replace(tmp, target)
+        ctx.progress(i + 1, len(files), f"copying {f.name}")
+
+
+def seeds_external(section: Any) -> Any:
+    """Recorded seeds enter the fingerprint by content."""
+    if isinstance(section, SeedsSection) and section.source == "path":
+        src = Path(section.path)
+        files = _seed_files(src) or sorted(src.glob("*.npz"))
+        return [[f.name, hash_file(f)] for f in files]
+    return None
+
+
+def run_seeds(ctx: StageContext) -> dict[str, Any]:
+    s: SeedsSection = ctx.section
+    if s.source == "scripted":
+        _record_scripted(ctx, s)
+    else:
+        _copy_seeds(ctx, s)
+    from so101_bringup.seeds.format import SeedFormatError, load_seed
+
+    files = _seed_files(ctx.out_dir)
+    ok = 0
+    for f in files:
+        try:
+            ok += bool(load_seed(f).success)
+        except SeedFormatError as exc:
+            raise StageError("seeds", f"{f}: {exc}") from None
+    if s.source == "scripted" and len(files) != s.count:
+        raise StageError("seeds", f"{len(files)} seed files recorded, {s.count} asked for (log: {ctx.log_path})")
+    if ok == 0:
+        raise StageError("seeds", f"none of the {len(files)} seeds in {ctx.out_dir} succeeded")
+    ctx.progress(len(files), len(files), f"{ok}/{len(files)} successful")
+    return {"seeds": len(files), "seeds_successful": ok, "source": s.source, "dir": _rel(ctx, ctx.out_dir)}
+
+
+# ---------------------------------------------------------------------------------------------------- skillgen
+
+
+def run_skillgen(ctx: StageContext) -> dict[str, Any]:
+    gen_mod = _require("so101_skillgen.generation", "skillgen")
+    cfg = ctx.section["config"]
+    demos, names = gen_mod.load_seed_dir(resolve(ctx.inputs["seeds"], "dir"))
+    generator = gen_mod.Generator(demos, cfg, names=names)
+    target = int(cfg.num_demos)
+
+    def on_event(ev: Any) -> None:
+        yld = f"{ev.kept / ev.attempted:.0%}" if ev.attempted else "-"
+        ctx.progress(ev.kept, ev.target, f"attempts {ev.attempted}/{ev.max_attempts}  yield {yld}")
+
+    ctx.progress(0, target, "preparing (seed library, reachability)")
+    summary = generator.run(ctx.out_dir, target, on_event)
+    if not summary.complete:
+        raise StageError(
+            "skillgen", f"attempt budget spent: {summary.kept}/{summary.target} kept (raise skillgen num_trials)"
+        )
+    return {
+        "demos": summary.kept,
+        "attempts": summary.attempted,
+        "yield": round(summary.yield_, 4),
+        "failures_by_reason": summary.failures_by_reason,
+        "dir": _rel(ctx, ctx.out_dir),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- dataset
+
+
+def progress_adapter(progress: ProgressFn, text: str) -> Callable[..., None]:
+    """A callback for a library's progress: ``(done, total)``, ``(done, total, text)`` or an event object
+    with ``done``/``completed`` and ``total`` attributes."""
+
+    def call(*args: Any, **kwargs: Any) -> None:
+        if args and not isinstance(args[0], int | float):
+            ev = args[0]
+            done = getattr(ev, "done", getattr(ev, "completed", 0))
+            total = getattr(ev, "total", None)
+            progress(float(done), None if total is None else float(total), str(getattr(ev, "text", text)))
+        elif len(args) >= 2:
+            progress(float(args[0]), float(args[1]), str(args[2]) if len(args) > 2 else text)
+
+    return call
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else dict(vars(value))
+
+
+def run_dataset(ctx: StageContext) -> dict[str, Any]:
+    build = _require("so101_dataset.build", "dataset")
+    demos_dir = resolve(ctx.inputs["skillgen"], "dir")
+    progress = progress_adapter(ctx.progress, "rendering and exporting")
+    result = build.build_dataset(
+        demos_dir, ctx.out_dir, ctx.section["config"], workers=ctx.section["workers"], progress=progress
+    )
+    return {
+        "episodes": int(result.episodes),
+        "frames": int(result.frames),
+        "v3_dir": _rel(ctx, result.v3_dir),
+        "v21_dir": _rel(ctx, result.v21_dir),
+        "bags_dir": _rel(ctx, result.bags_dir),
+        "report_dir": _rel(ctx, result.report_dir),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- train
+
+
+def run_train(ctx: StageContext) -> dict[str, Any]:
+    train = _require("so101_policy.train", "train")
+    dataset_dir = resolve(ctx.inputs["dataset"], "v3_dir")
+    progress = progress_adapter(ctx.progress, "training")
+    result = train.train_policy(dataset_dir, ctx.out_dir, ctx.section["config"], progress=progress)
+    return {
+        "steps": int(result.steps),
+        "final_loss": float(result.final_loss),
+        "samples_per_s": float(result.samples_per_s),
+        "checkpoint_dir": _rel(ctx, result.checkpoint_dir),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- eval
+
+
+def run_eval(ctx: StageContext) -> dict[str, Any]:
+    evaluate = _require("so101_policy.evaluate", "eval")
+    checkpoint = resolve(ctx.inputs["train"], "checkpoint_dir")
+    ctx.progress(0, None, "episodes in the twin")
+    result = evaluate.evaluate_policy(checkpoint, ctx.out_dir, ctx.section["config"])
+    ctx.progress(int(result.episodes), int(result.episodes), f"success {result.successes}/{result.episodes}")
+    return {
+        "success_rate": float(result.success_rate),
+        "successes": int(result.successes),
+        "episodes": int(result.episodes),
+        "wilson_low": float(result.wilson_low),
+        "wilson_high": float(result.wilson_high),
+        "report_html": _rel(ctx, result.report_html),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- report
+
+
+def run_report(ctx: StageContext) -> dict[str, Any]:
+    page = write_report(ctx.out_dir / "index.html", ctx.root, dict(ctx.inputs))
+    ctx.progress(1, 1, "written")
+    return {"html": _rel(ctx, page)}
+
+
+def so101_stages(until: str = "report") -> list[Stage]:
+    """The so101 pipeline's stages, in order, up to and including ``until``."""
+    stages = [
+        Stage("seeds", run_seeds, (), external=seeds_external, description="seed demos"),
+        Stage("skillgen", run_skillgen, ("seeds",), description="SkillGen generation"),
+        Stage("dataset", run_dataset, ("skillgen",), description="render + export"),
+        Stage("train", run_train, ("dataset",), description="ACT training"),
+        Stage("eval", run_eval, ("train",), description="evaluation in the twin"),
+        Stage("report", run_report, ("seeds", "skillgen", "dataset", "train", "eval"), description="HTML report"),
+    ]
+    names = [s.name for s in stages]
+    if until not in names:
+        raise ValueError(f"unknown stage {until!r} (stages: {', '.join(names)})")
+    keep = stages[: names.index(until) + 1]
+    if until != "report":  # a partial pipeline still gets a report of what it has
+        keep.append(Stage("report", run_report, tuple(s.name for s in keep), description="HTML report"))
+    return keep
+
+
+def sections(cfg: PipelineConfig, stages: list[Stage]) -> dict[str, Any]:
+    """Stage name → what enters its fingerprint."""
+    return {s.name: cfg.section(s.name) for s in stages}
+
+
+__all__ = ["hash_json", "resolve", "sections", "so101_stages"]

@@ -1,0 +1,111 @@
+"""The stage runner: skip when unchanged, re-run what changed and everything downstream, resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import toy_stages as toy
+from so101_pipeline.errors import PipelineError
+from so101_pipeline.runner import DONE, MARKER, Runner, Stage, StageContext
+
+
+def _run(root: Path, **kw: object) -> dict[str, bool]:
+    result = Runner(root, toy.stages(), toy.sections(**kw)).run()  # type: ignore[arg-type]
+    return {s.name: s.skipped for s in result.stages}
+
+
+def test_second_run_skips_every_stage(tmp_path: Path) -> None:
+    assert _run(tmp_path) == {"make": False, "total": False, "report": False}
+    assert _run(tmp_path) == {"make": True, "total": True, "report": True}
+    assert toy.runs(tmp_path) == ["make fresh", "total fresh", "report fresh"]
+    done = json.loads((tmp_path / "make" / DONE).read_text())
+    assert len(done["files"]) == 6 and not (tmp_path / "make" / MARKER).exists()
+
+
+def test_deleting_an_output_reruns_it_and_downstream_only(tmp_path: Path) -> None:
+    _run(tmp_path)
+    shutil.rmtree(tmp_path / "total")
+    assert _run(tmp_path) == {"make": True, "total": False, "report": False}
+    (tmp_path / "make" / "item_003.json").unlink()  # one output file gone: the stage is not intact
+    assert _run(tmp_path) == {"make": False, "total": False, "report": False}
+    assert json.loads((tmp_path / "total" / "total.json").read_text()) == {"total": 15, "n": 6}
+
+
+def test_changed_section_reruns_that_stage_and_downstream(tmp_path: Path) -> None:
+    _run(tmp_path)
+    assert _run(tmp_path, total_delay_s=0.001) == {"make": True, "total": False, "report": False}
+    assert _run(tmp_path, total_delay_s=0.001, scale=2) == {"make": False, "total": False, "report": False}
+    assert json.loads((tmp_path / "total" / "total.json").read_text())["total"] == 30
+    assert len(list((tmp_path / "make").glob("item_*.json"))) == 6  # wiped and rebuilt, not appended to
+
+
+def test_a_rebuilt_identical_output_still_reruns_downstream(tmp_path: Path) -> None:
+    _run(tmp_path)
+    shutil.rmtree(tmp_path / "make")  # rebuilt byte for byte: same output hash
+    assert _run(tmp_path) == {"make": False, "total": False, "report": False}
+
+
+def test_stage_error_leaves_no_done_and_resumes(tmp_path: Path) -> None:
+    calls: list[bool] = []
+
+    def flaky(ctx: StageContext) -> dict[str, object]:
+        calls.append(ctx.resumed)
+        (ctx.out_dir / f"part_{len(calls)}.txt").write_text("x")
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return {"parts": len(list(ctx.out_dir.glob("part_*")))}
+
+    runner = Runner(tmp_path, [Stage("flaky", flaky)], {"flaky": {"a": 1}})
+    with pytest.raises(RuntimeError):
+        runner.run()
+    assert not (tmp_path / "flaky" / DONE).exists() and (tmp_path / "flaky" / MARKER).exists()
+    result = runner.run()
+    assert calls == [False, True] and result.stages[0].resumed and result.record("flaky").results == {"parts": 2}
+
+
+def test_bad_stage_graphs_are_refused(tmp_path: Path) -> None:
+    ok = Stage("a", toy.make)
+    with pytest.raises(PipelineError, match="'b' needs 'c'"):
+        Runner(tmp_path, [ok, Stage("b", toy.total, ("c",))], {})
+    with pytest.raises(PipelineError, match="declared twice"):
+        Runner(tmp_path, [ok, ok], {})
+
+
+def _wait_for(predicate: object, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.parametrize("stage", ["make", "total"])
+def test_sigkill_during_a_stage_then_rerun_gives_the_same_counts(tmp_path: Path, stage: str) -> None:
+    script = Path(toy.__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(script.parent), *sys.path])}
+    args = [sys.executable, str(script), str(tmp_path), "8", "0.15"]
+    child = subprocess.Popen(args, env=env, stdout=subprocess.PIPE)
+    if stage == "make":  # mid-stage: some items written, not all
+        _wait_for(lambda: len(list((tmp_path / "make").glob("item_*.json"))) >= 3, 60)
+    else:
+        _wait_for(lambda: (tmp_path / "total" / MARKER).exists(), 60)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert not (tmp_path / stage / DONE).exists()
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {"make": stage != "make", "total": False, "report": False}
+    items = sorted(p.name for p in (tmp_path / "make").glob("*.json") if p.name != DONE)
+    assert items == [f"item_{i:03d}.json" for i in range(8)]
+    assert not list(tmp_path.rglob("*.part"))
+    assert json.loads((tmp_path / "total" / "total.json").read_text()) == {"total": 28, "n": 8}
+    second = "make resumed" if stage == "make" else "total fresh"  # total cannot resume: it restarts
+    assert toy.runs(tmp_path) == ["make fresh", second, "total fresh", "report fresh"]
