@@ -203,8 +203,12 @@ def resolve_section(cfg: PipelineConfig, name: str, parser: Parser, root: str) -
     try:
         parsed = parser(lib.merged)
     except ValueError as exc:
-        fld = str(getattr(exc, "field", "") or root)
-        message = str(exc).removeprefix(f"{fld}: ")
+        text = str(exc)
+        fld = str(getattr(exc, "field", "") or "")
+        if not fld:  # a library error without ``.field``: "train.steps: must be ..."
+            head = text.split(": ", 1)[0]
+            fld = head if head == root or head.startswith(root + ".") else root
+        message = text.removeprefix(f"{fld}: ")
         rest = fld.removeprefix(root).lstrip(".")
         if rest and _has(lib.overrides, rest.split(".")):
             raise PipelineConfigError(cfg.file, f"pipeline.{name}.set.{rest}", message) from None

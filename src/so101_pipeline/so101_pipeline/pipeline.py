@@ -56,6 +56,21 @@ def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfi
     return cfg
 
 
+def _prepare(config: str | Path | PipelineConfig | None, options: RunOptions) -> tuple[PipelineConfig, Runner]:
+    cfg = config if isinstance(config, PipelineConfig) else load_pipeline_config(config)
+    stages = so101_stages(options.until)
+    cfg = resolve_config(cfg, [s.name for s in stages])
+    root = Path(options.out or cfg.out)
+    return cfg, Runner(root, stages, sections(cfg, stages), options={"address": options.address})
+
+
+def plan_pipeline(
+    config: str | Path | PipelineConfig | None, out: str = "", until: str = "report"
+) -> list[tuple[str, str]]:
+    """(stage, ``skip`` or why it would run), running nothing."""
+    return _prepare(config, RunOptions(out=out, until=until))[1].plan()
+
+
 def run_pipeline(
     config: str | Path | PipelineConfig | None = None,
     options: RunOptions | None = None,
@@ -64,12 +79,10 @@ def run_pipeline(
 ) -> dict[str, Any]:
     """Run (or resume, or skip through) the pipeline; returns the summary written to ``summary.json``."""
     options = options or RunOptions()
-    cfg = config if isinstance(config, PipelineConfig) else load_pipeline_config(config)
-    stages = so101_stages(options.until)
-    cfg = resolve_config(cfg, [s.name for s in stages])
-    root = Path(options.out or cfg.out)
-    runner_options = {"address": options.address}
-    runner = Runner(root, stages, sections(cfg, stages), reporter=reporter, options=runner_options)
+    cfg, runner = _prepare(config, options)
+    if reporter is not None:
+        runner.reporter = reporter
+    root = runner.root
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if cfg.tracking.mlflow:
         with MlflowTracker(root, uri=cfg.tracking.uri, experiment=cfg.tracking.experiment) as tracker:

@@ -1,13 +1,17 @@
 """MLflow tracking: one run per pipeline invocation, a nested run per stage (skipped stages too, tagged
-``skipped=true``). Local sqlite store under the output directory by default (``<out>/mlflow.db``, artifacts in
-``<out>/mlruns``); any tracking URI (a server) when configured. The stage runs inside its nested run, so a stage
-that logs with the fluent API (``mlflow.log_metric``) lands there."""
+``skipped=true``), through :class:`mlflow.MlflowClient` (no fluent "active run", so a stage library that logs
+with the fluent API into its own store, as ``so101_policy.train`` does, cannot collide with it).
+
+Local sqlite store under the output directory by default (``<out>/mlflow.db``, artifacts in ``<out>/mlruns``);
+any tracking URI (a server) when configured. View: ``mlflow ui --backend-store-uri sqlite:///<out>/mlflow.db``.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -16,6 +20,7 @@ from typing import Any
 from .fingerprint import canonical
 
 MAX_PARAM = 500
+BATCH = 100
 
 
 def default_uri(root: Path) -> str:
@@ -41,16 +46,29 @@ def flatten(value: Any) -> dict[str, str]:
 class MlflowTrack:
     """The nested run of one stage."""
 
-    def log(self, params: Mapping[str, Any], metrics: Mapping[str, float], tags: Mapping[str, str]) -> None:
-        import mlflow
+    def __init__(self, client: Any, run_id: str) -> None:
+        self.client = client
+        self.run_id = run_id
 
-        mlflow.log_params({k: str(v)[:MAX_PARAM] for k, v in params.items()})
-        mlflow.log_metrics(dict(metrics))
-        mlflow.set_tags(dict(tags))
+    def log(self, params: Mapping[str, Any], metrics: Mapping[str, float], tags: Mapping[str, str]) -> None:
+        _log_batch(self.client, self.run_id, params, metrics, tags)
+
+
+def _log_batch(
+    client: Any, run_id: str, params: Mapping[str, Any], metrics: Mapping[str, float], tags: Mapping[str, str]
+) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    p = [Param(k, str(v)[:MAX_PARAM]) for k, v in params.items()]
+    m = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+    t = [RunTag(k, str(v)) for k, v in tags.items()]
+    for i in range(0, max(len(p), len(m), len(t)), BATCH):
+        client.log_batch(run_id, metrics=m[i : i + BATCH], params=p[i : i + BATCH], tags=t[i : i + BATCH])
 
 
 class MlflowTracker:
-    """Context manager around the pipeline's MLflow run."""
+    """Context manager around the pipeline's MLflow run (FINISHED, or FAILED when the block raises)."""
 
     def __init__(self, root: Path, *, uri: str = "", experiment: str = "so101_pipeline", run_name: str = "") -> None:
         self.root = root
@@ -58,45 +76,44 @@ class MlflowTracker:
         self.experiment = experiment
         self.run_name = run_name or "pipeline"
         self.run_id = ""
+        self.client: Any = None
+        self.experiment_id = ""
 
     def __enter__(self) -> MlflowTracker:
         for name in ("alembic", "mlflow"):
             logging.getLogger(name).setLevel(logging.WARNING)
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-        import mlflow
+        from mlflow import MlflowClient
 
         self.root.mkdir(parents=True, exist_ok=True)
-        mlflow.set_tracking_uri(self.uri)
-        if mlflow.get_experiment_by_name(self.experiment) is None:
+        self.client = MlflowClient(tracking_uri=self.uri)
+        exp = self.client.get_experiment_by_name(self.experiment)
+        if exp is None:
             location = (self.root / "mlruns").resolve().as_uri() if self.uri.startswith("sqlite:") else None
-            mlflow.create_experiment(self.experiment, artifact_location=location)
-        mlflow.set_experiment(self.experiment)
-        run = mlflow.start_run(run_name=self.run_name)
+            self.experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
+        else:
+            self.experiment_id = exp.experiment_id
+        run = self.client.create_run(self.experiment_id, run_name=self.run_name, tags={"so101.kind": "pipeline"})
         self.run_id = run.info.run_id
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        import mlflow
-
-        while mlflow.active_run() is not None:
-            mlflow.end_run(status="FINISHED" if kind is None else "FAILED")
+        self.client.set_terminated(self.run_id, "FINISHED" if kind is None else "FAILED")
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[MlflowTrack]:
-        import mlflow
-
-        with mlflow.start_run(run_name=name, nested=True):
-            yield MlflowTrack()
+        tags = {"mlflow.parentRunId": self.run_id, "so101.kind": "stage"}
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        status = "FAILED"
+        try:
+            yield MlflowTrack(self.client, run.info.run_id)
+            status = "FINISHED"
+        finally:
+            self.client.set_terminated(run.info.run_id, status)
 
     def log_pipeline(self, params: Mapping[str, Any], metrics: Mapping[str, float], artifacts: list[Path]) -> None:
         """Params, metrics and artifact files of the pipeline run itself."""
-        import mlflow
-
-        flat = flatten(dict(params))
-        items = list(flat.items())
-        for i in range(0, len(items), 100):
-            mlflow.log_params(dict(items[i : i + 100]))
-        mlflow.log_metrics(dict(metrics))
+        _log_batch(self.client, self.run_id, flatten(dict(params)), metrics, {})
         for path in artifacts:
             if path.is_file():
-                mlflow.log_artifact(str(path))
+                self.client.log_artifact(self.run_id, str(path))

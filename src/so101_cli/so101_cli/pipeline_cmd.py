@@ -1,0 +1,90 @@
+"""``so101 pipeline run | plan``: the whole pipeline (seeds → SkillGen → dataset → train → eval → report) as
+one resumable command; stages whose inputs and config are unchanged are skipped (``so101_pipeline``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="The whole pipeline as one resumable command.", no_args_is_help=True)
+
+CONFIG_HELP = "pipeline YAML (default config/pipeline.yaml)"
+
+
+@app.callback()
+def _group() -> None:
+    """The whole pipeline as one resumable command (keeps ``run`` a sub-command)."""
+
+
+def print_summary(summary: dict[str, Any], console: Console) -> None:
+    """The stage table and the headline figures of a ``summary.json``."""
+    table = Table(title=f"pipeline → {summary['outputs']['root']}")
+    for column in ("stage", "this run", "wall [s]", "produced in [s]"):
+        table.add_column(column, justify="left" if column in ("stage", "this run") else "right")
+    for name, st in summary["stages"].items():
+        state = "skipped" if st["skipped"] else ("resumed" if st["resumed"] else "ran") + f" ({st['reason']})"
+        table.add_row(name, state, f"{st['wall_s']:.1f}", f"{st['produced_wall_s']:.1f}")
+    console.print(table)
+    if summary.get("demos") is not None:
+        lo, hi = summary["yield_wilson"]
+        console.print(
+            f"seeds {summary['seeds']} → demos {summary['demos']} of {summary['attempts']} attempts "
+            f"(yield {summary['yield']:.0%}, 95 % CI {lo:.0%}–{hi:.0%})"
+        )
+    if summary.get("frames") is not None:
+        console.print(f"dataset: {summary['dataset_episodes']} episodes, {summary['frames']} frames")
+    if summary.get("train_steps") is not None:
+        console.print(f"training: {summary['train_steps']} steps, final loss {summary['final_loss']:.4g}")
+    if summary.get("success_rate") is not None:
+        console.print(
+            f"[bold]sim success {summary['success_rate']:.0%}[/bold] ({summary['successes']}/{summary['episodes']}, "
+            f"95 % Wilson {summary['wilson_low']:.0%}–{summary['wilson_high']:.0%})"
+        )
+    console.print(f"wall time {summary['wall_s']:.1f} s; summary: {Path(summary['outputs']['root']) / 'summary.json'}")
+    if summary.get("report_html"):
+        console.print(f"[bold]report:[/bold] {summary['report_html']}")
+
+
+@app.command()
+def run(
+    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
+    out: str = typer.Option("", "--out", help="output directory (default: the config's `out`)"),
+    address: str = typer.Option("", "--address", help="Ray cluster for generation and rendering (e.g. auto)"),
+    until: str = typer.Option("report", "--until", help="last stage: seeds, skillgen, dataset, train, eval"),
+) -> None:
+    """Run the pipeline; unchanged stages are skipped, interrupted ones resumed. Writes summary.json."""
+    from so101_pipeline.errors import PipelineError
+    from so101_pipeline.pipeline import RunOptions, run_pipeline
+    from so101_pipeline.progress import RichReporter
+
+    console = Console()
+    try:
+        with RichReporter() as reporter:
+            summary = run_pipeline(config, RunOptions(out=out, until=until, address=address), reporter=reporter)
+    except (PipelineError, ValueError) as exc:
+        console.print(f"[red]so101 pipeline:[/red] {exc}")
+        raise typer.Exit(2 if isinstance(exc, ValueError) else 1) from None
+    print_summary(summary, console)
+
+
+@app.command()
+def plan(
+    config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
+    out: str = typer.Option("", "--out", help="output directory (default: the config's `out`)"),
+    until: str = typer.Option("report", "--until", help="last stage"),
+) -> None:
+    """Which stages a run would skip, and why the others would run (runs nothing)."""
+    from so101_pipeline.errors import PipelineError
+    from so101_pipeline.pipeline import plan_pipeline
+
+    try:
+        steps = plan_pipeline(config, out, until)
+    except (PipelineError, ValueError) as exc:
+        Console().print(f"[red]so101 pipeline:[/red] {exc}")
+        raise typer.Exit(2) from None
+    for name, why in steps:
+        typer.echo(f"{name:<9} {why}")

@@ -1,0 +1,81 @@
+"""pipeline.yaml validation: every error names the file and the dotted field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from so101_pipeline.compat import config_dir
+from so101_pipeline.config import load_pipeline_config, resolve_section
+from so101_pipeline.errors import PipelineConfigError
+from so101_pipeline.pipeline import resolve_config
+from so101_skillgen.config import parse_skillgen_config
+
+
+def _write(tmp_path: Path, text: str, name: str = "pipeline.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("seeds: {count: 0}\n", "pipeline.seeds.count", "must be >= 1"),
+        ("seeds: {count: five}\n", "pipeline.seeds.count", "expected an integer"),
+        ("seeds: {cont: 5}\n", "pipeline.seeds.cont", "unknown field"),
+        ("seeds: {source: usb}\n", "pipeline.seeds.source", "must be one of"),
+        ("seeds: {source: path}\n", "pipeline.seeds.path", "required with source: path"),
+        ("tracking: {mlflow: yes please}\n", "pipeline.tracking.mlflow", "expected true/false"),
+        ("train: {set: [1, 2]}\n", "pipeline.train.set", "expected a mapping"),
+        ("train: {config: nope.yaml}\n", "pipeline.train.config", "no such file"),
+        ("trian: {}\n", "pipeline.trian", "unknown field"),
+        ("[1, 2]\n", "pipeline", "expected a mapping"),
+    ],
+)
+def test_bad_values_name_file_and_field(tmp_path: Path, text: str, field: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(PipelineConfigError, match=message) as info:
+        load_pipeline_config(path)
+    assert info.value.file == str(path) and info.value.field == field
+    assert str(info.value).startswith(f"{path}: {field}: ")
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "seeds:\n  count: 5\n   seed: [0\n")
+    with pytest.raises(PipelineConfigError, match=r"not valid YAML \(line 3") as info:
+        load_pipeline_config(path)
+    assert info.value.file == str(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(PipelineConfigError, match="cannot read"):
+        load_pipeline_config(tmp_path / "absent.yaml")
+
+
+def test_library_override_errors_name_the_pipeline_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "skillgen:\n  set: {num_demos: 0}\n")
+    cfg = load_pipeline_config(path)
+    with pytest.raises(PipelineConfigError, match="must be >= 1") as info:
+        resolve_section(cfg, "skillgen", parse_skillgen_config, "skillgen")
+    assert (info.value.file, info.value.field) == (str(path), "pipeline.skillgen.set.num_demos")
+    nested = _write(tmp_path, "skillgen:\n  set: {smoothing: {window: 20}}\n", "nested.yaml")
+    with pytest.raises(PipelineConfigError, match="must be odd") as info:
+        resolve_section(load_pipeline_config(nested), "skillgen", parse_skillgen_config, "skillgen")
+    assert info.value.field == "pipeline.skillgen.set.smoothing.window"
+
+
+def test_library_base_file_errors_name_that_file(tmp_path: Path) -> None:
+    base = _write(tmp_path, "num_trials: -3\n", "my_skillgen.yaml")
+    path = _write(tmp_path, f"skillgen:\n  config: {base}\n  set: {{num_demos: 4}}\n")
+    cfg = load_pipeline_config(path)
+    assert cfg.libraries["skillgen"].merged["num_demos"] == 4
+    with pytest.raises(PipelineConfigError) as info:
+        resolve_section(cfg, "skillgen", parse_skillgen_config, "skillgen")
+    assert (info.value.file, info.value.field) == (str(base), "skillgen.num_trials")
+
+
+@pytest.mark.parametrize("name", ["pipeline.yaml", "pipeline_h200.yaml"])
+def test_shipped_configs_load(name: str) -> None:
+    cfg = resolve_config(load_pipeline_config(config_dir() / name), ["skillgen"])
+    assert cfg.seeds.count == 5 and cfg.libraries["skillgen"].parsed.num_demos >= 20
