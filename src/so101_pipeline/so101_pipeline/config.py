@@ -10,6 +10,8 @@ validated by that library's parser, so there is one validator per setting. An er
 from __future__ import annotations
 
 import copy
+import re
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +43,8 @@ class SeedsSection:
 @dataclass(frozen=True)
 class LibrarySection:
     """A stage library's config: base file (``config``, resolved), its overrides (``set``), the merged
-    mapping (``merged``), the parsed object (``parsed``, None until resolved) and ``workers``."""
+    mapping (``merged``), the parsed object (``parsed``, None until resolved) and ``workers`` (skillgen only:
+    the generation executor's processes; the dataset section has its own ``workers``)."""
 
     config: str
     file: str
@@ -80,8 +83,9 @@ class PipelineConfig:
         return None
 
 
-Parser = Callable[[Mapping[str, Any]], Any]
-"""A stage library's validator: merged mapping → its config object (raises an error with ``.field``)."""
+Loader = Callable[[Path], Any]
+"""A stage library's config loader: YAML path → its config object (raises a ValueError naming the field,
+as ``.field`` or as the message's ``<root>.<field>`` prefix)."""
 
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -138,7 +142,7 @@ def _mapping(f: Fields, key: str) -> dict[str, Any]:
 def _library(f: Fields, name: str, cfg_dir: Path) -> LibrarySection:
     s = f.sub(name, {})
     base = s.text("config", f"{name}.yaml")
-    workers = s.integer("workers", 1, lo=1, hi=4096)
+    workers = s.integer("workers", 1, lo=1, hi=4096) if name == "skillgen" else 1
     overrides = _mapping(s, "set")
     s.finish()
     path = Path(base) if Path(base).is_absolute() else cfg_dir / base
@@ -196,19 +200,29 @@ def load_pipeline_config(path: str | Path | None = None) -> PipelineConfig:
     return parse_pipeline(_read_yaml(p, str(p)), str(p), None)
 
 
-def resolve_section(cfg: PipelineConfig, name: str, parser: Parser, root: str) -> PipelineConfig:
-    """``cfg`` with section ``name`` parsed by its library's ``parser`` (whose error fields start with
-    ``root``, e.g. ``skillgen``); errors are re-raised naming the file and field the value came from."""
+def _field_of(exc: Exception, root: str) -> str:
+    """The dotted field an error names: ``exc.field``, else the message's leading ``root.a.b``."""
+    fld = str(getattr(exc, "field", "") or "")
+    if fld:
+        return fld
+    match = re.match(rf"{re.escape(root)}(?:\.[A-Za-z_]\w*)*", str(exc))
+    return match.group(0) if match else root
+
+
+def resolve_section(cfg: PipelineConfig, name: str, loader: Loader, root: str) -> PipelineConfig:
+    """``cfg`` with section ``name`` validated by its library's own ``loader`` (the merged mapping is handed
+    to it as a YAML file; its error fields start with ``root``, e.g. ``skillgen``); errors are re-raised naming
+    the file and field the value came from."""
     lib = cfg.libraries[name]
     try:
-        parsed = parser(lib.merged)
+        with tempfile.TemporaryDirectory(prefix="so101_pipeline_") as tmp:
+            merged = Path(tmp) / f"{name}.yaml"
+            merged.write_text(yaml.safe_dump(lib.merged, sort_keys=False), encoding="utf-8")
+            parsed = loader(merged)
     except ValueError as exc:
         text = str(exc)
-        fld = str(getattr(exc, "field", "") or "")
-        if not fld:  # a library error without ``.field``: "train.steps: must be ..."
-            head = text.split(": ", 1)[0]
-            fld = head if head == root or head.startswith(root + ".") else root
-        message = text.removeprefix(f"{fld}: ")
+        fld = _field_of(exc, root)
+        message = text.removeprefix(fld).lstrip(": ") or text
         rest = fld.removeprefix(root).lstrip(".")
         if rest and _has(lib.overrides, rest.split(".")):
             raise PipelineConfigError(cfg.file, f"pipeline.{name}.set.{rest}", message) from None

@@ -175,15 +175,19 @@ def run_skillgen(ctx: StageContext) -> dict[str, Any]:
 
 
 def progress_adapter(progress: ProgressFn, text: str) -> Callable[..., None]:
-    """A callback for a library's progress: ``(done, total)``, ``(done, total, text)`` or an event object
-    with ``done``/``completed`` and ``total`` attributes."""
+    """A callback for a library's progress: ``(phase, done, total)``, ``(done, total)``, ``(done, total, text)``
+    or an event object with ``done``/``step``/``completed`` and ``total``/``steps`` attributes."""
 
     def call(*args: Any, **kwargs: Any) -> None:
-        if args and not isinstance(args[0], int | float):
+        if len(args) == 3 and isinstance(args[0], str):  # (phase, done, total)
+            progress(float(args[1]), float(args[2]), f"{text}: {args[0]}")
+        elif args and not isinstance(args[0], int | float):
             ev = args[0]
-            done = getattr(ev, "done", getattr(ev, "completed", 0))
-            total = getattr(ev, "total", None)
-            progress(float(done), None if total is None else float(total), str(getattr(ev, "text", text)))
+            done = next((getattr(ev, k) for k in ("done", "step", "completed") if hasattr(ev, k)), 0)
+            total = next((getattr(ev, k) for k in ("total", "steps") if hasattr(ev, k)), None)
+            loss = getattr(ev, "loss", None)
+            detail = f"{text}  loss {loss:.4g}" if isinstance(loss, float) else str(getattr(ev, "text", text))
+            progress(float(done), None if total is None else float(total), detail)
         elif len(args) >= 2:
             progress(float(args[0]), float(args[1]), str(args[2]) if len(args) > 2 else text)
 
@@ -198,9 +202,8 @@ def run_dataset(ctx: StageContext) -> dict[str, Any]:
     build = _require("so101_dataset.build", "dataset")
     demos_dir = resolve(ctx.inputs["skillgen"], "dir")
     progress = progress_adapter(ctx.progress, "rendering and exporting")
-    result = build.build_dataset(
-        demos_dir, ctx.out_dir, ctx.section["config"], workers=ctx.section["workers"], progress=progress
-    )
+    cfg = ctx.section["config"]
+    result = build.build_dataset(demos_dir, ctx.out_dir, cfg, workers=int(cfg.workers), progress=progress)
     return {
         "episodes": int(result.episodes),
         "frames": int(result.frames),

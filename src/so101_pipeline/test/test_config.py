@@ -9,7 +9,7 @@ from so101_pipeline.compat import config_dir
 from so101_pipeline.config import load_pipeline_config, resolve_section
 from so101_pipeline.errors import PipelineConfigError
 from so101_pipeline.pipeline import resolve_config
-from so101_skillgen.config import parse_skillgen_config
+from so101_skillgen.config import load_skillgen_config
 
 
 def _write(tmp_path: Path, text: str, name: str = "pipeline.yaml") -> Path:
@@ -57,11 +57,11 @@ def test_library_override_errors_name_the_pipeline_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "skillgen:\n  set: {num_demos: 0}\n")
     cfg = load_pipeline_config(path)
     with pytest.raises(PipelineConfigError, match="must be >= 1") as info:
-        resolve_section(cfg, "skillgen", parse_skillgen_config, "skillgen")
+        resolve_section(cfg, "skillgen", load_skillgen_config, "skillgen")
     assert (info.value.file, info.value.field) == (str(path), "pipeline.skillgen.set.num_demos")
     nested = _write(tmp_path, "skillgen:\n  set: {smoothing: {window: 20}}\n", "nested.yaml")
     with pytest.raises(PipelineConfigError, match="must be odd") as info:
-        resolve_section(load_pipeline_config(nested), "skillgen", parse_skillgen_config, "skillgen")
+        resolve_section(load_pipeline_config(nested), "skillgen", load_skillgen_config, "skillgen")
     assert info.value.field == "pipeline.skillgen.set.smoothing.window"
 
 
@@ -71,7 +71,7 @@ def test_library_base_file_errors_name_that_file(tmp_path: Path) -> None:
     cfg = load_pipeline_config(path)
     assert cfg.libraries["skillgen"].merged["num_demos"] == 4
     with pytest.raises(PipelineConfigError) as info:
-        resolve_section(cfg, "skillgen", parse_skillgen_config, "skillgen")
+        resolve_section(cfg, "skillgen", load_skillgen_config, "skillgen")
     assert (info.value.file, info.value.field) == (str(base), "skillgen.num_trials")
 
 
