@@ -1,0 +1,55 @@
+"""``so101 bench pipeline``: the whole pipeline from an empty output directory (cold), then once more (every
+stage skipped), with the wall time per stage; the main job's goal is < 10 minutes on a 2-core CPU machine,
+the H200 profile's < 1 hour with >= 90 % sim success."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+GOALS = {
+    "pipeline.yaml": {"wall_s_max": 600.0},
+    "pipeline_h200.yaml": {"wall_s_max": 3600.0, "success_rate_min": 0.9},
+}
+
+
+def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False) -> dict[str, Any]:
+    """Run ``config`` into ``out`` (emptied first unless ``keep``: then whatever is there is resumed or skipped)
+    and a second time; returns the cold summary's figures plus the re-run's wall time."""
+    from so101_pipeline.pipeline import run_pipeline, RunOptions
+    from so101_pipeline.progress import RichReporter
+
+    if out.exists() and not keep:
+        shutil.rmtree(out)
+    t0 = time.perf_counter()
+    with RichReporter() as reporter:
+        cold = run_pipeline(config, RunOptions(out=str(out)), reporter=reporter)
+    cold_wall = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    warm = run_pipeline(config, RunOptions(out=str(out)))
+    name = Path(cold["config"]).name
+    return {
+        "config": name,
+        "wall_s": round(cold_wall, 1),
+        "pipeline_wall_s": cold["wall_s"],
+        "stages_wall_s": {k: v["wall_s"] for k, v in cold["stages"].items()},
+        "stages_resumed": [k for k, v in cold["stages"].items() if v["resumed"] or v["skipped"]],
+        "rerun_wall_s": round(time.perf_counter() - t1, 2),
+        "rerun_all_skipped": all(v["skipped"] for v in warm["stages"].values()),
+        "seeds": cold["seeds"],
+        "demos": cold["demos"],
+        "attempts": cold["attempts"],
+        "yield": cold["yield"],
+        "frames": cold["frames"],
+        "train_steps": cold["train_steps"],
+        "final_loss": cold["final_loss"],
+        "success_rate": cold["success_rate"],
+        "successes": cold["successes"],
+        "episodes": cold["episodes"],
+        "wilson_low": cold["wilson_low"],
+        "wilson_high": cold["wilson_high"],
+        "goals": GOALS.get(name, {}),
+        "note": "wall_s: one `so101 pipeline run` from an empty output directory, Python start-up excluded",
+    }
