@@ -21,6 +21,7 @@ setup(
         "so101_skillgen",
         "so101_dataset",
         "so101_policy",
+        "so101_pipeline",
         "typer",
         "rich",
     ],

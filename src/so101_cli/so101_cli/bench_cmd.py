@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -122,3 +123,15 @@ def render(
         width=width, height=height, phases_spec=phases, seconds=seconds, frames=frames, encoder_threads=encoder_threads
     )
     _report(f"render_{label}", result, as_json, save)
+def pipeline(
+    config: Path | None = typer.Option(None, "--config", help="pipeline YAML (default config/pipeline.yaml)"),
+    out: Path = typer.Option(Path("out/bench_pipeline"), "--out", help="output directory (emptied first)"),
+    keep: bool = typer.Option(False, "--keep", help="keep the output directory (resume or skip what is there)"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: pipeline_<label>.json (e.g. cpu, h200)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/pipeline_<label>.json"),
+) -> None:
+    """The whole pipeline from an empty output directory, then re-run (all skipped): wall time per stage."""
+    from so101_cli.benchmarks.pipeline import run_pipeline_benchmark
+
+    _report(f"pipeline_{label}", run_pipeline_benchmark(config, out, keep=keep), as_json, save)

@@ -82,7 +82,7 @@ def test_the_gpu_image_installs_every_python_package() -> None:
 
 def test_the_entrypoint_is_executable() -> None:
     entry = DOCKER / "entrypoint.sh"
-    assert entry.stat().st_mode & 0o111 and "exec \"$@\"" in entry.read_text()
+    assert entry.stat().st_mode & 0o111 and 'exec "$@"' in entry.read_text()
 
 
 def test_compose_services_use_our_images_and_existing_launch_files() -> None:

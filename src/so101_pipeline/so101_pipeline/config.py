@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from so101_core.config import ConfigError, Fields, config_dir
 
-from .compat import ConfigError, Fields, config_dir
 from .errors import PipelineConfigError
 
 STAGES: tuple[str, ...] = ("seeds", "skillgen", "dataset", "train", "eval", "report")
@@ -113,14 +113,14 @@ def _read_yaml(path: Path, file: str) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise PipelineConfigError(file, "pipeline", f"cannot read: {exc.strerror or exc}") from None
+        raise PipelineConfigError("pipeline", f"cannot read: {exc.strerror or exc}", file=file) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise PipelineConfigError(file, "pipeline", f"not valid YAML{where}: {problem}") from None
+        raise PipelineConfigError("pipeline", f"not valid YAML{where}: {problem}", file=file) from None
 
 
 def _flag(f: Fields, key: str, default: bool) -> bool:
@@ -150,7 +150,7 @@ def _library(f: Fields, name: str, cfg_dir: Path) -> LibrarySection:
     if path.is_file():
         data = _read_yaml(path, str(path)) or {}
         if not isinstance(data, Mapping):
-            raise PipelineConfigError(str(path), name, f"expected a mapping, got {type(data).__name__}")
+            raise PipelineConfigError(name, f"expected a mapping, got {type(data).__name__}", file=str(path))
     elif base != f"{name}.yaml":  # an explicitly named file must exist; the default may be absent
         raise ConfigError(s.field("config"), f"no such file: {path}")
     return LibrarySection(base, str(path), overrides, deep_merge(data, overrides), workers)
@@ -160,7 +160,7 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
     """Validate an already-parsed ``pipeline.yaml`` mapping (``file`` for error messages)."""
     cfg_dir = cfg_dir or config_dir()
     try:
-        f = Fields(data if data is not None else {}, "pipeline")
+        f = Fields(data if data is not None else {}, "pipeline", error=PipelineConfigError)
         out = f.text("out", "out/pipeline")
         s = f.sub("seeds", {})
         d = SeedsSection()
@@ -189,7 +189,7 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
         f.sub("report", {}).finish()
         f.finish()
     except ConfigError as exc:
-        raise PipelineConfigError(file, exc.field, str(exc).removeprefix(f"{exc.field}: ")) from None
+        raise PipelineConfigError(exc.field, exc.message, file=file) from None
     return PipelineConfig(file=file, out=out, seeds=seeds, tracking=tracking, libraries=libraries)
 
 
@@ -222,11 +222,11 @@ def resolve_section(cfg: PipelineConfig, name: str, loader: Loader, root: str) -
     except ValueError as exc:
         text = str(exc)
         fld = _field_of(exc, root)
-        message = text.removeprefix(fld).lstrip(": ") or text
+        message = str(getattr(exc, "message", "") or text.removeprefix(fld).lstrip(": ") or text)
         rest = fld.removeprefix(root).lstrip(".")
         if rest and _has(lib.overrides, rest.split(".")):
-            raise PipelineConfigError(cfg.file, f"pipeline.{name}.set.{rest}", message) from None
-        raise PipelineConfigError(lib.file, fld, message) from None
+            raise PipelineConfigError(f"pipeline.{name}.set.{rest}", message, file=cfg.file) from None
+        raise PipelineConfigError(fld, message, file=lib.file) from None
     libraries = dict(cfg.libraries)
     libraries[name] = LibrarySection(lib.config, lib.file, lib.overrides, lib.merged, lib.workers, parsed)
     return PipelineConfig(cfg.file, cfg.out, cfg.seeds, cfg.tracking, libraries)

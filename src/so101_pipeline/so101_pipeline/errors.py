@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+from so101_core.config import ConfigError
+
 
 class PipelineError(Exception):
     """Base class of every error raised by ``so101_pipeline``."""
 
 
-class PipelineConfigError(PipelineError, ValueError):
-    """``pipeline.yaml`` is unreadable, misses a field or holds a bad value.
-
-    ``file`` is the YAML file, ``field`` the dotted path of the entry (``pipeline.train.steps``).
-    """
-
-    def __init__(self, file: str, field: str, message: str) -> None:
-        super().__init__(f"{file}: {field}: {message}")
-        self.file = file
-        self.field = field
+class PipelineConfigError(ConfigError, PipelineError):
+    """``pipeline.yaml`` (or a stage library's YAML it names) is unreadable, misses a field or holds a bad value:
+    ``file`` is the YAML file, ``field`` the dotted path of the entry (``pipeline.train.steps``)."""
 
 
 class StageError(PipelineError):

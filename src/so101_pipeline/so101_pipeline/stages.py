@@ -27,7 +27,6 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from .compat import CLI_MODULE
 from .config import PipelineConfig, SeedsSection
 from .errors import StageDependencyError, StageError
 from .fingerprint import hash_file, hash_json
@@ -35,6 +34,8 @@ from .report import write_report
 from .runner import ProgressFn, Stage, StageContext, StageRecord
 
 POLL_S = 0.5
+CLI_MODULE = "so101_cli"
+"""The ``so101`` command, run as ``python -m`` (a process boundary: never imported from here)."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -125,7 +126,7 @@ def run_seeds(ctx: StageContext) -> dict[str, Any]:
         _record_scripted(ctx, s)
     else:
         _copy_seeds(ctx, s)
-    from so101_bringup.seeds.format import SeedFormatError, load_seed
+    from so101_core.seeds.format import SeedFormatError, load_seed
 
     files = _seed_files(ctx.out_dir)
     ok = 0

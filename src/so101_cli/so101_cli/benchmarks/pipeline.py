@@ -18,7 +18,7 @@ GOALS = {
 def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False) -> dict[str, Any]:
     """Run ``config`` into ``out`` (emptied first unless ``keep``: then whatever is there is resumed or skipped)
     and a second time; returns the cold summary's figures plus the re-run's wall time."""
-    from so101_pipeline.pipeline import run_pipeline, RunOptions
+    from so101_pipeline.pipeline import RunOptions, run_pipeline
     from so101_pipeline.progress import RichReporter
 
     if out.exists() and not keep:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from so101_pipeline.compat import config_dir
+from so101_core.config import config_dir
 from so101_pipeline.config import load_pipeline_config, resolve_section
 from so101_pipeline.errors import PipelineConfigError
 from so101_pipeline.pipeline import resolve_config

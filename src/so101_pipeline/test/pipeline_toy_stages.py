@@ -1,7 +1,7 @@
 """Small real stages for the runner's tests: files written one at a time (atomically), slowly enough to be
 killed mid-stage; every stage records how often it ran in ``<root>/runs.log`` (one line per execution).
 
-Run as ``python toy_stages.py ROOT COUNT DELAY_S`` to run the toy pipeline in a process (the SIGKILL test)."""
+Run as ``python pipeline_toy_stages.py ROOT COUNT DELAY_S`` to run the toy pipeline in a process (the SIGKILL test)."""
 
 from __future__ import annotations
 

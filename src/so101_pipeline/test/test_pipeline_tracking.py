@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import toy_stages as toy
+import pipeline_toy_stages as toy
 from so101_pipeline.runner import Runner
 from so101_pipeline.tracking import MlflowTracker
 

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pipeline_toy_stages as toy
 import pytest
-import toy_stages as toy
 from so101_pipeline.errors import PipelineError
 from so101_pipeline.runner import DONE, MARKER, Runner, Stage, StageContext
 
