@@ -57,6 +57,7 @@ def record_description(
     cameras: list[str],
     randomize: bool = True,
     max_steps: int = 0,
+    service_timeout_s: float = 10.0,
 ) -> LaunchDescriptionData:
     """The graph ``so101 seeds record`` runs: sim + scripted expert + seed recorder, or the recorder alone."""
     recorder: dict[str, Any] = {
@@ -65,6 +66,7 @@ def record_description(
         "episodes": episodes,
         "seed": seed,
         "max_steps": max_steps,
+        "service_timeout_s": service_timeout_s,
     }
     nodes: list[NodeEntry] = []
     if scripted:
@@ -136,6 +138,7 @@ def record(
     real_time_factor: float = typer.Option(0.0, "--real-time-factor", help="sim speed (overrides --fast)"),
     cameras: str = typer.Option("", "--cameras", help="cameras to render and record, e.g. ego,side,top"),
     max_steps: int = typer.Option(0, "--max-steps", help="control steps per episode (0: task.yaml's / none)"),
+    service_timeout: float = typer.Option(10.0, "--service-timeout", help="s to wait for the sim's services"),
     endpoint: str = typer.Option("", "--endpoint", help="zenoh router endpoint (default: the usual one)"),
 ) -> None:
     """Record seed demos: --scripted brings up sim + expert; else teleop against the running graph."""
@@ -152,7 +155,14 @@ def record(
         chosen = _free_endpoint()  # a graph is running there (maybe a sim): keep ours apart
         console.print(f"a router already listens on the default endpoint; this recording uses {chosen}")
     data = record_description(
-        out, scripted=scripted, episodes=episodes, seed=seed, real_time_factor=rtf, cameras=cams, max_steps=max_steps
+        out,
+        scripted=scripted,
+        episodes=episodes,
+        seed=seed,
+        real_time_factor=rtf,
+        cameras=cams,
+        max_steps=max_steps,
+        service_timeout_s=service_timeout,
     )
     mode = f"scripted expert in sim at {rtf:g}x real time" if scripted else "teleop (/leader/joint_states)"
     console.print(f"recording {episodes or 'unlimited'} seed episode(s), {mode}, to {out}")

@@ -30,7 +30,8 @@ LIBRARY_SECTIONS: tuple[str, ...] = ("skillgen", "dataset", "train", "eval")
 @dataclass(frozen=True)
 class SeedsSection:
     """``source``: ``scripted`` (the twin's scripted expert records ``count`` seeds, scene seeds ``seed`` …
-    ``seed + count - 1``, at ``real_time_factor``× real time) or ``path`` (recorded seed files in ``path``)."""
+    ``seed + count - 1``, at ``real_time_factor``× real time, ``max_steps`` per episode (0: task.yaml's); the
+    recorder waits ``service_timeout_s`` for the sim's services) or ``path`` (recorded seed files in ``path``)."""
 
     source: str = "scripted"
     path: str = ""
@@ -38,6 +39,7 @@ class SeedsSection:
     seed: int = 0
     real_time_factor: float = 3.0
     max_steps: int = 0
+    service_timeout_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
             seed=s.integer("seed", d.seed, lo=0, hi=2**31 - 1),
             real_time_factor=s.num("real_time_factor", d.real_time_factor, lo=0.1, hi=100.0),
             max_steps=s.integer("max_steps", d.max_steps, lo=0, hi=10_000_000),
+            service_timeout_s=s.num("service_timeout_s", d.service_timeout_s, lo=1.0, hi=3600.0),
         )
         if seeds.source == "path" and not seeds.path:
             raise ConfigError(s.field("path"), "required with source: path (a directory of seed files)")

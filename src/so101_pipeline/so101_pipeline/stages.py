@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .config import PipelineConfig, SeedsSection
 from .errors import StageDependencyError, StageError
@@ -34,6 +34,7 @@ from .report import write_report
 from .runner import ProgressFn, Stage, StageContext, StageRecord
 
 POLL_S = 0.5
+RECORD_ATTEMPTS = 2
 CLI_MODULE = "so101_cli"
 """The ``so101`` command, run as ``python -m`` (a process boundary: never imported from here)."""
 PR_SET_PDEATHSIG = 1
@@ -74,28 +75,40 @@ def _seed_files(directory: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------------- seeds
 
 
+def _record_once(ctx: StageContext, s: SeedsSection, args: list[str], log: IO[str]) -> int:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    log.write(f"$ {' '.join(args)}\n")
+    log.flush()
+    child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+    try:
+        while child.poll() is None:
+            ctx.progress(len(_seed_files(ctx.out_dir)), s.count, "recording seeds (scripted expert in the twin)")
+            time.sleep(POLL_S)
+    except BaseException:
+        child.terminate()
+        child.wait(30)
+        raise
+    return child.returncode
+
+
 def _record_scripted(ctx: StageContext, s: SeedsSection) -> None:
+    """``so101 seeds record --scripted`` in a child process that gets SIGTERM when the pipeline dies; one more
+    try when it fails (its graph's start can time out on a loaded machine), resuming what the first recorded."""
     args = [
         sys.executable, "-m", CLI_MODULE, "seeds", "record", "--scripted", "-n", str(s.count),
         "--seed", str(s.seed), "--real-time-factor", str(s.real_time_factor), "--out", str(ctx.out_dir),
+        "--service-timeout", str(s.service_timeout_s),
     ]  # fmt: skip
     if s.max_steps:
         args += ["--max-steps", str(s.max_steps)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     with open(ctx.log_path, "a", encoding="utf-8") as log:
-        log.write(f"$ {' '.join(args)}\n")
-        log.flush()
-        child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
-        try:
-            while child.poll() is None:
-                ctx.progress(len(_seed_files(ctx.out_dir)), s.count, "recording seeds (scripted expert in the twin)")
-                time.sleep(POLL_S)
-        except BaseException:
-            child.terminate()
-            child.wait(30)
-            raise
-    if child.returncode != 0:
-        raise StageError("seeds", f"so101 seeds record exited with {child.returncode} (log: {ctx.log_path})")
+        code = 0
+        for attempt in range(1, RECORD_ATTEMPTS + 1):
+            code = _record_once(ctx, s, args, log)
+            if code == 0:
+                return
+            log.write(f"[so101 pipeline] seeds record exited with {code} (attempt {attempt}/{RECORD_ATTEMPTS})\n")
+    raise StageError("seeds", f"so101 seeds record exited with {code} (log: {ctx.log_path})")
 
 
 def _copy_seeds(ctx: StageContext, s: SeedsSection) -> None:

@@ -80,10 +80,11 @@ class MlflowTracker:
         self.experiment_id = ""
 
     def __enter__(self) -> MlflowTracker:
-        for name in ("alembic", "mlflow"):
-            logging.getLogger(name).setLevel(logging.WARNING)
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         from mlflow import MlflowClient
+
+        for name in ("alembic", "mlflow"):  # after the import: mlflow sets its logger up when imported
+            logging.getLogger(name).setLevel(logging.WARNING)
 
         self.root.mkdir(parents=True, exist_ok=True)
         self.client = MlflowClient(tracking_uri=self.uri)

@@ -1,0 +1,131 @@
+"""The real stages (scripted seeds in the twin over a zenoh graph, SkillGen) through ``so101 pipeline run`` in a
+child process: a second run skips everything, a changed section re-runs from there, SIGKILL during a stage and a
+re-run give exactly the requested counts, and no process of a killed pipeline outlives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SEEDS, DEMOS = 2, 3
+
+
+def _config(tmp_path: Path, demos: int = DEMOS, name: str = "pipeline.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        f"seeds: {{count: {SEEDS}, real_time_factor: 3.0}}\n"
+        f"skillgen: {{set: {{num_demos: {demos}, num_trials: 10}}}}\n"
+        "tracking: {mlflow: false}\n"
+    )
+    return path
+
+
+def _args(config: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "so101_cli", "pipeline", "run", "--config", str(config), "--out", str(out),
+            "--until", "skillgen"]  # fmt: skip
+
+
+def _run(config: Path, out: Path) -> dict[str, dict[str, object]]:
+    subprocess.run(_args(config, out), check=True, capture_output=True, timeout=240)
+    summary = json.loads((out / "summary.json").read_text())
+    return {name: stage for name, stage in summary["stages"].items()}
+
+
+def _skipped(stages: dict[str, dict[str, object]]) -> dict[str, object]:
+    return {name: st["skipped"] for name, st in stages.items()}
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for(predicate: object, timeout: float, what: str, child: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        if child is not None and child.poll() is not None:
+            raise AssertionError(f"the pipeline exited ({child.returncode}) before {what}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _demos(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / "skillgen").glob("demo_*.npz"))
+
+
+def test_skip_rerun_downstream_and_sigkill_in_generation(tmp_path: Path) -> None:
+    config, out = _config(tmp_path), tmp_path / "out"
+    first = _run(config, out)
+    assert _skipped(first) == {"seeds": False, "skillgen": False, "report": False}
+    assert _skipped(_run(config, out)) == {"seeds": True, "skillgen": True, "report": True}
+    assert _demos(out) == [f"demo_{i:06d}.npz" for i in range(DEMOS)]
+
+    more = _config(tmp_path, DEMOS + 2, "more.yaml")  # the skillgen section changed: skillgen + report re-run
+    child = subprocess.Popen(_args(more, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = out / "skillgen" / "stage.json"  # written once the old output is wiped and the new run starts
+    _wait_for(lambda: marker.exists() and len(_demos(out)) >= 2, 120, "two kept demos of the new run", child)
+    os.kill(child.pid, signal.SIGKILL)  # mid-generation
+    child.wait()
+    assert not (out / "skillgen" / "done.json").exists()
+    stages = _run(more, out)
+    assert _skipped(stages) == {"seeds": True, "skillgen": False, "report": False}
+    assert stages["skillgen"]["resumed"] is True
+    assert _demos(out) == [f"demo_{i:06d}.npz" for i in range(DEMOS + 2)]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["demos"] == DEMOS + 2 and summary["seeds"] == SEEDS
+    assert not list(out.rglob("*.tmp*")) and not list(out.rglob("*.part"))
+
+
+def test_sigkill_while_recording_seeds_leaves_no_process_and_resumes(tmp_path: Path) -> None:
+    config, out = _config(tmp_path), tmp_path / "out"
+    child = subprocess.Popen(_args(config, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: (out / "seeds" / "seed_000.npz").exists(), 120, "the first seed", child)
+    graph = _descendants(child.pid)  # the recording command, its router and nodes
+    assert len(graph) >= 3
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    _wait_for(lambda: not any(_alive(p) for p in graph), 60, "the recording graph to stop")
+    stages = _run(config, out)
+    assert stages["seeds"]["resumed"] is True and not stages["seeds"]["skipped"]
+    assert sorted(p.name for p in (out / "seeds").glob("seed_*.npz")) == ["seed_000.npz", "seed_001.npz"]
+    assert _demos(out) == [f"demo_{i:06d}.npz" for i in range(DEMOS)]
+
+
+def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seeds: {count: 0}\n")
+    result = subprocess.run(_args(bad, tmp_path / "out"), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert f"{bad}: pipeline.seeds.count: must be >= 1" in " ".join(result.stdout.split())
+    assert not (tmp_path / "out").exists()
