@@ -61,7 +61,8 @@ def _prepare(config: str | Path | PipelineConfig | None, options: RunOptions) ->
     stages = so101_stages(options.until)
     cfg = resolve_config(cfg, [s.name for s in stages])
     root = Path(options.out or cfg.out)
-    return cfg, Runner(root, stages, sections(cfg, stages), options={"address": options.address})
+    runner = Runner(root, stages, sections(cfg, stages), options={"address": options.address}, capture=True)
+    return cfg, runner
 
 
 def plan_pipeline(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
@@ -12,7 +15,10 @@ class RichReporter:
     """A :class:`~.runner.Reporter` drawing on a rich :class:`Progress` (use as a context manager)."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        if console is None:  # a copy of stderr: the runner may point fd 2 at a stage's log while it runs
+            stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8")
+            console = Console(file=stream, force_terminal=sys.stderr.isatty() or None)
+        self.console = console
         self.progress = Progress(
             TextColumn("[bold]{task.fields[stage]:<9}"),
             BarColumn(bar_width=30),
@@ -43,7 +49,7 @@ class RichReporter:
 
     def stage_finished(self, name: str, skipped: bool, wall_s: float, reason: str) -> None:
         task = self._tasks[name]
-        current = self.progress.tasks[self._tasks[name]]
+        current = next(t for t in self.progress.tasks if t.id == task)
         total = current.total if current.total else 1
         done = "[dim]skipped (unchanged)[/dim]" if skipped else f"[green]done[/green] in {wall_s:.1f} s"
         self.progress.update(task, total=total, completed=total, text=done)

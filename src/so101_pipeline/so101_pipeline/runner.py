@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -210,7 +212,9 @@ def numeric(results: Mapping[str, Any]) -> dict[str, float]:
 
 class Runner:
     """Runs ``stages`` (in order; inputs must be earlier stages) under ``root`` with their config ``sections``
-    (stage name → parsed section; it enters the fingerprint as canonical JSON)."""
+    (stage name → parsed section; it enters the fingerprint as canonical JSON). With ``capture``, whatever a
+    stage and its child processes print (encoder chatter, library warnings) goes to ``<root>/logs/<stage>.log``
+    instead of the terminal, where the reporter draws (it writes to a copy of the original stderr)."""
 
     def __init__(
         self,
@@ -221,6 +225,7 @@ class Runner:
         reporter: Reporter | None = None,
         tracker: Tracker | None = None,
         options: Mapping[str, Any] | None = None,
+        capture: bool = False,
     ) -> None:
         _check(stages)
         self.root = Path(root)
@@ -229,6 +234,7 @@ class Runner:
         self.reporter: Reporter = reporter or NullReporter()
         self.tracker: Tracker = tracker or NullTracker()
         self.options = dict(options or {})
+        self.capture = capture
 
     def fingerprint(self, stage: Stage, records: Mapping[str, StageRecord]) -> str:
         section = self.sections.get(stage.name)
@@ -329,11 +335,13 @@ class Runner:
         )
         t0 = time.perf_counter()
         try:
-            results = stage.run(ctx)
+            with capture_output(ctx.log_path) if self.capture else contextlib.nullcontext():
+                results = stage.run(ctx)
         except StageError:
             raise
-        except PipelineError as exc:
-            raise StageError(stage.name, str(exc)) from exc
+        except Exception as exc:  # the directory stays as it is: the next run resumes or wipes it
+            detail = str(exc) if isinstance(exc, PipelineError) else f"{type(exc).__name__}: {exc}"
+            raise StageError(stage.name, f"{detail} (log: {ctx.log_path})") from exc
         wall = time.perf_counter() - t0
         files = manifest(sdir, exclude=BOOKKEEPING)
         rec = StageRecord(
@@ -355,6 +363,26 @@ class Runner:
         metrics = {"wall_s": run.wall_s, **({} if run.skipped else numeric(run.record.results))}
         tags = {"skipped": str(run.skipped).lower(), "reason": run.reason, "resumed": str(run.resumed).lower()}
         track.log(params, metrics, tags)
+
+
+@contextlib.contextmanager
+def capture_output(path: Path) -> Iterator[None]:
+    """Point file descriptors 1 and 2 (this process's and its future children's) at ``path`` (appended)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (fd, *saved):
+            os.close(f)
 
 
 def _now() -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pipeline_toy_stages as toy
 import pytest
-from so101_pipeline.errors import PipelineError
+from so101_pipeline.errors import PipelineError, StageError
 from so101_pipeline.runner import DONE, MARKER, Runner, Stage, StageContext
 
 
@@ -64,8 +64,9 @@ def test_stage_error_leaves_no_done_and_resumes(tmp_path: Path) -> None:
         return {"parts": len(list(ctx.out_dir.glob("part_*")))}
 
     runner = Runner(tmp_path, [Stage("flaky", flaky)], {"flaky": {"a": 1}})
-    with pytest.raises(RuntimeError):
+    with pytest.raises(StageError, match="stage 'flaky': RuntimeError: boom") as info:
         runner.run()
+    assert isinstance(info.value.__cause__, RuntimeError)
     assert not (tmp_path / "flaky" / DONE).exists() and (tmp_path / "flaky" / MARKER).exists()
     result = runner.run()
     assert calls == [False, True] and result.stages[0].resumed and result.record("flaky").results == {"parts": 2}
@@ -109,3 +110,15 @@ def test_sigkill_during_a_stage_then_rerun_gives_the_same_counts(tmp_path: Path,
     assert json.loads((tmp_path / "total" / "total.json").read_text()) == {"total": 28, "n": 8}
     second = "make resumed" if stage == "make" else "total fresh"  # total cannot resume: it restarts
     assert toy.runs(tmp_path) == ["make fresh", second, "total fresh", "report fresh"]
+
+
+def test_captured_output_goes_to_the_stage_log(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    def noisy(ctx: StageContext) -> dict[str, object]:
+        os.write(1, b"to stdout\n")  # what print() does outside pytest
+        subprocess.run(["sh", "-c", "echo from a child >&2"], check=True)
+        return {}
+
+    Runner(tmp_path, [Stage("noisy", noisy)], {"noisy": None}, capture=True).run()
+    log = (tmp_path / "logs" / "noisy.log").read_text()
+    assert "to stdout" in log and "from a child" in log
+    assert "from a child" not in capfd.readouterr().err
