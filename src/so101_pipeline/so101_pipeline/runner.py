@@ -117,6 +117,8 @@ class Stage:
     external: Callable[[Any], Any] | None = None
     version: int = 1
     description: str = ""
+    volatile: tuple[str, ...] = ()
+    """Keys of a mapping section that do not change the output (e.g. worker counts): not fingerprinted."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,8 @@ class Runner:
 
     def fingerprint(self, stage: Stage, records: Mapping[str, StageRecord]) -> str:
         section = self.sections.get(stage.name)
+        if isinstance(section, Mapping) and stage.volatile:
+            section = {k: v for k, v in section.items() if k not in stage.volatile}
         return hash_json(
             {
                 "stage": stage.name,

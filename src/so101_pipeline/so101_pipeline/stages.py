@@ -159,6 +159,17 @@ def run_seeds(ctx: StageContext) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------- skillgen
 
 
+def _executor(generator: Any, workers: int, address: str) -> Any:
+    """None (attempts in this process), local worker processes, or Ray actors (``address``: a cluster, or
+    ``local`` for a Ray started here): so101_skillgen's executors, committed in attempt order either way."""
+    if workers <= 1 and not address:
+        return None
+    executors = _require("so101_skillgen.executors", "skillgen")
+    if address:
+        return executors.RayExecutor(generator.recipe(), workers, None if address == "local" else address)
+    return executors.LocalProcessExecutor(generator.recipe(), workers)
+
+
 def run_skillgen(ctx: StageContext) -> dict[str, Any]:
     gen_mod = _require("so101_skillgen.generation", "skillgen")
     cfg = ctx.section["config"]
@@ -171,7 +182,13 @@ def run_skillgen(ctx: StageContext) -> dict[str, Any]:
         ctx.progress(ev.kept, ev.target, f"attempts {ev.attempted}/{ev.max_attempts}  yield {yld}")
 
     ctx.progress(0, target, "preparing (seed library, reachability)")
-    summary = generator.run(ctx.out_dir, target, on_event)
+    executor = _executor(generator, int(ctx.section["workers"]), str(ctx.options.get("address") or ""))
+    try:
+        kwargs = {} if executor is None else {"executor": executor}
+        summary = generator.run(ctx.out_dir, target, on_event, **kwargs)
+    finally:
+        if executor is not None:
+            executor.close()
     if not summary.complete:
         raise StageError(
             "skillgen", f"attempt budget spent: {summary.kept}/{summary.target} kept (raise skillgen num_trials)"
@@ -276,7 +293,7 @@ def so101_stages(until: str = "report") -> list[Stage]:
     """The so101 pipeline's stages, in order, up to and including ``until``."""
     stages = [
         Stage("seeds", run_seeds, (), external=seeds_external, description="seed demos"),
-        Stage("skillgen", run_skillgen, ("seeds",), description="SkillGen generation"),
+        Stage("skillgen", run_skillgen, ("seeds",), description="SkillGen generation", volatile=("workers",)),
         Stage("dataset", run_dataset, ("skillgen",), description="render + export"),
         Stage("train", run_train, ("dataset",), description="ACT training"),
         Stage("eval", run_eval, ("train",), description="evaluation in the twin"),

@@ -122,3 +122,11 @@ def test_captured_output_goes_to_the_stage_log(tmp_path: Path, capfd: pytest.Cap
     log = (tmp_path / "logs" / "noisy.log").read_text()
     assert "to stdout" in log and "from a child" in log
     assert "from a child" not in capfd.readouterr().err
+
+
+def test_volatile_keys_do_not_change_the_fingerprint(tmp_path: Path) -> None:
+    stage = Stage("make", toy.make, volatile=("workers",))
+    section = {"count": 2, "delay_s": 0.0, "scale": 1}
+    Runner(tmp_path, [stage], {"make": {**section, "workers": 1}}).run()
+    assert Runner(tmp_path, [stage], {"make": {**section, "workers": 8}}).run().stages[0].skipped
+    assert not Runner(tmp_path, [stage], {"make": {**section, "count": 3}}).run().stages[0].skipped
