@@ -104,6 +104,10 @@ def test_skip_rerun_downstream_and_sigkill_in_generation(tmp_path: Path) -> None
     assert _demos(out) == [f"demo_{i:06d}.npz" for i in range(DEMOS + 2)]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["demos"] == DEMOS + 2 and summary["seeds"] == SEEDS
+    assert {"success_rate", "episodes", "wall_s", "yield", "yield_wilson", "outputs"} <= summary.keys()
+    assert all({"skipped", "wall_s", "produced_wall_s"} <= st.keys() for st in summary["stages"].values())
+    page = Path(summary["report_html"]).read_text()
+    assert f"{DEMOS + 2} demos kept" in page and 'href="../skillgen"' in page
     assert not list(out.rglob("*.tmp*")) and not list(out.rglob("*.part"))
 
 
