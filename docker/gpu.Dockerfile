@@ -21,9 +21,8 @@ RUN pip install --no-cache-dir "pip==$(grep -E '^pip==' requirements/constraints
 COPY src/ src/
 COPY config/ config/
 COPY launch/ launch/
-RUN pip install --no-cache-dir --no-deps \
-        -e src/nodegraph -e src/so101_core -e src/so101_hardware -e src/so101_nodes -e src/so101_bringup \
-        -e src/so101_skillgen -e src/so101_dataset -e src/so101_policy -e src/so101_pipeline -e src/so101_cli
+# Every Python package of src/ (those with a setup.py), editable; their dependencies came from requirements/.
+RUN find src -mindepth 2 -maxdepth 2 -name setup.py -printf '-e\n%h\n' | xargs pip install --no-cache-dir --no-deps
 
 ENV MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1 SO101_TRANSPORT=zenoh SO101_CONFIG_DIR=/opt/so101/config
 # Outputs (datasets, checkpoints, reports) and LeRobot calibrations live on volumes.
