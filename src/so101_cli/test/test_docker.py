@@ -5,7 +5,6 @@ files that exist, and hadolint accepts both Dockerfiles (when the pip package ``
 from __future__ import annotations
 
 import fnmatch
-import re
 import shutil
 import subprocess
 import sys
