@@ -53,7 +53,9 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
 def run(
     config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
     out: str = typer.Option("", "--out", help="output directory (default: the config's `out`)"),
-    address: str = typer.Option("", "--address", help="Ray cluster for generation and rendering (e.g. auto)"),
+    address: str = typer.Option(
+        "", "--address", help="run generation on Ray: local (a Ray started here), auto or ray://HOST:10001"
+    ),
     until: str = typer.Option("report", "--until", help="last stage: seeds, skillgen, dataset, train, eval"),
 ) -> None:
     """Run the pipeline; unchanged stages are skipped, interrupted ones resumed. Writes summary.json."""
