@@ -258,8 +258,8 @@ class Runner:
         records: dict[str, StageRecord] = {}
         ran: set[str] = set()
         for stage in self.stages:
-            if any(i not in records for i in stage.inputs):
-                out.append((stage.name, "after its inputs"))
+            if upstream := [i for i in stage.inputs if i in ran]:
+                out.append((stage.name, f"upstream re-runs: {', '.join(upstream)}"))
                 ran.add(stage.name)
                 continue
             reason = self._why(stage, self.fingerprint(stage, records), ran)

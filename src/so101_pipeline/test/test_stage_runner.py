@@ -130,3 +130,13 @@ def test_volatile_keys_do_not_change_the_fingerprint(tmp_path: Path) -> None:
     Runner(tmp_path, [stage], {"make": {**section, "workers": 1}}).run()
     assert Runner(tmp_path, [stage], {"make": {**section, "workers": 8}}).run().stages[0].skipped
     assert not Runner(tmp_path, [stage], {"make": {**section, "count": 3}}).run().stages[0].skipped
+
+
+def test_plan_says_what_a_run_would_do_without_running(tmp_path: Path) -> None:
+    runner = Runner(tmp_path, toy.stages(), toy.sections())
+    assert [why for _, why in runner.plan()] == ["not done", "upstream re-runs: make", "upstream re-runs: total"]
+    runner.run()
+    assert [why for _, why in runner.plan()] == ["skip", "skip", "skip"]
+    shutil.rmtree(tmp_path / "total")
+    assert runner.plan() == [("make", "skip"), ("total", "not done"), ("report", "upstream re-runs: total")]
+    assert toy.runs(tmp_path) == ["make fresh", "total fresh", "report fresh"]
