@@ -12,7 +12,7 @@ import pytest
 from nodegraph.bag import info
 from so101_core.seeds import load_seeds
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TINY = """\
 seeds: {count: 2}
