@@ -1,9 +1,11 @@
 """The README's main job, tiny: ``so101 demo`` runs the whole pipeline (seeds → SkillGen → dataset → train →
-eval → report) end to end, prints the summary and the report's path; a second run skips every stage."""
+eval → report) end to end, prints the summary and the report's path; a second run skips every stage; deleting
+the training output re-runs training and evaluation only."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +52,12 @@ def test_demo_runs_the_whole_pipeline_end_to_end(tmp_path: Path) -> None:
     assert len(load_seeds(out / "skillgen")) == 3
     assert (out / "dataset" / "lerobot_v3" / "meta" / "info.json").is_file()
     assert (out / "dataset" / "lerobot_v21" / "meta" / "modality.json").is_file()
-    again = json.loads((_demo(config, out), out / "summary.json")[1].read_text())
+    _demo(config, out)
+    again = json.loads((out / "summary.json").read_text())
     assert all(st["skipped"] for st in again["stages"].values())
     assert again["success_rate"] == summary["success_rate"] and again["wall_s"] < summary["wall_s"]
+    shutil.rmtree(out / "train")  # training output gone: train, eval (and the report) re-run, nothing else
+    _demo(config, out)
+    third = json.loads((out / "summary.json").read_text())
+    assert {name for name, st in third["stages"].items() if not st["skipped"]} == {"train", "eval", "report"}
+    assert third["train_steps"] == 4 and third["episodes"] == 1
