@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from .atomic import read_json, write_json
 from .errors import PipelineError, StageError
 from .fingerprint import hash_json, intact, manifest, manifest_hash
+from .isolation import run_isolated
 
 DONE = "done.json"
 MARKER = "stage.json"
@@ -119,6 +120,9 @@ class Stage:
     description: str = ""
     volatile: tuple[str, ...] = ()
     """Keys of a mapping section that do not change the output (e.g. worker counts): not fingerprinted."""
+    isolated: bool = False
+    """Run in a child process that takes its own workers down with it (see :mod:`.isolation`); ``run`` must
+    then be a module-level function."""
 
 
 @dataclass(frozen=True)
@@ -339,8 +343,11 @@ class Runner:
         )
         t0 = time.perf_counter()
         try:
-            with capture_output(ctx.log_path) if self.capture else contextlib.nullcontext():
-                results = stage.run(ctx)
+            if stage.isolated:
+                results = run_isolated(stage.run, ctx)
+            else:
+                with capture_output(ctx.log_path) if self.capture else contextlib.nullcontext():
+                    results = stage.run(ctx)
         except StageError:
             raise
         except Exception as exc:  # the directory stays as it is: the next run resumes or wipes it

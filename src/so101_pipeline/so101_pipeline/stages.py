@@ -15,10 +15,8 @@ need the later ones): results hold counts and paths relative to the output root.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +28,7 @@ from typing import IO, Any
 from .config import PipelineConfig, SeedsSection
 from .errors import StageDependencyError, StageError
 from .fingerprint import hash_file, hash_json
+from .isolation import die_with_parent
 from .report import write_report
 from .runner import ProgressFn, Stage, StageContext, StageRecord
 
@@ -37,7 +36,6 @@ POLL_S = 0.5
 RECORD_ATTEMPTS = 2
 CLI_MODULE = "so101_cli"
 """The ``so101`` command, run as ``python -m`` (a process boundary: never imported from here)."""
-PR_SET_PDEATHSIG = 1
 
 
 def _rel(ctx: StageContext, path: str | Path) -> str:
@@ -63,11 +61,6 @@ def _require(module: str, stage: str) -> Any:
         raise StageDependencyError(stage, f"needs {module}, which does not import here ({exc})") from exc
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def _seed_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("seed_*.npz") if ".tmp" not in p.name)
 
@@ -79,7 +72,7 @@ def _record_once(ctx: StageContext, s: SeedsSection, args: list[str], log: IO[st
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     log.write(f"$ {' '.join(args)}\n")
     log.flush()
-    child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+    child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
     try:
         while child.poll() is None:
             ctx.progress(len(_seed_files(ctx.out_dir)), s.count, "recording seeds (scripted expert in the twin)")
@@ -293,10 +286,10 @@ def so101_stages(until: str = "report") -> list[Stage]:
     """The so101 pipeline's stages, in order, up to and including ``until``."""
     stages = [
         Stage("seeds", run_seeds, (), external=seeds_external, description="seed demos"),
-        Stage("skillgen", run_skillgen, ("seeds",), description="SkillGen generation", volatile=("workers",)),
-        Stage("dataset", run_dataset, ("skillgen",), description="render + export"),
-        Stage("train", run_train, ("dataset",), description="ACT training"),
-        Stage("eval", run_eval, ("train",), description="evaluation in the twin"),
+        Stage("skillgen", run_skillgen, ("seeds",), description="SkillGen", volatile=("workers",), isolated=True),
+        Stage("dataset", run_dataset, ("skillgen",), description="render + export", isolated=True),
+        Stage("train", run_train, ("dataset",), description="ACT training", isolated=True),
+        Stage("eval", run_eval, ("train",), description="evaluation in the twin", isolated=True),
         Stage("report", run_report, ("seeds", "skillgen", "dataset", "train", "eval"), description="HTML report"),
     ]
     names = [s.name for s in stages]

@@ -54,6 +54,21 @@ def report(ctx: StageContext) -> dict[str, Any]:
     return {"lines": 1}
 
 
+def spawner(ctx: StageContext) -> dict[str, Any]:
+    """Starts a worker process (like a render pool), records its pid, then works until ``hold_s`` passes."""
+    import subprocess
+
+    worker = subprocess.Popen(["sleep", "600"])
+    write_json(ctx.out_dir / "worker.json", {"pid": worker.pid, "stage_pid": os.getpid()})
+    ctx.progress(1, 2, "worker started")
+    time.sleep(float(ctx.section["hold_s"]))
+    worker.kill()
+    worker.wait()
+    if ctx.section.get("fail"):
+        raise ValueError("asked to fail")
+    return {"worker": worker.pid}
+
+
 def stages() -> list[Stage]:
     return [
         Stage("make", make),
@@ -77,6 +92,9 @@ def runs(root: Path) -> list[str]:
 
 if __name__ == "__main__":
     root, count, delay = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-    result = Runner(root, stages(), sections(count, delay, total_delay_s=delay)).run()
+    if count == 0:  # the isolation test: one isolated stage that holds a worker for ``delay`` s
+        result = Runner(root, [Stage("spawn", spawner, isolated=True)], {"spawn": {"hold_s": delay}}).run()
+    else:
+        result = Runner(root, stages(), sections(count, delay, total_delay_s=delay)).run()
     print(json.dumps({s.name: s.skipped for s in result.stages}), flush=True)
     os._exit(0)

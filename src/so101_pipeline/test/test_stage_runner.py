@@ -140,3 +140,42 @@ def test_plan_says_what_a_run_would_do_without_running(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "total")
     assert runner.plan() == [("make", "skip"), ("total", "not done"), ("report", "upstream re-runs: total")]
     assert toy.runs(tmp_path) == ["make fresh", "total fresh", "report fresh"]
+
+
+def test_an_isolated_stage_reports_progress_results_and_errors(tmp_path: Path) -> None:
+    seen: list[tuple[float, float | None, str]] = []
+
+    class Reporter:
+        def stage_started(self, name: str, reason: str, resumed: bool) -> object:
+            return lambda c, t, x: seen.append((c, t, x))
+
+        def stage_finished(self, name: str, skipped: bool, wall_s: float, reason: str) -> None:
+            return None
+
+    stage = Stage("spawn", toy.spawner, isolated=True)
+    result = Runner(tmp_path, [stage], {"spawn": {"hold_s": 0.1}}, reporter=Reporter()).run()  # type: ignore[arg-type]
+    info = json.loads((tmp_path / "spawn" / "worker.json").read_text())
+    assert result.record("spawn").results == {"worker": info["pid"]} and info["stage_pid"] != os.getpid()
+    assert seen == [(1, 2, "worker started")]
+    with pytest.raises(StageError, match="ValueError: asked to fail"):
+        Runner(tmp_path, [stage], {"spawn": {"hold_s": 0.0, "fail": True}}).run()
+    assert "asked to fail" in (tmp_path / "logs" / "spawn.log").read_text()  # the traceback
+
+
+def test_sigkill_of_the_pipeline_takes_an_isolated_stage_and_its_workers_down(tmp_path: Path) -> None:
+    script = Path(toy.__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(script.parent), *sys.path])}
+    child = subprocess.Popen([sys.executable, str(script), str(tmp_path), "0", "300"], env=env)
+    info_file = tmp_path / "spawn" / "worker.json"
+    _wait_for(info_file.exists, 60)
+    info = json.loads(info_file.read_text())
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+
+    def gone(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    _wait_for(lambda: gone(info["stage_pid"]) and gone(info["pid"]), 30)
