@@ -62,6 +62,12 @@ def write_report(page: Path, root: Path, records: Mapping[str, StageRecord]) -> 
                 target = Path(str(value)) if Path(str(value)).is_absolute() else root / str(value)
                 index = target / "index.html" if target.is_dir() and (target / "index.html").is_file() else target
                 links.append(f"<li>{html.escape(name)} {html.escape(str(key))}: {_link(page, index, str(value))}</li>")
+    main_links = []
+    if "dataset" in records and records["dataset"].results.get("report_dir"):
+        target = root / str(records["dataset"].results["report_dir"]) / "index.html"
+        main_links.append(_link(page, target, "dataset report"))
+    if "eval" in records:
+        main_links.append(_link(page, root / str(records["eval"].results["report_html"]), "evaluation report"))
     headline = "<p>no evaluation in this pipeline</p>"
     if "eval" in records:
         r = records["eval"].results
@@ -77,6 +83,8 @@ def write_report(page: Path, root: Path, records: Mapping[str, StageRecord]) -> 
     text = (
         "<!doctype html><html><head><meta charset='utf-8'><title>so101 pipeline report</title>"
         f"<style>{STYLE}</style></head><body><h1>so101 pipeline</h1>{headline}"
+        + (f"<p>{' · '.join(main_links)}</p>" if main_links else "")
+        + ""
         "<h2>Stages</h2><table><tr><th>stage</th><th>wall [s] (when produced)</th><th>results</th><th>output</th></tr>"
         + "".join(rows)
         + "</table><h2>Reports and outputs</h2><ul>"
