@@ -10,6 +10,7 @@ validated by that library's parser, so there is one validator per setting. An er
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import tempfile
 from collections.abc import Callable, Mapping
@@ -67,13 +68,16 @@ class TrackingSection:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """The whole pipeline. ``out``: default output directory; ``file``: where it was read from."""
+    """The whole pipeline. ``out``: default output directory; ``file``: where it was read from; ``threads``:
+    CPU threads of OpenMP/MKL (torch) and llvmpipe (software OpenGL) in every stage process (0 = their
+    default, one per core; 1 on a small shared CPU, where spinning worker threads cost 2-10x)."""
 
     file: str
     out: str
     seeds: SeedsSection
     tracking: TrackingSection
     libraries: dict[str, LibrarySection] = field(default_factory=dict)
+    threads: int = 0
 
     def section(self, stage: str) -> Any:
         """What enters ``stage``'s fingerprint (its settings, as parsed)."""
@@ -164,6 +168,7 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
     try:
         f = Fields(data if data is not None else {}, "pipeline", error=PipelineConfigError)
         out = f.text("out", "out/pipeline")
+        threads = f.integer("threads", 0, lo=0, hi=1024)
         s = f.sub("seeds", {})
         d = SeedsSection()
         seeds = SeedsSection(
@@ -193,7 +198,7 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
         f.finish()
     except ConfigError as exc:
         raise PipelineConfigError(exc.field, exc.message, file=file) from None
-    return PipelineConfig(file=file, out=out, seeds=seeds, tracking=tracking, libraries=libraries)
+    return PipelineConfig(file=file, out=out, seeds=seeds, tracking=tracking, libraries=libraries, threads=threads)
 
 
 def load_pipeline_config(path: str | Path | None = None) -> PipelineConfig:
@@ -232,4 +237,4 @@ def resolve_section(cfg: PipelineConfig, name: str, loader: Loader, root: str) -
         raise PipelineConfigError(fld, message, file=lib.file) from None
     libraries = dict(cfg.libraries)
     libraries[name] = LibrarySection(lib.config, lib.file, lib.overrides, lib.merged, lib.workers, parsed)
-    return PipelineConfig(cfg.file, cfg.out, cfg.seeds, cfg.tracking, libraries)
+    return dataclasses.replace(cfg, libraries=libraries)

@@ -49,6 +49,7 @@ def _host(run: Callable[[Any], dict[str, Any]], ctx: Any, conn: Connection, pare
     if os.getppid() != parent:  # the pipeline died before the line above
         os._exit(1)
     os.setpgid(0, 0)
+    os.environ.update(ctx.options.get("env", {}))  # before the stage imports torch or OpenGL
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the pipeline, which stops us by SIGTERM
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -42,6 +42,14 @@ class RunOptions:
     address: str = ""
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "LP_NUM_THREADS")
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment of the stage processes for ``threads`` (none when 0: the libraries' defaults)."""
+    return {name: str(threads) for name in THREAD_VARIABLES} if threads else {}
+
+
 def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfig:
     """Parse the library sections of the stages that will run (each by its own library's validator)."""
     for name in stage_names:
@@ -61,7 +69,8 @@ def _prepare(config: str | Path | PipelineConfig | None, options: RunOptions) ->
     stages = so101_stages(options.until)
     cfg = resolve_config(cfg, [s.name for s in stages])
     root = Path(options.out or cfg.out)
-    runner = Runner(root, stages, sections(cfg, stages), options={"address": options.address}, capture=True)
+    runner_options = {"address": options.address, "env": thread_env(cfg.threads)}
+    runner = Runner(root, stages, sections(cfg, stages), options=runner_options, capture=True)
     return cfg, runner
 
 

@@ -69,7 +69,7 @@ def _seed_files(directory: Path) -> list[Path]:
 
 
 def _record_once(ctx: StageContext, s: SeedsSection, args: list[str], log: IO[str]) -> int:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
+    env = {**os.environ, **ctx.options.get("env", {}), "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     log.write(f"$ {' '.join(args)}\n")
     log.flush()
     child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)

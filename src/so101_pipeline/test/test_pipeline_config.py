@@ -31,6 +31,7 @@ def _write(tmp_path: Path, text: str, name: str = "pipeline.yaml") -> Path:
         ("train: {config: nope.yaml}\n", "pipeline.train.config", "no such file"),
         ("trian: {}\n", "pipeline.trian", "unknown field"),
         ("[1, 2]\n", "pipeline", "expected a mapping"),
+        ("threads: -1\n", "pipeline.threads", "must be >= 0"),
     ],
 )
 def test_bad_values_name_file_and_field(tmp_path: Path, text: str, field: str, message: str) -> None:
