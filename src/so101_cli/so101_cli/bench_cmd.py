@@ -123,6 +123,8 @@ def render(
         width=width, height=height, phases_spec=phases, seconds=seconds, frames=frames, encoder_threads=encoder_threads
     )
     _report(f"render_{label}", result, as_json, save)
+
+
 def pipeline(
     config: Path | None = typer.Option(None, "--config", help="pipeline YAML (default config/pipeline.yaml)"),
     out: Path = typer.Option(Path("out/bench_pipeline"), "--out", help="output directory (emptied first)"),

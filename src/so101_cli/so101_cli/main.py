@@ -49,11 +49,8 @@ app.add_typer(bag_cmd.app, name="bag")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(seeds_cmd.app, name="seeds")
 app.add_typer(skillgen_cmd.app, name="skillgen")
-<<<<<<< HEAD
 app.add_typer(dataset_cmd.app, name="dataset")
-=======
 app.add_typer(pipeline_cmd.app, name="pipeline")
->>>>>>> f3734dc (pipeline on the new layout: so101_core.config errors, so101 pipeline + bench pipeline registered, package wiring)
 
 
 def main() -> None:
