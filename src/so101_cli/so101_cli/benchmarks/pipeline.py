@@ -4,6 +4,7 @@ the H200 profile's < 1 hour with >= 90 % sim success."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False
 
     if out.exists() and not keep:
         shutil.rmtree(out)
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     with RichReporter() as reporter:
         cold = run_pipeline(config, RunOptions(out=str(out)), reporter=reporter)
@@ -50,6 +52,7 @@ def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False
         "episodes": cold["episodes"],
         "wilson_low": cold["wilson_low"],
         "wilson_high": cold["wilson_high"],
+        "load_avg_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "goals": GOALS.get(name, {}),
         "note": "wall_s: one `so101 pipeline run` from an empty output directory, Python start-up excluded",
     }
