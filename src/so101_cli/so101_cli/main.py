@@ -15,12 +15,9 @@ from so101_cli import (
     demo_cmd,
     graph_cmd,
     launch_cmd,
-<<<<<<< HEAD
     node_cmd,
     param_cmd,
-=======
     pipeline_cmd,
->>>>>>> 46087da (pipeline on the new layout: so101_core.config errors, so101 pipeline + bench pipeline registered, package wiring)
     seeds_cmd,
     service_cmd,
     skillgen_cmd,
