@@ -133,3 +133,51 @@ def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert f"{bad}: pipeline.seeds.count: must be >= 1" in " ".join(result.stdout.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_sigkill_while_rendering_resumes_to_the_same_dataset(tmp_path: Path) -> None:
+    pytest.importorskip("so101_dataset.build")
+    config, out = tmp_path / "pipeline.yaml", tmp_path / "out"
+    config.write_text(
+        f"threads: 1\nseeds: {{count: {SEEDS}}}\nskillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
+        "dataset: {set: {width: 32, height: 24, cameras: [top], workers: 1, render: {shadows: false}}}\n"
+        "tracking: {mlflow: false}\n"
+    )
+    args = [*_args(config, out)[:-1], "dataset"]
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    episodes = out / "dataset" / "episodes"
+    rendered = lambda: episodes.is_dir() and any(episodes.glob("episode_*/episode.json"))  # noqa: E731
+    _wait_for(rendered, 300, "a rendered episode", child)
+    stage = _descendants(child.pid)
+    os.kill(child.pid, signal.SIGKILL)  # mid-rendering
+    child.wait()
+    _wait_for(lambda: not any(_alive(p) for p in stage), 60, "the dataset stage's processes to stop")
+    subprocess.run(args, check=True, capture_output=True, timeout=540)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stages"]["dataset"]["resumed"] is True and summary["stages"]["skillgen"]["skipped"] is True
+    info = json.loads((out / "dataset" / "lerobot_v3" / "meta" / "info.json").read_text())
+    assert info["total_episodes"] == DEMOS == summary["dataset_episodes"]
+    assert sorted(p.name for p in episodes.glob("episode_*")) == [f"episode_{i:06d}" for i in range(DEMOS)]
+
+
+def test_sigkill_while_training_resumes_to_the_requested_steps(tmp_path: Path) -> None:
+    pytest.importorskip("so101_dataset.build")
+    pytest.importorskip("so101_policy.train", reason="so101_policy's training (issue 10) is not merged here yet")
+    config, out = tmp_path / "pipeline.yaml", tmp_path / "out"
+    config.write_text(
+        f"threads: 1\nseeds: {{count: {SEEDS}}}\nskillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
+        "dataset: {set: {width: 32, height: 24, cameras: [top], workers: 1, render: {shadows: false}}}\n"
+        "train: {set: {steps: 30, batch_size: 2, num_workers: 0, dim_model: 32, dim_feedforward: 64, n_heads: 2,\n"
+        "  n_encoder_layers: 1, save_freq: 5, log_freq: 5, device: cpu, system_metrics: false}}\n"
+        "tracking: {mlflow: false}\n"
+    )
+    args = [*_args(config, out)[:-1], "train"]
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoints = out / "train" / "checkpoints"
+    _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.glob("0*"))) >= 2, 480, "two checkpoints", child)
+    os.kill(child.pid, signal.SIGKILL)  # mid-training
+    child.wait()
+    subprocess.run(args, check=True, capture_output=True, timeout=540)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stages"]["train"]["resumed"] is True and summary["stages"]["dataset"]["skipped"] is True
+    assert summary["train_steps"] == 30
