@@ -130,7 +130,7 @@ def test_bad_requests_get_error_replies_and_the_server_lives_on(served: PolicySe
             client.get_action(obs)
         obs = make_obs()
         obs["video"]["top"] = obs["video"]["top"].astype(np.float32)
-        with pytest.raises(ServerError, match="video.top must be uint8"):
+        with pytest.raises(ServerError, match=r"video\.top must be uint8"):
             client.get_action(obs)
         obs = make_obs()
         del obs["video"]["top"]
