@@ -48,7 +48,7 @@ class ActPolicy:
 
     def image_size(self) -> tuple[int, int]:
         """(width, height) px of the images the policy was trained on (first camera)."""
-        c, h, w = next(iter(self.image_shapes.values()))
+        _, h, w = next(iter(self.image_shapes.values()))
         return w, h
 
     def _batch(self, obs: dict[str, Any], task: str) -> dict[str, Any]:

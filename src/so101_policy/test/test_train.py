@@ -142,5 +142,5 @@ def test_sigkill_then_resume_from_the_last_checkpoint(dataset: Path, tmp_path: P
     assert steps and steps[0] > killed_at  # continued, not restarted
     assert int(last_checkpoint(out).name) == target  # type: ignore[union-attr]
     changed = {**TINY, "dim_model": 64}
-    with pytest.raises(ConfigError, match="config changed.*dim_model"):
+    with pytest.raises(ConfigError, match=r"config changed.*dim_model"):
         train_policy(dataset, out, TrainConfig(steps=target + 4, **changed))
