@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from so101_bringup.sim.config import default_config_dir
-from so101_bringup.sim.errors import ConfigError as FieldError
-from so101_bringup.sim.fields import Fields, load_yaml
+from so101_core.config import ConfigError as FieldError
+from so101_core.config import Fields, config_dir, load_yaml
 
 from .errors import ConfigError
 
@@ -202,7 +201,7 @@ def _load[T](cls: type[T], path: str | Path | None, name: str) -> T:
 
 
 def _default_fields(name: str) -> Fields:
-    path = default_config_dir() / f"{name}.yaml"
+    path = config_dir() / f"{name}.yaml"
     return load_yaml(path, name) if path.is_file() else Fields({}, name)
 
 

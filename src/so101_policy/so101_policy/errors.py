@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from so101_core.config import ConfigError as CoreConfigError
+
 
 class PolicyError(RuntimeError):
     """Base of so101_policy's errors."""
@@ -19,8 +21,12 @@ class ServerTimeout(PolicyError):  # noqa: N818 (reads like the event it reports
     """The policy server did not answer within the client's timeout (dead, hung or unreachable)."""
 
 
-class ConfigError(PolicyError, ValueError):
-    """An invalid train / eval / policy configuration."""
+class ConfigError(PolicyError, CoreConfigError):
+    """An invalid train / eval / policy configuration (``field`` names it, e.g. ``train.batch_size``)."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        ValueError.__init__(self, message)
+        self.field, self.message, self.file = field, message, None
 
 
 class CheckpointError(PolicyError):
