@@ -79,8 +79,8 @@ class EvalConfig:
     ``episodes`` randomized episodes from seeds ``seed, seed + 1, ...``; each lasts at most ``episode_s`` of sim
     time; ``horizon`` actions per chunk are executed (16 sim); ``real_time_factor`` speeds sim and policy node up
     together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
-    number of episodes with an MP4 (the first K); ``reference_dataset``: a dataset whose episode i is the
-    reference trajectory of episode i for DTW/ATE/RTE/action MSE ("" = the FRAME reference metrics are skipped).
+    number of episodes with an MP4 and a tracking plot (the first K). FRAME references (DTW, ATE, RTE, action
+    MSE) are the scripted expert's rollouts on the same seeds.
     """
 
     episodes: int = 50
@@ -98,7 +98,6 @@ class EvalConfig:
     task: str = "put the vial in the rack"
     server_timeout_ms: int = 2000
     device: str = "auto"
-    reference_dataset: str = ""
     tracking_uri: str = ""
     experiment: str = "so101-eval"
     randomize: bool = True

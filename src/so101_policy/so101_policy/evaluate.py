@@ -79,7 +79,7 @@ def evaluate_policy(checkpoint_dir: Path, out_dir: Path, config: EvalConfig) -> 
     return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config)
 
 
-def _episode_summary(log: Any, cfg: EvalConfig, reference: dict[str, np.ndarray] | None) -> dict[str, Any]:
+def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor_has_workshop: bool) -> dict[str, Any]:
     arrays = log.arrays()
     steps = len(arrays["t"])
     out: dict[str, Any] = {
@@ -87,7 +87,7 @@ def _episode_summary(log: Any, cfg: EvalConfig, reference: dict[str, np.ndarray]
         "steps": steps,
         "duration_s": float(arrays["t"][-1]) if steps else 0.0,
         "success": log.success_step >= 0,
-        "workshop_success": log.workshop_step >= 0,
+        "workshop_success": (log.workshop_step >= 0) if monitor_has_workshop else None,
         "success_step": log.success_step,
         "workshop_step": log.workshop_step,
         "holds": sum(1 for s in log.policy_status if s.startswith("holding")),
@@ -101,14 +101,13 @@ def _episode_summary(log: Any, cfg: EvalConfig, reference: dict[str, np.ndarray]
     return out
 
 
-def _expert_reference(seed: int) -> dict[str, np.ndarray] | None:
-    """The scripted expert's rollout on the same seed (q and actions, rad), or None when it fails to plan."""
+def _expert_reference(seed: int, randomize: bool) -> dict[str, np.ndarray] | None:
+    """The scripted expert's rollout on the same scene (q and actions, rad), or None when it fails to plan."""
     from so101_core.sim.errors import SimError
     from so101_core.sim.rollout import run_scripted_episode
-    from so101_core.sim.twin import Twin
 
     try:
-        with Twin() as twin:
+        with _make_twin(randomize) as twin:
             rec = run_scripted_episode(twin, seed, record=True)
     except SimError:
         return None
@@ -281,8 +280,8 @@ def _run_episode(
         time.sleep(0.02)
     _call(stop, trigger, "policy/stop")
     log = monitor.end()
-    reference = _expert_reference(seed)
-    row = _episode_summary(log, cfg, reference)
+    reference = _expert_reference(seed, cfg.randomize)
+    row = _episode_summary(log, reference, monitor.workshop is not None)
     row["index"] = index
     row["reference_success"] = bool(reference["success"]) if reference is not None else None
     if index < cfg.videos:
@@ -298,7 +297,7 @@ def summarize(rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: 
     """results.json, report.html and the MLflow run for the episode ``rows``."""
     n = len(rows)
     ok = sum(1 for r in rows if r["success"])
-    shop_known = all("workshop_success" in r for r in rows) and _workshop_available()
+    shop_known = bool(rows) and all(r.get("workshop_success") is not None for r in rows)
     shop = sum(1 for r in rows if r.get("workshop_success")) if shop_known else None
     iv = wilson_interval(ok, n)
     metrics = aggregate([r["metrics"] for r in rows if r.get("metrics")])
@@ -332,14 +331,6 @@ def summarize(rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: 
         metrics=metrics,
         results_json=results,
     )
-
-
-def _workshop_available() -> bool:
-    try:
-        import so101_core.sim.workshop_rule  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _log_mlflow(summary: dict[str, Any], out_dir: Path, cfg: EvalConfig) -> None:

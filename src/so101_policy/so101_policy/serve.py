@@ -68,7 +68,11 @@ def serve(args: argparse.Namespace, announce: Any = print) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--ros-args" in argv:  # started by a launcher: ROS arguments are not ours
+        argv = argv[: argv.index("--ros-args")]
     args = parser().parse_args(argv)
+    args.token = args.token or None
     try:
         return serve(args)
     except (PolicyError, OSError, ValueError) as exc:
