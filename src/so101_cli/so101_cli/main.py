@@ -17,6 +17,7 @@ from so101_cli import (
     launch_cmd,
     node_cmd,
     param_cmd,
+    policy_cmd,
     seeds_cmd,
     service_cmd,
     skillgen_cmd,
@@ -36,6 +37,9 @@ app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options"
 app.command()(graph_cmd.graph)
 app.command()(demo_cmd.demo)
 app.command()(calibrate_cmd.calibrate)
+app.command()(policy_cmd.train)
+app.command()(policy_cmd.serve)
+app.command("eval")(policy_cmd.evaluate)
 app.add_typer(topic_cmd.app, name="topic")
 app.add_typer(action_cmd.app, name="action")
 app.add_typer(service_cmd.app, name="service")
