@@ -136,6 +136,9 @@ def policy(
     train_result: Path | None = typer.Option(None, "--train-result", help="train_result.json of so101 train"),
     eval_results: Path | None = typer.Option(None, "--eval-results", help="results.json of so101 eval"),
     demos: int | None = typer.Option(None, "--demos", help="demos the policy was trained on"),
+    full_resolution: bool = typer.Option(
+        False, "--full-resolution", help="also time an untrained ACT at the full frame size (the headline figure)"
+    ),
     label: str = typer.Option("cpu", "--label", help="result name suffix: policy_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/policy_<label>.json"),
@@ -153,5 +156,6 @@ def policy(
         train_result=train_result,
         eval_results=eval_results,
         demos=demos,
+        full_resolution=full_resolution,
     )
     _report(f"policy_{label}", result, as_json, save)

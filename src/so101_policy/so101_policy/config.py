@@ -28,7 +28,8 @@ class TrainConfig:
 
     ``chunk_size``: actions per predicted chunk (30 Hz steps); ``cameras``: which dataset cameras the policy
     sees ([] = every ``observation.images.*`` feature); ``save_freq`` / ``log_freq`` in steps;
-    ``tracking_uri`` "" = ``sqlite:///<out>/mlflow.db``; ``system_metrics``: MLflow CPU/GPU/memory sampling.
+    ``tracking_uri`` "" = ``sqlite:///<out>/mlflow.db``; ``system_metrics``: MLflow CPU/GPU/memory sampling;
+    ``time_limit_s``: stop (with a checkpoint) after this much training time in this invocation (0 = none).
     """
 
     steps: int = 20000
@@ -58,8 +59,11 @@ class TrainConfig:
     experiment: str = "so101-act"
     system_metrics: bool = True
     log_checkpoints: bool = True
+    time_limit_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.time_limit_s < 0:
+            raise ConfigError(f"train.time_limit_s must be >= 0 (0 = none), got {self.time_limit_s}")
         _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))
         _positive(self, "train", ("n_encoder_layers", "n_decoder_layers", "latent_dim", "save_freq", "log_freq"))
         _positive(self, "train", ("lr", "lr_backbone", "grad_clip_norm"))

@@ -132,8 +132,11 @@ def run_evaluation(
     config: EvalConfig,
     *,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    deadline: float | None = None,
 ) -> EvalResult:
-    """Run the episodes against the policy ``spec`` describes and write the report into ``out_dir``."""
+    """Run the episodes against the policy ``spec`` describes and write the report into ``out_dir``.
+
+    ``deadline`` (``time.monotonic()``): no episode starts after it; the result then counts the episodes run."""
     from nodegraph.transport.zenoh.context import Context
     from nodegraph.transport.zenoh.node import ZenohNode
     from nodegraph.transport.zenoh.router import RouterProcess
@@ -216,6 +219,8 @@ def run_evaluation(
             for i in range(config.episodes):
                 if i in done:
                     continue
+                if deadline is not None and time.monotonic() > deadline:
+                    break
                 for child in children:
                     if not child.alive():
                         raise PolicyError(f"{child.name} died: {child.tail()}")
@@ -334,7 +339,10 @@ def summarize(rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: 
 
 
 def _log_mlflow(summary: dict[str, Any], out_dir: Path, cfg: EvalConfig) -> None:
-    import mlflow
+    try:
+        import mlflow
+    except ImportError:  # results.json is the record
+        return
 
     uri = cfg.tracking_uri or f"sqlite:///{(out_dir / 'mlflow.db').resolve()}"
     mlflow.set_tracking_uri(uri)

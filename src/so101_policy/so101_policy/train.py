@@ -155,11 +155,18 @@ def _system_metrics(device: str) -> dict[str, float]:
 
 
 class _Tracker:
-    """MLflow logging (local sqlite store by default); a resumed run continues the same MLflow run."""
+    """MLflow logging (local sqlite store by default); a resumed run continues the same MLflow run. Every
+    metric also goes to ``<out>/metrics.jsonl``; where mlflow is not installed that file is the record."""
 
     def __init__(self, out_dir: Path, cfg: TrainConfig, params: dict[str, Any]) -> None:
-        import mlflow
-
+        self.jsonl = (out_dir / "metrics.jsonl").open("a", encoding="utf-8")
+        self.run_id = ""
+        try:
+            import mlflow
+        except ImportError:
+            self.mlflow = None
+            (out_dir / "params.json").write_text(json.dumps(params, indent=2, default=str))
+            return
         self.mlflow = mlflow
         uri = cfg.tracking_uri or f"sqlite:///{(out_dir / 'mlflow.db').resolve()}"
         mlflow.set_tracking_uri(uri)
@@ -170,20 +177,27 @@ class _Tracker:
         id_file = out_dir / "mlflow_run_id"
         run_id = id_file.read_text().strip() if id_file.is_file() else None
         system = cfg.system_metrics and _has_psutil()
-        self.run = mlflow.start_run(run_id=run_id, run_name=out_dir.name, log_system_metrics=system)
-        id_file.write_text(self.run.info.run_id)
+        run = mlflow.start_run(run_id=run_id, run_name=out_dir.name, log_system_metrics=system)
+        id_file.write_text(run.info.run_id)
         if run_id is None:
             mlflow.log_params(params)
-        self.run_id = self.run.info.run_id
+        self.run_id = run.info.run_id
 
     def metrics(self, values: dict[str, float], step: int) -> None:
-        self.mlflow.log_metrics({k: float(v) for k, v in values.items() if math.isfinite(v)}, step=step)
+        clean = {k: float(v) for k, v in values.items() if math.isfinite(v)}
+        self.jsonl.write(json.dumps({"step": step, **clean}) + "\n")
+        self.jsonl.flush()
+        if self.mlflow is not None:
+            self.mlflow.log_metrics(clean, step=step)
 
     def artifacts(self, path: Path, name: str) -> None:
-        self.mlflow.log_artifacts(str(path), artifact_path=name)
+        if self.mlflow is not None:
+            self.mlflow.log_artifacts(str(path), artifact_path=name)
 
     def end(self, status: str = "FINISHED") -> None:
-        self.mlflow.end_run(status=status)
+        self.jsonl.close()
+        if self.mlflow is not None:
+            self.mlflow.end_run(status=status)
 
 
 def _has_psutil() -> bool:
@@ -197,6 +211,7 @@ def _has_psutil() -> bool:
 def _same_model(saved: dict[str, Any], cfg: TrainConfig) -> None:
     """A resumed run must train the same model: every field but steps/frequencies/tracking must match."""
     free = {"steps", "save_freq", "log_freq", "num_workers", "tracking_uri", "system_metrics", "log_checkpoints"}
+    free |= {"time_limit_s"}
     now = dataclasses.asdict(cfg)
     diff = [k for k in now if k not in free and k in saved and _norm(saved[k]) != _norm(now[k])]
     if diff:
@@ -284,6 +299,7 @@ def train_policy(
     try:
         batches = _batches(dataset, config, start_step, device)
         window_t, window_n = time.perf_counter(), 0
+        stop_at = time.perf_counter() + config.time_limit_s if config.time_limit_s > 0 else math.inf
         while step < config.steps:
             t0 = time.perf_counter()
             batch = preprocessor(next(batches))
@@ -301,7 +317,9 @@ def train_policy(
             final_loss = float(loss.item())
             if not math.isfinite(final_loss):
                 raise PolicyError(f"training diverged: loss {final_loss} at step {step}")
-            if step % config.log_freq == 0 or step == config.steps:
+            out_of_time = time.perf_counter() >= stop_at
+            last_step = step == config.steps or out_of_time
+            if step % config.log_freq == 0 or last_step:
                 now = time.perf_counter()
                 rate = window_n / max(now - window_t, 1e-9)
                 window_t, window_n = now, 0
@@ -319,12 +337,16 @@ def train_policy(
                 )
                 if progress is not None:
                     progress(TrainProgress(step, config.steps, final_loss, rate, lr))
-            if step % config.save_freq == 0 or step == config.steps:
+            if step % config.save_freq == 0 or last_step:
                 last_dir = _save(
                     out_dir, step, config, policy, preprocessor, postprocessor, optimizer, save_training_state
                 )
+            if out_of_time:
+                break
         if last_dir is None:
             raise PolicyError("no checkpoint written")
+        if step < config.steps:
+            tracker.metrics({"stopped_by_time_limit": 1.0}, step)
         if config.log_checkpoints:
             tracker.artifacts(last_dir / ckpt.PRETRAINED, f"checkpoints/{ckpt.step_name(step)}")
         status = "FINISHED"
