@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -34,7 +35,8 @@ def train(
     console = Console(stderr=True)
     try:
         cfg = load_train_config(config)
-        overrides = {"steps": steps, "batch_size": batch_size, "device": device, "tracking_uri": tracking_uri}
+        overrides: dict[str, Any] = {"steps": steps, "batch_size": batch_size, "device": device}
+        overrides["tracking_uri"] = tracking_uri
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)
@@ -98,7 +100,8 @@ def evaluate(
     console = Console(stderr=True)
     try:
         cfg = load_eval_config(config)
-        overrides = {"episodes": episodes, "seed": seed, "real_time_factor": real_time_factor, "device": device}
+        overrides: dict[str, Any] = {"episodes": episodes, "seed": seed, "device": device}
+        overrides["real_time_factor"] = real_time_factor
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
         spec = checkpoint_spec(checkpoint, cfg.device)
     except (PolicyError, ValueError) as exc:

@@ -81,6 +81,7 @@ def inference_latency(
     from .act_policy import ActPolicy
     from .client import PolicyClient
 
+    warmup = min(warmup, calls)
     t0 = time.perf_counter()
     policy = ActPolicy(checkpoint, device=device)
     load_s = time.perf_counter() - t0

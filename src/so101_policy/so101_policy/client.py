@@ -32,7 +32,7 @@ class PolicyClient:
         self.timeout_ms = timeout_ms
         self.api_token = api_token
         self.max_message_bytes = max_message_bytes
-        self._context = zmq.Context.instance()
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         self._socket: zmq.Socket[bytes] | None = None
 
     def _connect(self) -> zmq.Socket[bytes]:

@@ -17,6 +17,7 @@ import json
 import math
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -91,6 +92,7 @@ def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor_
         "success_step": log.success_step,
         "workshop_step": log.workshop_step,
         "holds": sum(1 for s in log.policy_status if s.startswith("holding")),
+        "hold_reasons": dict(Counter(s for s in log.policy_status if s.startswith("holding")).most_common(3)),
     }
     if steps >= 3:
         ref_q = reference["q"] if reference is not None else None

@@ -20,8 +20,8 @@ class Gr00tPolicy:
 
     def __init__(self, model_dir: str | Path, device: str = "auto", cameras: tuple[str, ...] = ("ego", "side", "top")):
         try:
-            from gr00t.data.embodiment_tags import EmbodimentTag  # type: ignore[import-not-found]
-            from gr00t.policy.gr00t_policy import Gr00tPolicy as Upstream  # type: ignore[import-not-found]
+            from gr00t.data.embodiment_tags import EmbodimentTag  # type: ignore[import-not-found,unused-ignore]
+            from gr00t.policy.gr00t_policy import Gr00tPolicy as Upstream  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise PolicyError(
                 "GR00T policies need Isaac-GR00T (the 'gr00t' package, Python 3.10 + CUDA), which is not installed: "

@@ -49,7 +49,7 @@ def write_video(frames: list[npt.NDArray[np.uint8]], fps: float, path: Path, max
     for codec in ("libsvtav1", "mpeg4"):
         try:
             with av.open(str(path), "w") as container:
-                stream = container.add_stream(codec, rate=round(fps))
+                stream: Any = container.add_stream(codec, rate=round(fps))
                 stream.width, stream.height, stream.pix_fmt = w2, h2, "yuv420p"
                 for img in frames[::step]:
                     frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img[:h2, :w2]), format="rgb24")

@@ -45,7 +45,7 @@ class PolicyServer:
     def __init__(self, backend: PolicyBackend, config: ServerConfig | None = None) -> None:
         self.backend = backend
         self.config = config or ServerConfig()
-        self._context = zmq.Context.instance()
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         self._socket = self._context.socket(zmq.REP)
         self._socket.setsockopt(zmq.LINGER, 0)
         # beyond twice the limit zmq drops the message (and the peer) without buffering it; between the limit
@@ -120,6 +120,7 @@ class PolicyServer:
         if endpoint == "get_action":
             obs = data.get("observation")
             check_observation(obs, self.backend.cameras)
+            assert isinstance(obs, dict)
             action, info = self.backend.get_action(obs, data.get("options"))
             check_action(action)
             return [{k: np.asarray(v, dtype=np.float32) for k, v in action.items()}, info]

@@ -137,9 +137,7 @@ class PolicyNode:
         self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
         node.create_subscription("sensor_msgs/msg/JointState", "joint_states", self.on_joint_state)
         for cam in p.cameras:
-            node.create_subscription(
-                "sensor_msgs/msg/Image", f"cameras/{cam}/image_raw", lambda msg, cam=cam: self.on_image(cam, msg)
-            )
+            node.create_subscription("sensor_msgs/msg/Image", f"cameras/{cam}/image_raw", self._image_callback(cam))
         node.create_service("std_srvs/srv/Trigger", "~/start", self.on_start)
         node.create_service("std_srvs/srv/Trigger", "~/stop", self.on_stop)
         self._stop = threading.Event()
@@ -169,6 +167,12 @@ class PolicyNode:
             with self._lock:
                 self._joints = (q, time.monotonic())
 
+    def _image_callback(self, camera: str) -> Any:
+        def callback(msg: Any) -> None:
+            self.on_image(camera, msg)
+
+        return callback
+
     def on_image(self, camera: str, msg: Any) -> None:
         enc, h, w = str(msg.encoding), int(msg.height), int(msg.width)
         if enc not in ("rgb8", "bgr8") or h * w == 0:
@@ -176,7 +180,7 @@ class PolicyNode:
         data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
         if data.size != h * int(msg.step) or int(msg.step) < 3 * w:
             return
-        img = data.reshape(h, int(msg.step))[:, : 3 * w].reshape(h, w, 3)
+        img: npt.NDArray[np.uint8] = data.reshape(h, int(msg.step))[:, : 3 * w].reshape(h, w, 3)
         if enc == "bgr8":
             img = img[:, :, ::-1]
         with self._lock:
@@ -337,11 +341,14 @@ class PolicyNode:
         else:
             if self._hold is None and q is not None:
                 self._hold = q.copy()
+            if changed:
                 self.node.logger.warning(f"holding: {'; '.join(reasons)}")
             if self._hold is not None:
                 self._publish(self._hold)
             self.stats["held"] += 1
         if changed:
+            if not reasons:
+                self.node.logger.info("running")
             self.publish_diagnostics()
         with self._lock:
             if self._running:
