@@ -90,6 +90,7 @@ def evaluate(
     seed: int | None = typer.Option(None, "--seed", help="seed of the first episode"),
     real_time_factor: float | None = typer.Option(None, "--real-time-factor", help="sim + policy node speed-up"),
     device: str | None = typer.Option(None, "--device"),
+    real: Path | None = typer.Option(None, "--real", help="sim-vs-real table (YAML: conditions, bags, labels)"),
 ) -> None:
     """Evaluate in the twin through the real graph: success (ours + workshop rule, Wilson 95 %), FRAME metrics,
     tracking plots, videos, HTML report, MLflow."""
@@ -123,7 +124,7 @@ def evaluate(
             bar.update(task, completed=done, ok=f"{count['ok']}/{done} succeeded")
 
         try:
-            result = run_evaluation(spec, out, cfg, progress=on_episode)
+            result = run_evaluation(spec, out, cfg, progress=on_episode, real=real)
         except (PolicyError, ValueError, OSError) as exc:
             _fail(console, exc)
     console.print(

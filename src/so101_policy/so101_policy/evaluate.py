@@ -135,6 +135,7 @@ def run_evaluation(
     *,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     deadline: float | None = None,
+    real: Path | None = None,
 ) -> EvalResult:
     """Run the episodes against the policy ``spec`` describes and write the report into ``out_dir``.
 
@@ -242,7 +243,7 @@ def run_evaluation(
         for child in reversed(children):
             child.stop()
         router.stop()
-    return summarize(rows, out_dir, config, spec)
+    return summarize(rows, out_dir, config, spec, real)
 
 
 def _make_twin(randomize: bool) -> Any:
@@ -300,8 +301,11 @@ def _run_episode(
     return row
 
 
-def summarize(rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: PolicySpec) -> EvalResult:
-    """results.json, report.html and the MLflow run for the episode ``rows``."""
+def summarize(
+    rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: PolicySpec, real: Path | None = None
+) -> EvalResult:
+    """results.json, report.html and the MLflow run for the episode ``rows``; with ``real`` (a sim-vs-real
+    table file, :mod:`.sim_vs_real`) the report also carries the reality-gap table."""
     n = len(rows)
     ok = sum(1 for r in rows if r["success"])
     shop_known = bool(rows) and all(r.get("workshop_success") is not None for r in rows)
@@ -322,6 +326,10 @@ def summarize(rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: 
         "cameras": list(spec.cameras),
         "image_size": [spec.width, spec.height],
     }
+    if real is not None:
+        from .sim_vs_real import sim_vs_real_rows
+
+        summary["sim_vs_real"] = sim_vs_real_rows(real, summary)
     results = out_dir / "results.json"
     results.write_text(json.dumps(summary, indent=2), encoding="utf-8")
     html = report.write_html(summary, rows, out_dir / "report.html")

@@ -150,13 +150,15 @@ def sim_vs_real_html(rows: list[dict[str, Any]]) -> str:
     """The reality-gap table: one row per condition (sim-only, + real demos, co-training, ...)."""
     out = [
         "<h2>Sim vs real</h2><table><tr><th>condition</th><th>sim success</th><th>real success</th>"
-        "<th>gap</th><th>real episodes</th></tr>"
+        "<th>gap</th><th>real episodes</th><th>real path length</th><th>real gripper MSE</th></tr>"
     ]
     for r in rows:
         gap = (r["sim"] - r["real"]) if r.get("sim") is not None and r.get("real") is not None else None
         out.append(
             f"<tr><td>{html.escape(r['condition'])}</td><td>{_pct(r.get('sim'))}</td><td>{_pct(r.get('real'))}</td>"
-            f"<td>{_pct(gap)}</td><td>{r.get('real_episodes', 0)}</td></tr>"
+            f"<td>{_pct(gap)}</td><td>{r.get('real_episodes', 0)}</td>"
+            f"<td>{_fmt(r.get('real_metrics', {}).get('path_length'))}</td>"
+            f"<td>{_fmt(r.get('real_metrics', {}).get('gripper_mse'))}</td></tr>"
         )
     out.append("</table>")
     return "".join(out)
