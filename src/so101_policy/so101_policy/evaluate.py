@@ -217,6 +217,9 @@ def run_evaluation(
         for client, what in ((reset, "sim/reset"), (start, "policy/start"), (stop, "policy/stop")):
             if not client.wait_for_service(60.0):
                 raise PolicyError(f"service {what} did not appear: {[(c.name, c.tail(500)) for c in children]}")
+        wait_until = time.monotonic() + 60.0
+        while monitor.latest_stamp() < 0 and time.monotonic() < wait_until:  # the twin is up and stepping
+            time.sleep(0.05)
         rows = [done[i] for i in sorted(done) if i < config.episodes]
         with episodes_file.open("a", encoding="utf-8") as sink:
             for i in range(config.episodes):
@@ -254,8 +257,17 @@ def _make_twin(randomize: bool) -> Any:
     return Twin(load_sim_config(), load_dr_config() if randomize else DRConfig.disabled())
 
 
-def _call(client: Any, request: Any, what: str) -> Any:
-    response = client.call(request, 30.0)
+def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:
+    """A service call; a timeout is retried (a service just discovered may miss its first query)."""
+    from nodegraph.graph.api import ServiceTimeout
+
+    for attempt in range(attempts):
+        try:
+            response = client.call(request, 10.0)
+            break
+        except ServiceTimeout:
+            if attempt == attempts - 1:
+                raise PolicyError(f"{what}: no answer after {attempts} tries of 10 s") from None
     if not response.success:
         raise PolicyError(f"{what} failed: {response.message}")
     return response

@@ -17,7 +17,7 @@ SEED = 7
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, float]:
     """A kept demo: the scripted expert's successful rollout on the nominal scene of SEED, actions in LeRobot units."""
     from so101_core.sim.config import load_sim_config
     from so101_core.sim.randomization import DRConfig
@@ -28,8 +28,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
         rec = run_scripted_episode(twin, SEED, record=True)
     assert rec.success, "the scripted expert must succeed on the test scene"
     path = tmp_path_factory.mktemp("demo") / "actions.npy"
-    np.save(path, to_lerobot(rec.actions).astype(np.float32), allow_pickle=False)
-    return path, len(rec.actions)
+    actions = to_lerobot(rec.actions).astype(np.float32)
+    np.save(path, actions, allow_pickle=False)
+    return path, len(rec.actions), float(actions[:, 5].max())  # the demo's widest opening
 
 
 def config(seconds: float) -> EvalConfig:
@@ -47,8 +48,8 @@ def config(seconds: float) -> EvalConfig:
     )
 
 
-def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path, int], tmp_path: Path) -> None:
-    actions, steps = demo
+def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path, int, float], tmp_path: Path) -> None:
+    actions, steps, opened = demo
     replay = PolicySpec(("--replay", str(actions), "--cameras", "top", "--horizon", "16"), ("top",), 32, 24, "replay")
     result = run_evaluation(replay, tmp_path / "replay", config(steps / 30.0 + 3.0))
     assert result.episodes == 1 and result.successes == 1, (tmp_path / "replay" / "episodes.jsonl").read_text()
@@ -63,11 +64,15 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
     assert (tmp_path / "replay" / "mlflow.db").is_file()
 
     open_hand = PolicySpec(
-        ("--replay", str(actions), "--cameras", "top", "--horizon", "16", "--gripper", "60"), ("top",), 32, 24, "open"
+        ("--replay", str(actions), "--cameras", "top", "--horizon", "16", "--gripper", str(opened)),
+        ("top",),
+        32,
+        24,
+        "open",
     )
-    result = run_evaluation(open_hand, tmp_path / "open", config(6.0))  # past the grasp: it would have closed
+    result = run_evaluation(open_hand, tmp_path / "open", config(8.0))  # past the grasp: it would have closed
     assert result.successes == 0 and result.success_rate == 0.0 and result.wilson_low == 0.0
     m = json.loads((tmp_path / "open" / "episodes.jsonl").read_text().splitlines()[0])["metrics"]
-    # what is left is the jaws' first move to the commanded opening
-    assert m["gripper_mse"] < 0.25 * row["metrics"]["gripper_mse"] and m["gripper_mse"] < 0.02
+    # what is left is the jaws' first move from home to the opening, which the replayed demo has too
+    assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]
     assert m["path_length"] > 0.5  # it moved
