@@ -117,29 +117,39 @@ def _act_config(cfg: TrainConfig, features: dict[str, Any], images: list[str], d
     )
 
 
+class _EpochSampler:
+    """Endless sample indices: epoch e is a permutation drawn with seed ``seed + e``; starts at ``start`` samples
+    into the stream (a resumed run continues the same order)."""
+
+    def __init__(self, n: int, seed: int, start: int) -> None:
+        self.n, self.seed, self.start = n, seed, start
+
+    def __iter__(self) -> Iterator[int]:
+        import torch
+
+        epoch, skip = divmod(self.start, self.n)
+        while True:
+            perm = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + epoch)).tolist()
+            yield from perm[skip:]
+            skip = 0
+            epoch += 1
+
+
 def _batches(dataset: Any, cfg: TrainConfig, start_step: int, device: str) -> Iterator[dict[str, Any]]:
-    """An endless stream of shuffled batches; epoch e uses generator seed ``seed + e`` (reproducible resume:
-    the epoch and position of ``start_step`` are skipped to)."""
+    """An endless stream of shuffled batches from one DataLoader (workers spawned once and kept)."""
     import torch
 
-    per_epoch = max(1, len(dataset) // cfg.batch_size)
-    epoch, skip = divmod(start_step, per_epoch)
-    while True:
-        gen = torch.Generator().manual_seed(cfg.seed + epoch)
-        loader = torch.utils.data.DataLoader(
-            dataset,
-            batch_size=cfg.batch_size,
-            sampler=torch.utils.data.RandomSampler(dataset, generator=gen),
-            num_workers=cfg.num_workers,
-            drop_last=len(dataset) >= cfg.batch_size,
-            pin_memory=device.startswith("cuda"),
-            persistent_workers=False,
-        )
-        for i, batch in enumerate(loader):
-            if epoch == start_step // per_epoch and i < skip:
-                continue
-            yield batch
-        epoch += 1
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=cfg.batch_size,
+        sampler=_EpochSampler(len(dataset), cfg.seed, start_step * cfg.batch_size),
+        num_workers=cfg.num_workers,
+        pin_memory=device.startswith("cuda"),
+        persistent_workers=cfg.num_workers > 0,
+        multiprocessing_context="spawn" if cfg.num_workers > 0 else None,
+        prefetch_factor=4 if cfg.num_workers > 0 else None,
+    )
+    yield from loader
 
 
 def _system_metrics(device: str) -> dict[str, float]:
