@@ -180,7 +180,11 @@ def main() -> int:
         full_resolution=True,
     )
     bench["pipeline"] = {**summary, "wall_s": round(time.monotonic() - t_start, 1)}
-    (a.out / f"policy_{a.label}.json").write_text(json.dumps(bench, indent=2))
+    bench["command"] = "python3 scripts/policy_first_success.py " + " ".join(sys.argv[1:])
+    os.environ["SO101_BENCH_RESULTS"] = str(a.out)
+    from so101_cli.benchmarks.results import write_result
+
+    write_result(f"policy_{a.label}", bench)
     stage("bench", t0)
     summary["wall_s"] = round(time.monotonic() - t_start, 1)
     (a.out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -249,4 +249,8 @@ def run_policy_benchmark(
         }
         out["episodes"], out["demos"] = ev["episodes"], demos
     out["goals"] = GOALS
+    import torch
+
+    if torch.cuda.is_available():
+        out["machine"] = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
     return out
