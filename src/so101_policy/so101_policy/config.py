@@ -122,8 +122,10 @@ class PolicyNodeConfig:
 
     ``horizon``: actions of each chunk executed (8 real, 16 sim); ``replan_steps``: a new chunk is requested
     every this many steps (0 = when the plan runs out); ``blend_alpha``: EMA weight of the newer chunk on the
-    overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm; ``max_step_rad``:
-    a planned action further than this from the measured position is out of range (hold).
+    overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm; ``max_step_rad``
+    (5 arm joints): a chunk whose first action is further than this from the last command (or, with none, the
+    measured position) is rejected (hold). wrist_roll gets more: in the demos its command leads the measured
+    joint by up to 0.8 rad.
     """
 
     rate_hz: float = 30.0
@@ -138,12 +140,14 @@ class PolicyNodeConfig:
     server_timeout_ms: int = 500
     stale_joint_s: float = 0.25
     stale_camera_s: float = 0.5
-    max_step_rad: float = 0.5
+    max_step_rad: tuple[float, ...] = (0.5, 0.5, 0.5, 0.5, 1.2)
     autostart: bool = False
 
     def __post_init__(self) -> None:
         _positive(self, "policy", ("rate_hz", "horizon", "horizon_sim", "server_timeout_ms", "stale_joint_s"))
-        _positive(self, "policy", ("stale_camera_s", "max_step_rad"))
+        _positive(self, "policy", ("stale_camera_s",))
+        if len(self.max_step_rad) != 5 or not all(v > 0 for v in self.max_step_rad):
+            raise ConfigError(f"policy.max_step_rad needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
         if not 0 < self.blend_alpha <= 1:
             raise ConfigError(f"policy.blend_alpha must be in (0, 1], got {self.blend_alpha}")
         if self.replan_steps < 0:
@@ -186,9 +190,12 @@ def _read(fields: Fields, cls: type[Any]) -> Any:
         elif hint is str:
             values[f.name] = "" if raw is None else fields.text(f.name)
         elif typing.get_origin(hint) is tuple or isinstance(hint, types.GenericAlias):
-            if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+            if default and isinstance(default[0], float):
+                values[f.name] = fields.vec(f.name, len(default))
+            elif not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
                 raise FieldError(fields.field(f.name), f"expected a list of strings, got {raw!r}")
-            values[f.name] = tuple(raw)
+            else:
+                values[f.name] = tuple(raw)
         else:  # pragma: no cover - every field above is one of these types
             raise TypeError(f"unsupported field type {hint} for {f.name}")
     fields.finish()

@@ -37,6 +37,10 @@ class ScriptedBackend:
             chunk[3, 2] = np.nan
         elif self.mode == "range":
             chunk[:, 1] = 720.0  # degrees: far outside any joint limit
+        elif self.mode == "jump":
+            chunk[:, 0] += 50.0  # degrees: a sudden 0.87 rad jump of shoulder_pan
+        elif self.mode == "lead":
+            chunk[:, 4] += 45.0  # degrees: wrist_roll leads by 0.79 rad, as in the demos (accepted)
         elif self.mode == "late":
             time.sleep(1.0)
         return {"single_arm": chunk[None, :, :5], "gripper": chunk[None, :, 5:]}, {}

@@ -136,7 +136,16 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
     assert 0.2 < lead <= 3.0 + 1e-6  # commands lead the arm by at most the chunk's offset (blended)
     assert backend.resets == 1 and backend.calls >= 2
 
-    for mode, level, text in (("nan", WARN, "NaN"), ("range", WARN, "out of range"), ("late", ERROR, "did not answer")):
+    backend.mode = "lead"
+    time.sleep(0.5)
+    watch.wait_status(OK, "running")  # a wrist_roll lead like the demos' is not a jump
+    cases = (
+        ("nan", WARN, "NaN"),
+        ("range", WARN, "out of range"),
+        ("jump", WARN, "on shoulder_pan (max 0.5)"),
+        ("late", ERROR, "did not answer"),
+    )
+    for mode, level, text in cases:
         backend.mode = mode
         watch.wait_status(level, text)
         time.sleep(0.3)

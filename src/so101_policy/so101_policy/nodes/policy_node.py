@@ -83,7 +83,8 @@ class PolicyParams(PolicyNodeConfig):
             if default is None:
                 default = getattr(cls(), f.name)
             if isinstance(default, tuple):
-                values[f.name] = tuple(str(v) for v in node.declare_parameter(f.name, list(default)) or ())
+                kind = type(default[0]) if default else str
+                values[f.name] = tuple(kind(v) for v in node.declare_parameter(f.name, list(default)) or ())
             else:
                 values[f.name] = type(default)(node.declare_parameter(f.name, default))
         return cls(**values)
@@ -124,6 +125,7 @@ class PolicyNode:
         self._replies: queue.Queue[_Reply] = queue.Queue()
         self._last_request_step = -(10**9)
         self._last_tick = math.nan
+        self._last_command: F64 | None = None  # the last position published on joint_commands
         self.periods: list[float] = []
         self.stats = {"queries": 0, "failures": 0, "published": 0, "held": 0, "rejected_chunks": 0}
         self.latencies: list[float] = []
@@ -190,6 +192,7 @@ class PolicyNode:
     def _start(self) -> None:
         with self._lock:
             self._running, self._step, self._plan, self._hold = True, 0, None, None
+            self._last_command = None
             self._last_request_step = -(10**9)
         self._submit(("reset", None))
 
@@ -251,9 +254,12 @@ class PolicyNode:
         if len(bad):
             t, j = bad[0]
             return f"chunk out of range: {JOINT_NAMES[j]} = {actions[t, j]:.3f} rad at t={t}"
-        jump = np.abs(actions[0, :5] - q[:5]).max()
-        if jump > self.params.max_step_rad:
-            return f"chunk starts {jump:.3f} rad from the measured position (max {self.params.max_step_rad:g})"
+        ref, what = (self._last_command, "the last command") if self._last_command is not None else (q, "the arm")
+        jump = np.abs(actions[0, :5] - ref[:5])
+        limit = np.asarray(self.params.max_step_rad)
+        if np.any(jump > limit):
+            j = int(np.argmax(jump - limit))
+            return f"chunk starts {jump[j]:.3f} rad from {what} on {JOINT_NAMES[j]} (max {limit[j]:g})"
         return ""
 
     def _take_replies(self, q: F64 | None, step: int) -> None:
@@ -355,6 +361,7 @@ class PolicyNode:
                 self._step += 1
 
     def _publish(self, q: F64) -> None:
+        self._last_command = q.copy()
         header = self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")
         self.commands.publish(
             self.node.message("sensor_msgs/msg/JointState", header=header, name=list(JOINT_NAMES), position=q)
