@@ -13,12 +13,28 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
     ],
     include_package_data=True,
-    install_requires=["so101_core", "nodegraph", "numpy", "torch"],
+    install_requires=[
+        "so101_core",
+        "nodegraph",
+        "so101_nodes",
+        "numpy",
+        "torch",
+        "lerobot[dataset]",
+        "pyzmq",
+        "msgpack",
+        "mlflow",
+        "matplotlib",
+    ],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",
     description="Policy server, client, training and evaluation for so101",
     license="Apache-2.0",
     python_requires=">=3.10",
-    entry_points={"console_scripts": []},
+    entry_points={
+        "console_scripts": [
+            "policy = so101_policy.nodes.policy_node:main",
+            "policy_server = so101_policy.serve:main",
+        ]
+    },
 )

@@ -125,6 +125,7 @@ def render(
     _report(f"render_{label}", result, as_json, save)
 
 
+@app.command()
 def pipeline(
     config: Path | None = typer.Option(None, "--config", help="pipeline YAML (default config/pipeline.yaml)"),
     out: Path = typer.Option(Path("out/bench_pipeline"), "--out", help="output directory (emptied first)"),
@@ -137,3 +138,39 @@ def pipeline(
     from so101_cli.benchmarks.pipeline import run_pipeline_benchmark
 
     _report(f"pipeline_{label}", run_pipeline_benchmark(config, out, keep=keep), as_json, save)
+
+
+@app.command()
+def policy(
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="ACT checkpoint for the inference latency"),
+    device: str = typer.Option("auto", "--device"),
+    calls: int = typer.Option(200, "--calls", help="get_action calls measured"),
+    width: int = typer.Option(640, "--width", help="camera frame width sent (each camera)"),
+    height: int = typer.Option(480, "--height"),
+    jitter_s: float = typer.Option(10.0, "--jitter-seconds", help="policy-node loop measurement (0 = skip)"),
+    train_result: Path | None = typer.Option(None, "--train-result", help="train_result.json of so101 train"),
+    eval_results: Path | None = typer.Option(None, "--eval-results", help="results.json of so101 eval"),
+    demos: int | None = typer.Option(None, "--demos", help="demos the policy was trained on"),
+    full_resolution: bool = typer.Option(
+        False, "--full-resolution", help="also time an untrained ACT at the full frame size (the headline figure)"
+    ),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: policy_<label>.json (e.g. cpu, h200)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/policy_<label>.json"),
+) -> None:
+    """Inference p50/p99 per chunk, 30 Hz loop jitter, training samples/s, sim success of ACT."""
+    from so101_policy.bench_policy import run_policy_benchmark
+
+    result = run_policy_benchmark(
+        checkpoint,
+        device,
+        calls=calls,
+        width=width,
+        height=height,
+        jitter_s=jitter_s,
+        train_result=train_result,
+        eval_results=eval_results,
+        demos=demos,
+        full_resolution=full_resolution,
+    )
+    _report(f"policy_{label}", result, as_json, save)

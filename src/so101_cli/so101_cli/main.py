@@ -18,6 +18,7 @@ from so101_cli import (
     node_cmd,
     param_cmd,
     pipeline_cmd,
+    policy_cmd,
     seeds_cmd,
     service_cmd,
     skillgen_cmd,
@@ -37,6 +38,9 @@ app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options"
 app.command()(graph_cmd.graph)
 app.command()(demo_cmd.demo)
 app.command()(calibrate_cmd.calibrate)
+app.command()(policy_cmd.train)
+app.command()(policy_cmd.serve)
+app.command("eval")(policy_cmd.evaluate)
 app.add_typer(topic_cmd.app, name="topic")
 app.add_typer(action_cmd.app, name="action")
 app.add_typer(service_cmd.app, name="service")

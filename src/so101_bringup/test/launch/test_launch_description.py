@@ -154,7 +154,8 @@ def test_parameter_values_round_trip_through_yaml(value: object) -> None:
 
 def test_catalog_launches_resolve_with_their_defaults() -> None:
     assert {"demo", "record", "sim"} <= set(launch_names())
-    with pytest.raises(UnknownLaunchError, match="no launch named 'nope'; available: demo, real, record, sim, teleop"):
+    available = "available: demo, policy, real, record, sim, teleop"
+    with pytest.raises(UnknownLaunchError, match=f"no launch named 'nope'; {available}"):
         get_launch("nope")
     assert get_launch("demo.launch.py") is get_launch("demo")
     for name in launch_names():
@@ -182,3 +183,15 @@ def test_executables_resolve_to_console_scripts(tmp_path: Path) -> None:
     assert ScriptResolver(tmp_path)("any", "tool")[1] == str(tmp_path / "tool.py")
     with pytest.raises(ExecutableNotFoundError, match="no script"):
         ScriptResolver(tmp_path)("any", "other")
+
+
+def test_policy_launch_runs_beside_sim_or_real() -> None:
+    plain = resolve_launch(get_launch("policy"))
+    assert [n.name for n in plain.nodes] == ["policy"]  # the server only with serve:=true
+    (node,) = plain.nodes
+    assert node.package == "so101_policy" and node.executable == "policy"
+    assert node.parameters[0]["autostart"] is False and node.parameters[0]["cameras"] == ["ego", "side", "top"]
+    served = resolve_launch(get_launch("policy"), ["serve:=true", "checkpoint:=runs/act", "sim:=true", "token:=t"])
+    assert [n.name for n in served.nodes] == ["policy_server", "policy"]
+    assert served.nodes[0].arguments[:2] == ("--checkpoint", "runs/act")
+    assert served.nodes[1].parameters[0]["sim"] is True and served.nodes[1].parameters[0]["api_token"] == "t"

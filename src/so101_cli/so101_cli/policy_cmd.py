@@ -1,0 +1,133 @@
+"""``so101 train``, ``so101 serve``, ``so101 eval``: ACT training, the GR00T-protocol policy server, evaluation
+in the twin (so101_policy)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+def _fail(console: Console, exc: Exception) -> None:
+    console.print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(2) from None
+
+
+def train(
+    dataset: Path = typer.Option(..., "--dataset", help="LeRobot v3.0 dataset directory (a mixed one co-trains)"),
+    out: Path = typer.Option(Path("runs/act"), "--out", help="run directory (resumed from checkpoints/last)"),
+    config: Path | None = typer.Option(None, "--config", help="train YAML (default config/train.yaml)"),
+    steps: int | None = typer.Option(None, "--steps", min=1, help="total optimizer steps (overrides the config)"),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1),
+    device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda[:N]"),
+    tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow server (default: <out>/mlflow.db)"),
+) -> None:
+    """Train ACT through LeRobot, offline; MLflow tracking; resumable after a crash or SIGKILL."""
+    from so101_policy.config import load_train_config
+    from so101_policy.errors import PolicyError
+    from so101_policy.train import TrainProgress, train_policy
+
+    console = Console(stderr=True)
+    try:
+        cfg = load_train_config(config)
+        overrides: dict[str, Any] = {"steps": steps, "batch_size": batch_size, "device": device}
+        overrides["tracking_uri"] = tracking_uri
+        cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    except (PolicyError, ValueError) as exc:
+        _fail(console, exc)
+    columns = (
+        TextColumn("[bold]train[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[rate]:.0f} samples/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("train", total=cfg.steps, loss=float("nan"), rate=0.0)
+
+        def on_progress(p: TrainProgress) -> None:
+            bar.update(task, completed=p.step, loss=p.loss, rate=p.samples_per_s)
+
+        try:
+            result = train_policy(dataset, out, cfg, progress=on_progress)
+        except (PolicyError, ValueError, OSError) as exc:
+            _fail(console, exc)
+    summary = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(result).items()}
+    (out / "train_result.json").write_text(json.dumps(summary, indent=2))
+    typer.echo(json.dumps(summary, indent=2))
+
+
+def serve(
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="ACT run / checkpoint directory"),
+    gr00t: Path | None = typer.Option(None, "--gr00t", help="Isaac-GR00T model (needs the gr00t package)"),
+    replay: Path | None = typer.Option(None, "--replay", help=".npy (N, 6) actions in LeRobot units to replay"),
+    host: str = typer.Option("127.0.0.1", "--host", help="bind address (localhost by default)"),
+    port: int = typer.Option(5555, "--port"),
+    token: str | None = typer.Option(None, "--token", help="api_token clients must send (enables kill)"),
+    device: str = typer.Option("auto", "--device"),
+) -> None:
+    """Serve a policy over the GR00T N1.6 ZMQ protocol (ping, kill, get_action, reset, get_modality_config)."""
+    from so101_policy.serve import main as serve_main
+
+    argv = ["--host", host, "--port", str(port), "--device", device]
+    for flag, value in (("--checkpoint", checkpoint), ("--gr00t", gr00t), ("--replay", replay), ("--token", token)):
+        if value is not None:
+            argv += [flag, str(value)]
+    raise typer.Exit(serve_main(argv))
+
+
+def evaluate(
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="ACT run / checkpoint directory"),
+    episodes: int | None = typer.Option(None, "-n", "--episodes", min=1, help="randomized episodes"),
+    out: Path = typer.Option(Path("runs/eval"), "--out", help="report directory (resumed if it exists)"),
+    config: Path | None = typer.Option(None, "--config", help="eval YAML (default config/eval.yaml)"),
+    seed: int | None = typer.Option(None, "--seed", help="seed of the first episode"),
+    real_time_factor: float | None = typer.Option(None, "--real-time-factor", help="sim + policy node speed-up"),
+    device: str | None = typer.Option(None, "--device"),
+    real: Path | None = typer.Option(None, "--real", help="sim-vs-real table (YAML: conditions, bags, labels)"),
+) -> None:
+    """Evaluate in the twin through the real graph: success (ours + workshop rule, Wilson 95 %), FRAME metrics,
+    tracking plots, videos, HTML report, MLflow."""
+    from so101_policy.config import load_eval_config
+    from so101_policy.errors import PolicyError
+    from so101_policy.evaluate import checkpoint_spec, run_evaluation
+
+    console = Console(stderr=True)
+    try:
+        cfg = load_eval_config(config)
+        overrides: dict[str, Any] = {"episodes": episodes, "seed": seed, "device": device}
+        overrides["real_time_factor"] = real_time_factor
+        cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+        spec = checkpoint_spec(checkpoint, cfg.device)
+    except (PolicyError, ValueError) as exc:
+        _fail(console, exc)
+    columns = (
+        TextColumn("[bold]eval[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[ok]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("eval", total=cfg.episodes, ok="")
+        count = {"ok": 0}
+
+        def on_episode(done: int, total: int, row: dict) -> None:
+            count["ok"] += int(row["success"])
+            bar.update(task, completed=done, ok=f"{count['ok']}/{done} succeeded")
+
+        try:
+            result = run_evaluation(spec, out, cfg, progress=on_episode, real=real)
+        except (PolicyError, ValueError, OSError) as exc:
+            _fail(console, exc)
+    console.print(
+        f"success {result.successes}/{result.episodes} = {result.success_rate:.0%} "
+        f"(Wilson 95 %: {result.wilson_low:.0%}–{result.wilson_high:.0%}); report: {result.report_html}"
+    )

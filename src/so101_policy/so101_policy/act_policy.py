@@ -1,0 +1,79 @@
+"""An ACT checkpoint behind the policy-server interface: N1.6 observation in dataset units → action chunk.
+
+The checkpoint's config names its cameras (``observation.images.<cam>``) and image size; incoming frames of
+another size are resized (bilinear) to it. ``get_action`` returns the whole predicted chunk
+(``chunk_size`` steps); the policy node executes the first ``horizon`` of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .checkpoints import pretrained_dir
+from .errors import CheckpointError
+from .protocol import check_observation
+from .train import IMAGE_PREFIX, STATE, resolve_device
+
+
+class ActPolicy:
+    """Load ``checkpoint`` (run dir, checkpoint dir or pretrained_model dir) onto ``device``."""
+
+    def __init__(self, checkpoint: str | Path, device: str = "auto") -> None:
+        import torch
+        from lerobot.policies import make_pre_post_processors
+        from lerobot.policies.act.modeling_act import ACTPolicy
+
+        path = pretrained_dir(Path(checkpoint))
+        self.device = resolve_device(device)
+        try:
+            policy = ACTPolicy.from_pretrained(str(path))
+        except Exception as exc:
+            raise CheckpointError(f"cannot load ACT from {path}: {type(exc).__name__}: {exc}") from exc
+        policy.config.device = self.device
+        self.policy = policy.to(self.device).eval()
+        self.pre, self.post = make_pre_post_processors(
+            policy.config,
+            pretrained_path=str(path),
+            preprocessor_overrides={"device_processor": {"device": self.device}},
+        )
+        self.torch = torch
+        images = list(policy.config.image_features)
+        self.cameras = tuple(k.removeprefix(IMAGE_PREFIX) for k in images)
+        self.image_shapes = {k: tuple(policy.config.image_features[k].shape) for k in images}  # (3, H, W)
+        self.horizon = int(policy.config.chunk_size)
+        self.checkpoint = path
+
+    def image_size(self) -> tuple[int, int]:
+        """(width, height) px of the images the policy was trained on (first camera)."""
+        _, h, w = next(iter(self.image_shapes.values()))
+        return w, h
+
+    def _batch(self, obs: dict[str, Any], task: str) -> dict[str, Any]:
+        torch = self.torch
+        state = np.concatenate([obs["state"]["single_arm"][:, -1], obs["state"]["gripper"][:, -1]], axis=1)
+        batch: dict[str, Any] = {STATE: torch.as_tensor(state, dtype=torch.float32), "task": task}
+        for cam in self.cameras:
+            key = IMAGE_PREFIX + cam
+            frames = torch.as_tensor(np.ascontiguousarray(obs["video"][cam][:, -1]))  # (B, H, W, 3) uint8
+            img = frames.permute(0, 3, 1, 2).to(torch.float32) / 255.0
+            _, h, w = self.image_shapes[key]
+            if img.shape[-2:] != (h, w):
+                img = torch.nn.functional.interpolate(img, size=(h, w), mode="bilinear", align_corners=False)
+            batch[key] = img
+        return batch
+
+    def get_action(self, observation: dict[str, Any], options: dict[str, Any] | None) -> tuple[dict, dict]:
+        """Chunk ``{"single_arm": (B, H, 5), "gripper": (B, H, 1)}`` float32 in dataset units."""
+        _, task = check_observation(observation, self.cameras)
+        with self.torch.inference_mode():
+            batch = self.pre(self._batch(observation, task))
+            chunk = self.policy.predict_action_chunk(batch)  # (B, H, 6) normalised
+            actions = self.post(chunk).to("cpu", self.torch.float32).numpy()
+        return {"single_arm": actions[:, :, :5], "gripper": actions[:, :, 5:]}, {}
+
+    def reset(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        self.policy.reset()
+        return {}

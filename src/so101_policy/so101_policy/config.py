@@ -1,0 +1,238 @@
+"""``config/train.yaml``, ``config/eval.yaml``, ``config/policy.yaml`` → frozen dataclasses, validated.
+
+Each YAML file is a flat mapping of the dataclass's fields (unknown keys and wrong types are errors naming the
+field, e.g. ``train.batch_size``). Units are in the field names or docstrings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from so101_core.config import ConfigError as FieldError
+from so101_core.config import Fields, config_dir, load_yaml
+
+from .errors import ConfigError
+
+CAMERA_NAMES = ("ego", "side", "top")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """ACT training through LeRobot (offline). ``device`` auto = CUDA when present, else CPU.
+
+    ``chunk_size``: actions per predicted chunk (30 Hz steps); ``cameras``: which dataset cameras the policy
+    sees ([] = every ``observation.images.*`` feature); ``save_freq`` / ``log_freq`` in steps;
+    ``tracking_uri`` "" = ``sqlite:///<out>/mlflow.db``; ``system_metrics``: MLflow CPU/GPU/memory sampling;
+    ``time_limit_s``: stop (with a checkpoint) after this much training time in this invocation (0 = none).
+    """
+
+    steps: int = 20000
+    batch_size: int = 8
+    num_workers: int = 4
+    lr: float = 1e-5
+    lr_backbone: float = 1e-5
+    weight_decay: float = 1e-4
+    grad_clip_norm: float = 10.0
+    chunk_size: int = 16
+    dim_model: int = 512
+    dim_feedforward: int = 3200
+    n_heads: int = 8
+    n_encoder_layers: int = 4
+    n_decoder_layers: int = 1
+    latent_dim: int = 32
+    kl_weight: float = 10.0
+    dropout: float = 0.1
+    vision_backbone: str = "resnet18"
+    cameras: tuple[str, ...] = ()
+    seed: int = 1000
+    device: str = "auto"
+    use_amp: bool = False
+    save_freq: int = 2000
+    log_freq: int = 50
+    tracking_uri: str = ""
+    experiment: str = "so101-act"
+    system_metrics: bool = True
+    log_checkpoints: bool = True
+    time_limit_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.time_limit_s < 0:
+            raise ConfigError(f"train.time_limit_s must be >= 0 (0 = none), got {self.time_limit_s}")
+        _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))
+        _positive(self, "train", ("n_encoder_layers", "n_decoder_layers", "latent_dim", "save_freq", "log_freq"))
+        _positive(self, "train", ("lr", "lr_backbone", "grad_clip_norm"))
+        if self.num_workers < 0 or self.weight_decay < 0 or self.kl_weight < 0 or not 0 <= self.dropout < 1:
+            raise ConfigError("train: num_workers, weight_decay, kl_weight must be >= 0 and dropout in [0, 1)")
+        if self.dim_model % self.n_heads:
+            raise ConfigError(f"train.dim_model ({self.dim_model}) must be a multiple of n_heads ({self.n_heads})")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ConfigError(f"train.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        _cameras(self.cameras, "train")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Evaluation in the twin through the real graph (sim node + policy node + policy server as processes).
+
+    ``episodes`` randomized episodes from seeds ``seed, seed + 1, ...``; each lasts at most ``episode_s`` of sim
+    time; ``horizon`` actions per chunk are executed (16 sim); ``real_time_factor`` speeds sim and policy node up
+    together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
+    number of episodes with an MP4 and a tracking plot (the first K). FRAME references (DTW, ATE, RTE, action
+    MSE) are the scripted expert's rollouts on the same seeds.
+    """
+
+    episodes: int = 50
+    seed: int = 1984
+    episode_s: float = 20.0
+    horizon: int = 16
+    blend_alpha: float = 0.2
+    real_time_factor: float = 1.0
+    cameras: tuple[str, ...] = ()
+    width: int = 0
+    height: int = 0
+    camera_rate_hz: float = 30.0
+    videos: int = 3
+    video_fps: float = 10.0
+    task: str = "put the vial in the rack"
+    server_timeout_ms: int = 2000
+    device: str = "auto"
+    tracking_uri: str = ""
+    experiment: str = "so101-eval"
+    randomize: bool = True
+
+    def __post_init__(self) -> None:
+        _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz"))
+        _positive(self, "eval", ("video_fps", "server_timeout_ms"))
+        if not 0 < self.blend_alpha <= 1:
+            raise ConfigError(f"eval.blend_alpha must be in (0, 1], got {self.blend_alpha}")
+        if self.videos < 0 or self.width < 0 or self.height < 0:
+            raise ConfigError("eval: videos, width, height must be >= 0")
+        _cameras(self.cameras, "eval")
+
+
+@dataclass(frozen=True)
+class PolicyNodeConfig:
+    """The 30 Hz policy node (``config/policy.yaml``; the node's ROS parameters default to these).
+
+    ``horizon``: actions of each chunk executed (8 real, 16 sim); ``replan_steps``: a new chunk is requested
+    every this many steps (0 = when the plan runs out); ``blend_alpha``: EMA weight of the newer chunk on the
+    overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm; ``max_step_rad``
+    (5 arm joints): a chunk whose first action is further than this from the last command (or, with none, the
+    measured position) is rejected (hold). wrist_roll gets more: in the demos its command leads the measured
+    joint by up to 0.8 rad.
+    """
+
+    rate_hz: float = 30.0
+    horizon: int = 8
+    horizon_sim: int = 16
+    replan_steps: int = 0
+    blend_alpha: float = 0.2
+    cameras: tuple[str, ...] = CAMERA_NAMES
+    task: str = "put the vial in the rack"
+    server_host: str = "127.0.0.1"
+    server_port: int = 5555
+    server_timeout_ms: int = 500
+    stale_joint_s: float = 0.25
+    stale_camera_s: float = 0.5
+    max_step_rad: tuple[float, ...] = (0.5, 0.5, 0.5, 0.5, 1.2)
+    autostart: bool = False
+
+    def __post_init__(self) -> None:
+        _positive(self, "policy", ("rate_hz", "horizon", "horizon_sim", "server_timeout_ms", "stale_joint_s"))
+        _positive(self, "policy", ("stale_camera_s",))
+        if len(self.max_step_rad) != 5 or not all(v > 0 for v in self.max_step_rad):
+            raise ConfigError(f"policy.max_step_rad needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
+        if not 0 < self.blend_alpha <= 1:
+            raise ConfigError(f"policy.blend_alpha must be in (0, 1], got {self.blend_alpha}")
+        if self.replan_steps < 0:
+            raise ConfigError(f"policy.replan_steps must be >= 0, got {self.replan_steps}")
+        _cameras(self.cameras, "policy")
+
+
+def _positive(cfg: object, root: str, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(cfg, name)
+        if not value > 0:
+            raise ConfigError(f"{root}.{name} must be > 0, got {value}")
+
+
+def _cameras(cameras: tuple[str, ...], root: str) -> None:
+    unknown = [c for c in cameras if c not in CAMERA_NAMES]
+    if unknown or len(set(cameras)) != len(cameras):
+        raise ConfigError(f"{root}.cameras must be distinct names of {list(CAMERA_NAMES)}, got {list(cameras)}")
+
+
+def _read(fields: Fields, cls: type[Any]) -> Any:
+    """Every dataclass field of ``cls`` from ``fields`` (default when absent), typed by its annotation."""
+    defaults = cls()
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        default, hint = getattr(defaults, f.name), hints[f.name]
+        if not fields.has(f.name):
+            fields.raw(f.name, default)
+            continue
+        raw = fields.raw(f.name)
+        if hint is bool:
+            if not isinstance(raw, bool):
+                raise FieldError(fields.field(f.name), f"expected true/false, got {raw!r}")
+            values[f.name] = raw
+        elif hint is int:
+            values[f.name] = fields.integer(f.name)
+        elif hint is float:
+            values[f.name] = fields.num(f.name)
+        elif hint is str:
+            values[f.name] = "" if raw is None else fields.text(f.name)
+        elif typing.get_origin(hint) is tuple or isinstance(hint, types.GenericAlias):
+            if default and isinstance(default[0], float):
+                values[f.name] = fields.vec(f.name, len(default))
+            elif not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+                raise FieldError(fields.field(f.name), f"expected a list of strings, got {raw!r}")
+            else:
+                values[f.name] = tuple(raw)
+        else:  # pragma: no cover - every field above is one of these types
+            raise TypeError(f"unsupported field type {hint} for {f.name}")
+    fields.finish()
+    return cls(**values)
+
+
+def _load[T](cls: type[T], path: str | Path | None, name: str) -> T:
+    try:
+        fields = load_yaml(path, name) if path else _default_fields(name)
+        return typing.cast(T, _read(fields, cls))
+    except FieldError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _default_fields(name: str) -> Fields:
+    path = config_dir() / f"{name}.yaml"
+    return load_yaml(path, name) if path.is_file() else Fields({}, name)
+
+
+def parse_config[T](cls: type[T], data: Mapping[str, Any], name: str) -> T:
+    """Validate an already-parsed mapping for ``cls`` (same rules as the loaders)."""
+    try:
+        return typing.cast(T, _read(Fields(data, name), cls))
+    except FieldError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def load_train_config(path: str | Path | None = None) -> TrainConfig:
+    """``train.yaml`` (default: the config directory's, else the defaults)."""
+    return _load(TrainConfig, path, "train")
+
+
+def load_eval_config(path: str | Path | None = None) -> EvalConfig:
+    """``eval.yaml`` (default: the config directory's, else the defaults)."""
+    return _load(EvalConfig, path, "eval")
+
+
+def load_policy_config(path: str | Path | None = None) -> PolicyNodeConfig:
+    """``policy.yaml`` (default: the config directory's, else the defaults)."""
+    return _load(PolicyNodeConfig, path, "policy")

@@ -1,0 +1,33 @@
+"""The one exception base of so101_policy and its specific subclasses."""
+
+from __future__ import annotations
+
+from so101_core.config import ConfigError as CoreConfigError
+
+
+class PolicyError(RuntimeError):
+    """Base of so101_policy's errors."""
+
+
+class ProtocolError(PolicyError):
+    """A message that does not follow the GR00T N1.6 wire format (malformed, too large, pickled, wrong shape)."""
+
+
+class ServerError(PolicyError):
+    """The policy server answered ``{"error": ...}``."""
+
+
+class ServerTimeout(PolicyError):  # noqa: N818 (reads like the event it reports)
+    """The policy server did not answer within the client's timeout (dead, hung or unreachable)."""
+
+
+class ConfigError(PolicyError, CoreConfigError):
+    """An invalid train / eval / policy configuration (``field`` names it, e.g. ``train.batch_size``)."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        ValueError.__init__(self, message)
+        self.field, self.message, self.file = field, message, None
+
+
+class CheckpointError(PolicyError):
+    """A checkpoint directory that cannot be loaded."""

@@ -1,0 +1,388 @@
+"""``so101 eval``: N seeded, randomized episodes in the twin through the real graph, and a report.
+
+Processes: a zenoh router, the policy server (``so101_policy.serve``), the sim node (``so101_nodes.sim_node``,
+cameras rendered at the policy's image size) and the policy node (``so101_policy.nodes.policy_node``,
+``sim:=true``); this process joins the graph as the ``evaluator`` node: per episode it stops the policy,
+resets the twin with seed ``seed + i`` (same seed → same scene), starts the policy and records until success or
+``episode_s`` of sim time (:mod:`.monitor`). Success is judged by our detector and by the upstream workshop rule;
+rates carry Wilson 95 % intervals. FRAME metrics compare the run with the scripted expert's rollout on the same
+seed (the reference), see :mod:`.metrics`. Episodes already in ``<out>/episodes.jsonl`` are skipped (resume).
+Outputs: ``episodes.jsonl``, ``results.json``, ``report.html`` with tracking plots and videos (first K), and an
+MLflow run (local sqlite store in ``<out>`` by default).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import report
+from .checkpoints import pretrained_dir, read_json
+from .config import EvalConfig
+from .errors import PolicyError
+from .metrics import aggregate, frame_metrics, wilson_interval
+from .processes import Child, child_env, free_port, python_module, ros_args
+
+POLICY_NODE = "policy"
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Success over ``episodes`` by our detector (with the Wilson 95 % interval), by the workshop rule (None
+    where the rule is unavailable), aggregated FRAME metrics, and where the report lies."""
+
+    success_rate: float
+    successes: int
+    episodes: int
+    wilson_low: float
+    wilson_high: float
+    report_html: Path
+    workshop_successes: int | None = None
+    workshop_rate: float | None = None
+    metrics: dict[str, float] | None = None
+    results_json: Path | None = None
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What the server hosts: the ``so101 serve`` arguments, the cameras it needs and their image size."""
+
+    serve_args: tuple[str, ...]
+    cameras: tuple[str, ...]
+    width: int
+    height: int
+    label: str
+
+
+def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
+    """An ACT checkpoint: cameras and image size from its config.json."""
+    path = pretrained_dir(Path(checkpoint_dir))
+    cfg = read_json(path / "config.json")
+    images = {k: v for k, v in cfg.get("input_features", {}).items() if k.startswith("observation.images.")}
+    if not images:
+        raise PolicyError(f"{path}/config.json names no camera inputs")
+    _, h, w = next(iter(images.values()))["shape"]
+    cams = tuple(k.removeprefix("observation.images.") for k in images)
+    return PolicySpec(("--checkpoint", str(path), "--device", device), cams, int(w), int(h), str(checkpoint_dir))
+
+
+def evaluate_policy(checkpoint_dir: Path, out_dir: Path, config: EvalConfig) -> EvalResult:
+    """Evaluate the ACT checkpoint at ``checkpoint_dir`` (see the module docstring)."""
+    return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config)
+
+
+def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor_has_workshop: bool) -> dict[str, Any]:
+    arrays = log.arrays()
+    steps = len(arrays["t"])
+    out: dict[str, Any] = {
+        "seed": log.seed,
+        "steps": steps,
+        "duration_s": float(arrays["t"][-1]) if steps else 0.0,
+        "success": log.success_step >= 0,
+        "workshop_success": (log.workshop_step >= 0) if monitor_has_workshop else None,
+        "success_step": log.success_step,
+        "workshop_step": log.workshop_step,
+        "holds": sum(1 for s in log.policy_status if s.startswith("holding")),
+        "hold_reasons": dict(Counter(s for s in log.policy_status if s.startswith("holding")).most_common(3)),
+    }
+    if steps >= 3:
+        ref_q = reference["q"] if reference is not None else None
+        ref_a = reference["actions"] if reference is not None else None
+        out["metrics"] = frame_metrics(arrays["q"], arrays["cmd"], ref_q, ref_a)
+    else:
+        out["metrics"] = {}
+    return out
+
+
+def _expert_reference(seed: int, randomize: bool) -> dict[str, np.ndarray] | None:
+    """The scripted expert's rollout on the same scene (q and actions, rad), or None when it fails to plan."""
+    from so101_core.sim.errors import SimError
+    from so101_core.sim.rollout import run_scripted_episode
+
+    try:
+        with _make_twin(randomize) as twin:
+            rec = run_scripted_episode(twin, seed, record=True)
+    except SimError:
+        return None
+    return {"q": rec.joint_positions, "actions": rec.actions, "success": np.array(rec.success)}
+
+
+def _done_episodes(path: Path) -> dict[int, dict[str, Any]]:
+    done: dict[int, dict[str, Any]] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+                done[int(row["index"])] = row
+            except (ValueError, KeyError):
+                continue  # a line cut by a crash
+    return done
+
+
+def run_evaluation(
+    spec: PolicySpec,
+    out_dir: Path,
+    config: EvalConfig,
+    *,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    deadline: float | None = None,
+    real: Path | None = None,
+) -> EvalResult:
+    """Run the episodes against the policy ``spec`` describes and write the report into ``out_dir``.
+
+    ``deadline`` (``time.monotonic()``): no episode starts after it; the result then counts the episodes run."""
+    from nodegraph.transport.zenoh.context import Context
+    from nodegraph.transport.zenoh.node import ZenohNode
+    from nodegraph.transport.zenoh.router import RouterProcess
+
+    from .monitor import EpisodeMonitor
+
+    out_dir = Path(out_dir)
+    (out_dir / "logs").mkdir(parents=True, exist_ok=True)
+    cameras = config.cameras or spec.cameras
+    missing = [c for c in spec.cameras if c not in cameras]
+    if missing:
+        raise PolicyError(f"the policy needs cameras {list(spec.cameras)}; eval.cameras lacks {missing}")
+    width, height = config.width or spec.width, config.height or spec.height
+    video_camera = "side" if "side" in cameras else cameras[0]
+    episodes_file = out_dir / "episodes.jsonl"
+    done = _done_episodes(episodes_file)
+    endpoint = f"tcp/127.0.0.1:{free_port()}"
+    env = child_env(endpoint)
+    token = secrets.token_hex(8)
+    zmq_port = free_port()
+    rtf = config.real_time_factor
+    children: list[Child] = []
+    router = RouterProcess(endpoint)
+    router.start()
+    ctx = node = twin = None
+    try:
+        logs = out_dir / "logs"
+        server = Child(
+            "server",
+            python_module("so101_policy.serve", *spec.serve_args, "--port", str(zmq_port), "--token", token),
+            logs,
+            env,
+        )
+        children.append(server)
+        sim_params = {
+            "cameras": list(cameras),
+            "width": width,
+            "height": height,
+            "camera_rate_hz": config.camera_rate_hz,
+            "real_time_factor": rtf,
+            "seed": config.seed,
+            "randomize": config.randomize,
+        }
+        children.append(Child("sim", python_module("so101_nodes.sim_node", *ros_args(sim_params)), logs, env))
+        policy_params = {
+            "sim": True,
+            "horizon_sim": config.horizon,
+            "blend_alpha": config.blend_alpha,
+            "cameras": list(spec.cameras),
+            "task": config.task,
+            "server_port": zmq_port,
+            "api_token": token,
+            "server_timeout_ms": config.server_timeout_ms,
+            "time_scale": rtf,
+            "autostart": False,
+        }
+        children.append(
+            Child(
+                "policy_node",
+                python_module("so101_policy.nodes.policy_node", *ros_args(policy_params, POLICY_NODE)),
+                logs,
+                env,
+            )
+        )
+        server.wait_for_line("serving on", 300.0)
+        ctx = Context(endpoint)
+        if not ctx.wait_for_router(10.0):
+            raise PolicyError("evaluator cannot reach its zenoh router")
+        node = ZenohNode("evaluator", context=ctx)
+        twin = _make_twin(config.randomize)
+        monitor = EpisodeMonitor(node, twin, video_camera if config.videos else None, POLICY_NODE)
+        reset = node.create_client("so101_msgs/srv/ResetSim", "sim/reset")
+        start = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/start")
+        stop = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/stop")
+        for client, what in ((reset, "sim/reset"), (start, "policy/start"), (stop, "policy/stop")):
+            if not client.wait_for_service(60.0):
+                raise PolicyError(f"service {what} did not appear: {[(c.name, c.tail(500)) for c in children]}")
+        wait_until = time.monotonic() + 60.0
+        while monitor.latest_stamp() < 0 and time.monotonic() < wait_until:  # the twin is up and stepping
+            time.sleep(0.05)
+        rows = [done[i] for i in sorted(done) if i < config.episodes]
+        with episodes_file.open("a", encoding="utf-8") as sink:
+            for i in range(config.episodes):
+                if i in done:
+                    continue
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+                for child in children:
+                    if not child.alive():
+                        raise PolicyError(f"{child.name} died: {child.tail()}")
+                row = _run_episode(node, monitor, reset, start, stop, i, config, out_dir, rtf)
+                sink.write(json.dumps(row) + "\n")
+                sink.flush()
+                rows.append(row)
+                if progress is not None:
+                    progress(i + 1, config.episodes, row)
+    finally:
+        if node is not None:
+            node.shutdown()
+        if ctx is not None:
+            ctx.close()
+        if twin is not None:
+            twin.close()
+        for child in reversed(children):
+            child.stop()
+        router.stop()
+    return summarize(rows, out_dir, config, spec, real)
+
+
+def _make_twin(randomize: bool) -> Any:
+    from so101_core.sim.config import load_sim_config
+    from so101_core.sim.randomization import DRConfig, load_dr_config
+    from so101_core.sim.twin import Twin
+
+    return Twin(load_sim_config(), load_dr_config() if randomize else DRConfig.disabled())
+
+
+def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:
+    """A service call; a timeout is retried (a service just discovered may miss its first query)."""
+    from nodegraph.graph.api import ServiceTimeout
+
+    for attempt in range(attempts):
+        try:
+            response = client.call(request, 10.0)
+            break
+        except ServiceTimeout:
+            if attempt == attempts - 1:
+                raise PolicyError(f"{what}: no answer after {attempts} tries of 10 s") from None
+    if not response.success:
+        raise PolicyError(f"{what} failed: {response.message}")
+    return response
+
+
+def _run_episode(
+    node: Any, monitor: Any, reset: Any, start: Any, stop: Any, index: int, cfg: EvalConfig, out_dir: Path, rtf: float
+) -> dict[str, Any]:
+    seed = cfg.seed + index
+    trigger = node.message("std_srvs/srv/Trigger_Request")
+    _call(stop, trigger, "policy/stop")
+    _call(reset, node.message("so101_msgs/srv/ResetSim_Request", seed=seed), "sim/reset")
+    stamp = monitor.latest_stamp()
+    deadline = time.monotonic() + 10.0
+    while monitor.latest_stamp() <= stamp and time.monotonic() < deadline:  # a state from the new episode
+        time.sleep(0.01)
+    monitor.begin(seed, record_frames=index < cfg.videos)
+    time.sleep(0.3 / rtf)  # fresh images of the new scene before the first query
+    _call(start, trigger, "policy/start")
+    wall_deadline = time.monotonic() + cfg.episode_s / rtf * 3 + 30.0
+    succeeded_at: float | None = None
+    while time.monotonic() < wall_deadline:
+        t, ours, shop = monitor.progress()
+        if t >= cfg.episode_s:
+            break
+        if ours and succeeded_at is None:
+            succeeded_at = t
+        if succeeded_at is not None and (shop or t - succeeded_at > 1.0):
+            break
+        time.sleep(0.02)
+    _call(stop, trigger, "policy/stop")
+    log = monitor.end()
+    reference = _expert_reference(seed, cfg.randomize)
+    row = _episode_summary(log, reference, monitor.workshop is not None)
+    row["index"] = index
+    row["reference_success"] = bool(reference["success"]) if reference is not None else None
+    if index < cfg.videos:
+        arrays = log.arrays()
+        row["plot"] = report.tracking_plot(
+            arrays["t"], arrays["q"], arrays["cmd"], out_dir / f"tracking_{index:03d}.png"
+        )
+        row["video"] = report.write_video(log.frames, cfg.video_fps, out_dir / f"episode_{index:03d}.mp4")
+    return row
+
+
+def summarize(
+    rows: list[dict[str, Any]], out_dir: Path, cfg: EvalConfig, spec: PolicySpec, real: Path | None = None
+) -> EvalResult:
+    """results.json, report.html and the MLflow run for the episode ``rows``; with ``real`` (a sim-vs-real
+    table file, :mod:`.sim_vs_real`) the report also carries the reality-gap table."""
+    n = len(rows)
+    ok = sum(1 for r in rows if r["success"])
+    shop_known = bool(rows) and all(r.get("workshop_success") is not None for r in rows)
+    shop = sum(1 for r in rows if r.get("workshop_success")) if shop_known else None
+    iv = wilson_interval(ok, n)
+    metrics = aggregate([r["metrics"] for r in rows if r.get("metrics")])
+    summary: dict[str, Any] = {
+        "policy": spec.label,
+        "episodes": n,
+        "successes": ok,
+        "success_rate": ok / n if n else 0.0,
+        "wilson_95": [iv.low, iv.high],
+        "workshop_successes": shop,
+        "workshop_rate": (shop / n if n else 0.0) if shop is not None else None,
+        "workshop_wilson_95": list(asdict(wilson_interval(shop, n)).values()) if shop is not None else None,
+        "metrics": metrics,
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
+        "cameras": list(spec.cameras),
+        "image_size": [spec.width, spec.height],
+    }
+    if real is not None:
+        from .sim_vs_real import sim_vs_real_rows
+
+        summary["sim_vs_real"] = sim_vs_real_rows(real, summary)
+    results = out_dir / "results.json"
+    results.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    html = report.write_html(summary, rows, out_dir / "report.html")
+    _log_mlflow(summary, out_dir, cfg)
+    return EvalResult(
+        success_rate=summary["success_rate"],
+        successes=ok,
+        episodes=n,
+        wilson_low=iv.low,
+        wilson_high=iv.high,
+        report_html=html,
+        workshop_successes=shop,
+        workshop_rate=summary["workshop_rate"],
+        metrics=metrics,
+        results_json=results,
+    )
+
+
+def _log_mlflow(summary: dict[str, Any], out_dir: Path, cfg: EvalConfig) -> None:
+    try:
+        import mlflow
+    except ImportError:  # results.json is the record
+        return
+
+    uri = cfg.tracking_uri or f"sqlite:///{(out_dir / 'mlflow.db').resolve()}"
+    mlflow.set_tracking_uri(uri)
+    if mlflow.get_experiment_by_name(cfg.experiment) is None:
+        artifacts = (out_dir / "mlartifacts").resolve().as_uri() if not cfg.tracking_uri else None
+        mlflow.create_experiment(cfg.experiment, artifact_location=artifacts)
+    mlflow.set_experiment(cfg.experiment)
+    with mlflow.start_run(run_name=out_dir.name):
+        mlflow.log_params({"policy": summary["policy"], **{f"eval.{k}": v for k, v in summary["config"].items()}})
+        values = {
+            "success_rate": summary["success_rate"],
+            "wilson_low": summary["wilson_95"][0],
+            "wilson_high": summary["wilson_95"][1],
+            **{k.replace("/", "_"): v for k, v in summary["metrics"].items()},
+        }
+        if summary["workshop_rate"] is not None:
+            values["workshop_rate"] = summary["workshop_rate"]
+        mlflow.log_metrics({k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))})
+        for name in ("results.json", "report.html", "episodes.jsonl"):
+            if (out_dir / name).is_file():
+                mlflow.log_artifact(str(out_dir / name))

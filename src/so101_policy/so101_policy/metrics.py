@@ -1,0 +1,150 @@
+"""Evaluation metrics: success with a Wilson interval, and FRAME trajectory metrics (robometric-frame 0.3.0
+definitions, re-implemented: the package is not installed here).
+
+Trajectories are ``(L, D)`` arrays (joint space, rad, unless said otherwise). Definitions:
+- path length PL = Σ‖p[i+1] − p[i]‖;
+- path smoothness PS = (1/(L−2)) Σ‖p[i+2] − 2p[i+1] + p[i]‖ (0.3.0 normalisation; ≤ 0.2.0 divided by PL);
+- DTW with Euclidean cost and steps (i−1, j), (i, j−1), (i−1, j−1); nDTW = exp(−DTW / (|R| · d)),
+  d = PL(R) / (|R| − 1) (1 when 0);
+- ATE = mean‖p[i] − r[i]‖ (no alignment) and RTE(Δ=1) = mean‖(p[i+1] − p[i]) − (r[i+1] − r[i])‖, over the
+  common length;
+- action MSE = mean over t of ‖a[t] − â[t]‖² (sum over dims, FRAME's ActionAccuracy) against a reference
+  episode's actions;
+- per-joint MSE = mean over t of (commanded[t, j] − observed[t, j])² (tracking), gripper MSE = that of index 5:
+  a policy that closes the gripper on the vial leaves a large gripper error (the jaws stop at the vial), one that
+  moves but never grasps leaves almost none ("moves but does not grasp").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+FRAME_VERSION = "robometric-frame 0.3.0 definitions"
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> Interval:
+    """Wilson score interval for ``successes`` of ``n`` (95 % by default); (0, 1) for n = 0."""
+    if n <= 0:
+        return Interval(0.0, 1.0)
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in 0..{n}, got {successes}")
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(low, high)
+
+
+def _traj(x: npt.ArrayLike, min_len: int, name: str) -> F64:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2 or len(a) < min_len:
+        raise ValueError(f"{name} needs an (L >= {min_len}, D) trajectory, got shape {a.shape}")
+    return a
+
+
+def path_length(p: npt.ArrayLike) -> float:
+    a = _traj(p, 2, "path length")
+    return float(np.linalg.norm(np.diff(a, axis=0), axis=1).sum())
+
+
+def path_smoothness(p: npt.ArrayLike) -> float:
+    a = _traj(p, 3, "path smoothness")
+    return float(np.linalg.norm(np.diff(a, n=2, axis=0), axis=1).sum() / (len(a) - 2))
+
+
+def dtw(p: npt.ArrayLike, r: npt.ArrayLike) -> float:
+    a, b = _traj(p, 1, "DTW"), _traj(r, 1, "DTW")
+    cost = np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
+    acc = np.full((len(a) + 1, len(b) + 1), np.inf)
+    acc[0, 0] = 0.0
+    for i in range(1, len(a) + 1):
+        row_prev, row = acc[i - 1], acc[i]
+        c = cost[i - 1]
+        for j in range(1, len(b) + 1):
+            row[j] = c[j - 1] + min(row_prev[j], row[j - 1], row_prev[j - 1])
+    return float(acc[len(a), len(b)])
+
+
+def ndtw(p: npt.ArrayLike, r: npt.ArrayLike) -> float:
+    b = _traj(r, 2, "nDTW")
+    d = path_length(b) / (len(b) - 1)
+    return float(math.exp(-dtw(p, b) / (len(b) * (d if d > 0 else 1.0))))
+
+
+def _common(p: npt.ArrayLike, r: npt.ArrayLike, min_len: int, name: str) -> tuple[F64, F64]:
+    a, b = _traj(p, min_len, name), _traj(r, min_len, name)
+    n = min(len(a), len(b))
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{name}: dimension mismatch {a.shape} vs {b.shape}")
+    return a[:n], b[:n]
+
+
+def ate(p: npt.ArrayLike, r: npt.ArrayLike) -> float:
+    a, b = _common(p, r, 1, "ATE")
+    return float(np.linalg.norm(a - b, axis=1).mean())
+
+
+def rte(p: npt.ArrayLike, r: npt.ArrayLike, delta: int = 1) -> float:
+    a, b = _common(p, r, delta + 1, "RTE")
+    return float(np.linalg.norm((a[delta:] - a[:-delta]) - (b[delta:] - b[:-delta]), axis=1).mean())
+
+
+def action_errors(pred: npt.ArrayLike, target: npt.ArrayLike) -> tuple[float, F64]:
+    """(action MSE summed over dims, per-joint MSE (D,)) over the common length."""
+    a, b = _common(pred, target, 1, "action MSE")
+    sq = (a - b) ** 2
+    return float(sq.sum(axis=1).mean()), sq.mean(axis=0)
+
+
+def frame_metrics(
+    observed: npt.ArrayLike,
+    commanded: npt.ArrayLike,
+    reference_q: npt.ArrayLike | None = None,
+    reference_actions: npt.ArrayLike | None = None,
+) -> dict[str, float]:
+    """Per-episode FRAME metrics of the observed joint path (T, 6) rad; against a reference episode when given.
+
+    Keys: ``path_length``, ``path_smoothness`` (arm joints), ``joint_mse/<i>`` (i = 0..5) and ``gripper_mse``
+    (commanded vs observed), and with a reference ``dtw``, ``ndtw``, ``ate``, ``rte`` (arm joints),
+    ``action_mse``, ``ref_joint_mse/<i>``, ``ref_gripper_mse`` (commanded vs reference actions).
+    """
+    q = _traj(observed, 3, "observed path")
+    cmd = _traj(commanded, 1, "commanded path")
+    _, tracking = action_errors(cmd, q)
+    out = {
+        "path_length": path_length(q[:, :5]),
+        "path_smoothness": path_smoothness(q[:, :5]),
+        **{f"joint_mse/{i}": float(v) for i, v in enumerate(tracking)},
+        "gripper_mse": float(tracking[5]),
+    }
+    if reference_q is not None:
+        ref = _traj(reference_q, 2, "reference path")
+        out.update(dtw=dtw(q[:, :5], ref[:, :5]), ndtw=ndtw(q[:, :5], ref[:, :5]))
+        out.update(ate=ate(q[:, :5], ref[:, :5]), rte=rte(q[:, :5], ref[:, :5]))
+    if reference_actions is not None:
+        mse, per_joint = action_errors(cmd, reference_actions)
+        out["action_mse"] = mse
+        out.update({f"ref_joint_mse/{i}": float(v) for i, v in enumerate(per_joint)})
+        out["ref_gripper_mse"] = float(per_joint[5])
+    return out
+
+
+def aggregate(per_episode: list[dict[str, float]]) -> dict[str, float]:
+    """Mean of each metric over the episodes that have it."""
+    keys = sorted({k for m in per_episode for k in m})
+    return {k: float(np.mean([m[k] for m in per_episode if k in m])) for k in keys}

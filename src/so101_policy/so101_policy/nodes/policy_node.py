@@ -1,0 +1,421 @@
+"""policy: the 30 Hz control loop between the graph and a policy server (GR00T N1.6 protocol).
+
+Every period (``rate_hz`` × ``time_scale``) the node takes the latest ``joint_states`` and camera images, and
+(in a worker thread, so the loop never waits) asks the server for an action chunk with the observation in
+LeRobot units. Chunks are EMA-blended into the plan (:mod:`so101_policy.blending`, ``blend_alpha``); the first
+``horizon`` actions of a chunk are used (``horizon`` real, ``horizon_sim`` with ``sim:=true``), a new one is
+asked every ``replan_steps`` (0 = horizon / 2). The plan's action for this step goes out on ``joint_commands``.
+
+Safe on every failure: a stale or missing joint state or camera image, a server timeout, death or error reply,
+a chunk with NaN / inf or joints outside the limits (``joint_margin_rad``) or a first action further than
+``max_step_rad`` from the measured position, or a plan that ran out → the node holds (publishes the position
+measured when the hold began), says why on ``/diagnostics`` (WARN; ERROR when the server is unreachable), and
+resumes by itself once the cause clears (a fresh input, a good chunk).
+
+Services: ``~/start`` (std_srvs/Trigger: reset the server's policy, start at step 0) and ``~/stop`` (hold the
+measured position once, then publish nothing). Nothing moves before ``~/start`` unless ``autostart``.
+
+Parameters (defaults from ``policy_config``, i.e. config/policy.yaml): ``rate_hz``, ``horizon``,
+``horizon_sim``, ``sim``, ``replan_steps``, ``blend_alpha``, ``cameras``, ``task``, ``server_host``,
+``server_port``, ``api_token``, ``server_timeout_ms``, ``stale_joint_s``, ``stale_camera_s``, ``max_step_rad``,
+``joint_margin_rad``, ``autostart``, ``time_scale`` (sim faster than real time: rate × k, timeouts / k).
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from nodegraph.graph.api import Node
+from so101_core.joints import twin_ranges
+from so101_core.lerobot_units import from_lerobot, to_lerobot
+from so101_core.robot_spec import JOINT_NAMES
+
+from so101_policy.blending import Plan, blend
+from so101_policy.client import PolicyClient
+from so101_policy.config import PolicyNodeConfig, load_policy_config
+from so101_policy.errors import PolicyError, ServerTimeout
+from so101_policy.protocol import chunk_to_array, observation
+
+F64 = npt.NDArray[np.float64]
+OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
+
+
+@dataclass(frozen=True)
+class PolicyParams(PolicyNodeConfig):
+    """The node's parameters: :class:`PolicyNodeConfig` plus the node-only ones (see the module docstring)."""
+
+    sim: bool = False
+    api_token: str = ""
+    joint_margin_rad: float = 0.05
+    time_scale: float = 1.0
+    diagnostics_period_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("time_scale", "diagnostics_period_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"policy: {name} must be > 0, got {getattr(self, name)}")
+        if self.joint_margin_rad < 0:
+            raise ValueError(f"policy: joint_margin_rad must be >= 0, got {self.joint_margin_rad}")
+
+    @property
+    def active_horizon(self) -> int:
+        return self.horizon_sim if self.sim else self.horizon
+
+    @property
+    def replan_every(self) -> int:
+        return self.replan_steps or max(1, self.active_horizon // 2)
+
+    @classmethod
+    def declare(cls, node: Node) -> PolicyParams:
+        path = str(node.declare_parameter("policy_config", ""))
+        base = load_policy_config(path or None)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            default = getattr(base, f.name, None)
+            if default is None:
+                default = getattr(cls(), f.name)
+            if isinstance(default, tuple):
+                kind = type(default[0]) if default else str
+                values[f.name] = tuple(kind(v) for v in node.declare_parameter(f.name, list(default)) or ())
+            else:
+                values[f.name] = type(default)(node.declare_parameter(f.name, default))
+        return cls(**values)
+
+
+@dataclass
+class _Reply:
+    step: int  # control step of the observation
+    actions: F64 | None  # (H, 6) rad, validated
+    error: str = ""
+    unreachable: bool = False
+    latency_s: float = 0.0
+
+
+class PolicyNode:
+    """The policy node (see the module docstring)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.params = p = PolicyParams.declare(node)
+        ranges = twin_ranges()
+        self.lower = np.asarray(ranges.lower) - p.joint_margin_rad
+        self.upper = np.asarray(ranges.upper) + p.joint_margin_rad
+        self.clip_lower, self.clip_upper = np.asarray(ranges.lower), np.asarray(ranges.upper)
+        self.period_s = 1.0 / (p.rate_hz * p.time_scale)
+        self._lock = threading.Lock()
+        self._joints: tuple[F64, float] | None = None  # (q rad, monotonic time received)
+        self._images: dict[str, tuple[npt.NDArray[np.uint8], float]] = {}
+        self._running = False
+        self._step = 0
+        self._plan: Plan | None = None
+        self._hold: F64 | None = None
+        self._reasons: list[str] = []
+        self._server_fault = ""
+        self._server_unreachable = False
+        self._inflight = False
+        self._jobs: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=4)
+        self._replies: queue.Queue[_Reply] = queue.Queue()
+        self._last_request_step = -(10**9)
+        self._last_tick = math.nan
+        self._last_command: F64 | None = None  # the last position published on joint_commands
+        self.periods: list[float] = []
+        self.stats = {"queries": 0, "failures": 0, "published": 0, "held": 0, "rejected_chunks": 0}
+        self.latencies: list[float] = []
+        self.client = PolicyClient(
+            p.server_host,
+            p.server_port,
+            timeout_ms=max(1, round(p.server_timeout_ms / p.time_scale)),
+            api_token=p.api_token or None,
+        )
+        self.commands = node.create_publisher("sensor_msgs/msg/JointState", "joint_commands")
+        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
+        node.create_subscription("sensor_msgs/msg/JointState", "joint_states", self.on_joint_state)
+        for cam in p.cameras:
+            node.create_subscription("sensor_msgs/msg/Image", f"cameras/{cam}/image_raw", self._image_callback(cam))
+        node.create_service("std_srvs/srv/Trigger", "~/start", self.on_start)
+        node.create_service("std_srvs/srv/Trigger", "~/stop", self.on_stop)
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._work, name="policy-client", daemon=True)
+        self._worker.start()
+        self._timers = [
+            node.create_timer(self.period_s, self.on_tick),
+            node.create_timer(p.diagnostics_period_s, self.publish_diagnostics),
+        ]
+        if p.autostart:
+            self._start()
+        node.logger.info(
+            f"policy loop at {p.rate_hz * p.time_scale:g} Hz, horizon {p.active_horizon}, server "
+            f"{self.client.address}, cameras {list(p.cameras)}" + (" (autostart)" if p.autostart else "")
+        )
+
+    # ------------------------------------------------------------------ inputs
+    def on_joint_state(self, msg: Any) -> None:
+        names, pos = list(msg.name), np.asarray(msg.position, dtype=np.float64).reshape(-1)
+        if names and len(names) == len(pos) and all(n in names for n in JOINT_NAMES):
+            q = np.array([pos[names.index(n)] for n in JOINT_NAMES])
+        elif not names and len(pos) == len(JOINT_NAMES):
+            q = pos
+        else:
+            return
+        if np.all(np.isfinite(q)):
+            with self._lock:
+                self._joints = (q, time.monotonic())
+
+    def _image_callback(self, camera: str) -> Any:
+        def callback(msg: Any) -> None:
+            self.on_image(camera, msg)
+
+        return callback
+
+    def on_image(self, camera: str, msg: Any) -> None:
+        enc, h, w = str(msg.encoding), int(msg.height), int(msg.width)
+        if enc not in ("rgb8", "bgr8") or h * w == 0:
+            return
+        data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+        if data.size != h * int(msg.step) or int(msg.step) < 3 * w:
+            return
+        img: npt.NDArray[np.uint8] = data.reshape(h, int(msg.step))[:, : 3 * w].reshape(h, w, 3)
+        if enc == "bgr8":
+            img = img[:, :, ::-1]
+        with self._lock:
+            self._images[camera] = (np.ascontiguousarray(img), time.monotonic())
+
+    # ------------------------------------------------------------------ services
+    def _start(self) -> None:
+        with self._lock:
+            self._running, self._step, self._plan, self._hold = True, 0, None, None
+            self._last_command = None
+            self._last_request_step = -(10**9)
+        self._submit(("reset", None))
+
+    def on_start(self, request: Any, response: Any) -> Any:
+        self._start()
+        response.success, response.message = True, "policy started"
+        self.node.logger.info("started")
+        return response
+
+    def on_stop(self, request: Any, response: Any) -> Any:
+        with self._lock:
+            was, self._running, self._plan = self._running, False, None
+            joints = self._joints
+        if joints is not None:
+            self._publish(joints[0])
+        response.success, response.message = True, "policy stopped (holding)" if was else "policy was not running"
+        self.node.logger.info("stopped")
+        return response
+
+    # ------------------------------------------------------------------ worker (blocking server calls)
+    def _submit(self, job: tuple[str, Any]) -> bool:
+        try:
+            self._jobs.put_nowait(job)
+        except queue.Full:
+            return False
+        return True
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                kind, payload = self._jobs.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if kind == "reset":
+                try:
+                    self.client.reset()
+                except PolicyError as exc:
+                    self._replies.put(_Reply(-1, None, f"reset failed: {exc}", isinstance(exc, ServerTimeout)))
+                continue
+            step, obs = payload
+            t0 = time.monotonic()
+            try:
+                action, _ = self.client.get_action(obs, {"step": step})
+                actions = from_lerobot(chunk_to_array(action))
+                reply = _Reply(step, actions, latency_s=time.monotonic() - t0)
+            except ServerTimeout as exc:
+                reply = _Reply(step, None, str(exc), unreachable=True)
+            except PolicyError as exc:
+                reply = _Reply(step, None, str(exc))
+            except Exception as exc:  # a broken reply must not end the worker
+                reply = _Reply(step, None, f"{type(exc).__name__}: {exc}")
+            self._replies.put(reply)
+
+    # ------------------------------------------------------------------ the loop
+    def _check_chunk(self, actions: F64, q: F64) -> str:
+        if not np.all(np.isfinite(actions)):
+            return "chunk has NaN/inf actions"
+        bad = np.argwhere((actions < self.lower) | (actions > self.upper))
+        if len(bad):
+            t, j = bad[0]
+            return f"chunk out of range: {JOINT_NAMES[j]} = {actions[t, j]:.3f} rad at t={t}"
+        ref, what = (self._last_command, "the last command") if self._last_command is not None else (q, "the arm")
+        jump = np.abs(actions[0, :5] - ref[:5])
+        limit = np.asarray(self.params.max_step_rad)
+        if np.any(jump > limit):
+            j = int(np.argmax(jump - limit))
+            return f"chunk starts {jump[j]:.3f} rad from {what} on {JOINT_NAMES[j]} (max {limit[j]:g})"
+        return ""
+
+    def _take_replies(self, q: F64 | None, step: int) -> None:
+        while True:
+            try:
+                reply = self._replies.get_nowait()
+            except queue.Empty:
+                return
+            if reply.step >= 0:
+                self._inflight = False
+            if reply.actions is None:
+                self.stats["failures"] += 1
+                self._server_fault, self._server_unreachable = reply.error, reply.unreachable
+                self._plan = None
+                continue
+            problem = self._check_chunk(reply.actions, q) if q is not None else "no joint state"
+            if problem:
+                self.stats["rejected_chunks"] += 1
+                self._server_fault, self._server_unreachable = problem, False
+                self._plan = None
+                continue
+            self._server_fault, self._server_unreachable = "", False
+            self.latencies.append(reply.latency_s)
+            p = self.params
+            self._plan = blend(self._plan, reply.actions, reply.step, step, p.active_horizon, p.blend_alpha)
+
+    def _inputs(self, now: float) -> tuple[F64 | None, dict[str, npt.NDArray[np.uint8]], list[str]]:
+        p, reasons = self.params, []
+        with self._lock:
+            joints, images = self._joints, dict(self._images)
+        q = None
+        if joints is None:
+            reasons.append("no joint state yet")
+        elif (now - joints[1]) * p.time_scale > p.stale_joint_s:
+            reasons.append(f"joint state stale ({now - joints[1]:.2f} s old)")
+            q = joints[0]
+        else:
+            q = joints[0]
+        frames = {}
+        for cam in p.cameras:
+            if cam not in images:
+                reasons.append(f"no image from {cam} yet")
+            elif (now - images[cam][1]) * p.time_scale > p.stale_camera_s:
+                reasons.append(f"camera {cam} stale ({now - images[cam][1]:.2f} s old)")
+            else:
+                frames[cam] = images[cam][0]
+        return q, frames, reasons
+
+    def on_tick(self) -> None:
+        """One control period (see the module docstring)."""
+        now = time.monotonic()
+        if not math.isnan(self._last_tick):
+            self.periods.append(now - self._last_tick)
+            if len(self.periods) > 10000:
+                del self.periods[:5000]
+        self._last_tick = now
+        with self._lock:
+            running, step = self._running, self._step
+        q, frames, reasons = self._inputs(now)
+        self._take_replies(q, step)
+        if not running:
+            self._reasons = ["stopped"]
+            return
+        p = self.params
+        if not reasons and not self._inflight:
+            due = step - self._last_request_step >= p.replan_every
+            low = self._plan is None or self._plan.remaining(step) <= max(0, p.active_horizon - p.replan_every)
+            if low or due:
+                obs = observation(frames, to_lerobot(q).astype(np.float32), p.task)  # type: ignore[arg-type]
+                if self._submit(("action", (step, obs))):
+                    self._inflight = True
+                    self._last_request_step = step
+                    self.stats["queries"] += 1
+        if self._server_fault:
+            reasons.append(f"server: {self._server_fault}")
+        action = self._plan.at(step) if self._plan is not None and not reasons else None
+        if action is None and not reasons:
+            reasons.append("waiting for an action chunk" if self._plan is None else "plan ran out (server late)")
+        changed = reasons != self._reasons
+        self._reasons = reasons
+        if action is not None:
+            self._hold = None
+            self._publish(np.clip(action, self.clip_lower, self.clip_upper))
+            self.stats["published"] += 1
+        else:
+            if self._hold is None and q is not None:
+                self._hold = q.copy()
+            if changed:
+                self.node.logger.warning(f"holding: {'; '.join(reasons)}")
+            if self._hold is not None:
+                self._publish(self._hold)
+            self.stats["held"] += 1
+        if changed:
+            if not reasons:
+                self.node.logger.info("running")
+            self.publish_diagnostics()
+        with self._lock:
+            if self._running:
+                self._step += 1
+
+    def _publish(self, q: F64) -> None:
+        self._last_command = q.copy()
+        header = self.node.message("std_msgs/msg/Header", stamp=self.node.stamp(), frame_id="")
+        self.commands.publish(
+            self.node.message("sensor_msgs/msg/JointState", header=header, name=list(JOINT_NAMES), position=q)
+        )
+
+    # ------------------------------------------------------------------ diagnostics
+    def status(self) -> tuple[int, str]:
+        """(level, message) now: OK running, WARN holding or stopped, ERROR when the server is unreachable."""
+        reasons = self._reasons
+        if not reasons:
+            return OK, "running"
+        if reasons == ["stopped"]:
+            return OK, "stopped"
+        level = ERROR if self._server_unreachable else WARN
+        return level, "holding: " + "; ".join(reasons)
+
+    def publish_diagnostics(self) -> None:
+        level, message = self.status()
+        periods = np.asarray(self.periods[-300:])
+        values = {
+            "state": "running" if level == OK and message == "running" else message.split(":")[0],
+            "step": str(self._step),
+            "horizon": str(self.params.active_horizon),
+            "server": self.client.address,
+            **{k: str(v) for k, v in self.stats.items()},
+            "latency_ms_last": f"{self.latencies[-1] * 1e3:.1f}" if self.latencies else "",
+            "period_ms_p99": f"{np.percentile(periods, 99) * 1e3:.2f}" if len(periods) else "",
+        }
+        node = self.node
+        status = node.message(
+            "diagnostic_msgs/msg/DiagnosticStatus",
+            level=level,
+            name=f"{node.name}: policy",
+            message=message,
+            hardware_id="policy_server",
+            values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
+        )
+        header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
+        self.diagnostics.publish(node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=[status]))
+
+    def close(self) -> None:
+        self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
+        if self._worker.is_alive():
+            self._worker.join(timeout=5.0)
+        self.client.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    from nodegraph.transport.runtime import run_node
+
+    return run_node(PolicyNode, "policy", args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""Child processes of an evaluation (router, policy server, sim node, policy node): started with the zenoh
+endpoint in their environment, output kept in log files, stopped with SIGINT → SIGTERM → SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import PolicyError
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ros_args(params: dict[str, Any], node_name: str | None = None) -> list[str]:
+    """``--ros-args -p k:=v ...`` (lists as YAML flow sequences, bools lower case)."""
+    out = ["--ros-args"]
+    if node_name:
+        out += ["-r", f"__node:={node_name}"]
+    for key, value in params.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, list | tuple):
+            text = "[" + ", ".join(str(v) for v in value) + "]"
+        elif isinstance(value, str):
+            text = value if value else "''"
+            if value and (value[0] in "[{'\"!&*#?|-<>=%@`" or ":" in value or value.lower() in ("true", "false")):
+                text = "'" + value.replace("'", "''") + "'"
+        else:
+            text = str(value)
+        out += ["-p", f"{key}:={text}"]
+    return out
+
+
+class Child:
+    """One child process; ``name`` labels its log file ``<log_dir>/<name>.log``."""
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self._log: IO[str] = self.log_path.open("w", encoding="utf-8")
+        self.process = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, text=True, env={**env, "PYTHONUNBUFFERED": "1"}
+        )
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def tail(self, n: int = 2000) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-n:]
+        return ""
+
+    def wait_for_line(self, text: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if text in self.tail(100_000):
+                return
+            if not self.alive():
+                raise PolicyError(f"{self.name} exited ({self.process.returncode}): {self.tail()}")
+            time.sleep(0.1)
+        raise PolicyError(f"{self.name} did not print {text!r} within {timeout_s:g} s: {self.tail()}")
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if not self.alive():
+                break
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                continue
+        self._log.close()
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def child_env(zenoh_endpoint: str) -> dict[str, str]:
+    from nodegraph.transport.zenoh.config import ENDPOINT_ENV
+
+    env = dict(os.environ)
+    env[ENDPOINT_ENV] = zenoh_endpoint
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env

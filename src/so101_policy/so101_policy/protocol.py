@@ -1,0 +1,159 @@
+"""The GR00T N1.6 policy-server wire format: msgpack maps, numpy arrays as ``np.save`` bytes.
+
+An ndarray travels as ``{"__ndarray_class__": True, "as_npy": <np.save(arr, allow_pickle=False) bytes>}``; a
+request is ``{"endpoint": str, "data": {...}, "api_token": str?}``; errors come back as ``{"error": str}``.
+Decoding never unpickles (object arrays are refused) and bounds the message size.
+
+Observation (nested N1.6 format, B = batch, T = 1 time step):
+``{"video": {cam: uint8 (B, T, H, W, 3)}, "state": {"single_arm": float32 (B, T, 5), "gripper": float32 (B, T, 1)},
+"language": {"annotation.human.task_description": [[str]] * B}}``; action ``{"single_arm": (B, H, 5),
+"gripper": (B, H, 1)}`` float32 in dataset (LeRobot) units.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from .errors import ProtocolError
+
+NDARRAY_TAG = "__ndarray_class__"
+MODALITY_TAG = "__ModalityConfig_class__"
+LANGUAGE_KEY = "annotation.human.task_description"
+ENDPOINTS = ("ping", "kill", "get_action", "reset", "get_modality_config")
+DEFAULT_PORT = 5555
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # 64 MiB: 3 cameras x 640x480 RGB is under 1 MiB
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise ProtocolError("object arrays cannot be sent (they would need pickle)")
+        buf = io.BytesIO()
+        np.save(buf, obj, allow_pickle=False)
+        return {NDARRAY_TAG: True, "as_npy": buf.getvalue()}
+    if isinstance(obj, np.generic):  # numpy scalars: msgpack cannot pack them; send the Python value
+        return obj.item()
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def _decode(obj: dict[Any, Any]) -> Any:
+    if obj.get(NDARRAY_TAG) is True:
+        raw = obj.get("as_npy")
+        if not isinstance(raw, bytes):
+            raise ProtocolError("ndarray without 'as_npy' bytes")
+        try:
+            return np.load(io.BytesIO(raw), allow_pickle=False)
+        except ValueError as exc:  # pickled (object) arrays are refused by allow_pickle=False
+            raise ProtocolError(f"refused ndarray: {exc}") from exc
+        except Exception as exc:
+            raise ProtocolError(f"bad ndarray bytes: {exc}") from exc
+    return obj
+
+
+def pack(data: Any) -> bytes:
+    """msgpack bytes of ``data`` (dicts, lists, str, numbers, ndarrays)."""
+    try:
+        return msgpack.packb(data, default=_encode, use_bin_type=True)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"cannot pack message: {exc}") from exc
+
+
+def unpack(raw: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any:
+    """Decode msgpack bytes (ndarrays restored, never unpickled).
+
+    Raises:
+        ProtocolError: over ``max_bytes``, malformed msgpack, or a refused array.
+    """
+    if len(raw) > max_bytes:
+        raise ProtocolError(f"message of {len(raw)} bytes exceeds the limit of {max_bytes} bytes")
+    try:
+        return msgpack.unpackb(
+            raw,
+            object_hook=_decode,
+            raw=False,
+            strict_map_key=False,
+            max_bin_len=max_bytes,
+            max_str_len=max_bytes,
+        )
+    except ProtocolError:
+        raise
+    except Exception as exc:
+        raise ProtocolError(f"malformed msgpack: {type(exc).__name__}: {exc}") from exc
+
+
+def _array(group: Any, key: str, where: str) -> np.ndarray:
+    if not isinstance(group, dict) or key not in group:
+        raise ProtocolError(f"observation.{where} lacks {key!r}")
+    value = group[key]
+    if not isinstance(value, np.ndarray):
+        raise ProtocolError(f"observation.{where}.{key} must be an ndarray, got {type(value).__name__}")
+    return value
+
+
+def check_observation(obs: Any, cameras: tuple[str, ...]) -> tuple[int, str]:
+    """Validate a nested N1.6 observation; returns (batch size B, task text of batch item 0).
+
+    Raises:
+        ProtocolError: a missing key, wrong dtype or shape (message names the field).
+    """
+    if not isinstance(obs, dict):
+        raise ProtocolError("observation must be a map with 'video', 'state', 'language'")
+    arm = _array(obs.get("state"), "single_arm", "state")
+    grip = _array(obs.get("state"), "gripper", "state")
+    if arm.ndim != 3 or arm.shape[2] != 5:
+        raise ProtocolError(f"observation.state.single_arm must be (B, T, 5), got {arm.shape}")
+    b, t = arm.shape[:2]
+    if grip.shape != (b, t, 1):
+        raise ProtocolError(f"observation.state.gripper must be ({b}, {t}, 1), got {grip.shape}")
+    for name, value in (("single_arm", arm), ("gripper", grip)):
+        if not np.issubdtype(value.dtype, np.floating):
+            raise ProtocolError(f"observation.state.{name} must be float, got {value.dtype}")
+    if b < 1 or t < 1:
+        raise ProtocolError(f"observation batch and time must be >= 1, got B={b} T={t}")
+    for cam in cameras:
+        img = _array(obs.get("video"), cam, "video")
+        if img.dtype != np.uint8 or img.ndim != 5 or img.shape[:2] != (b, t) or img.shape[4] != 3:
+            raise ProtocolError(
+                f"observation.video.{cam} must be uint8 ({b}, {t}, H, W, 3), got {img.dtype} {img.shape}"
+            )
+    lang = obs.get("language")
+    texts = lang.get(LANGUAGE_KEY) if isinstance(lang, dict) else None
+    if (
+        not isinstance(texts, list)
+        or len(texts) != b
+        or not all(isinstance(x, list) and len(x) == 1 and isinstance(x[0], str) for x in texts)
+    ):
+        raise ProtocolError(f"observation.language.{LANGUAGE_KEY} must be [[str]] with {b} items")
+    return b, texts[0][0]
+
+
+def check_action(action: Any) -> tuple[int, int]:
+    """Validate an action chunk ``{"single_arm": (B, H, 5), "gripper": (B, H, 1)}``; returns (B, H)."""
+    if not isinstance(action, dict):
+        raise ProtocolError(f"action must be a map, got {type(action).__name__}")
+    arm, grip = action.get("single_arm"), action.get("gripper")
+    if not isinstance(arm, np.ndarray) or arm.ndim != 3 or arm.shape[2] != 5:
+        raise ProtocolError(f"action.single_arm must be (B, H, 5), got {getattr(arm, 'shape', arm)}")
+    if not isinstance(grip, np.ndarray) or grip.shape != (*arm.shape[:2], 1):
+        raise ProtocolError(f"action.gripper must be {(*arm.shape[:2], 1)}, got {getattr(grip, 'shape', grip)}")
+    return int(arm.shape[0]), int(arm.shape[1])
+
+
+def observation(images: dict[str, np.ndarray], state: np.ndarray, task: str) -> dict[str, Any]:
+    """Nested N1.6 observation of one step: ``images`` {cam: (H, W, 3) uint8}, ``state`` (6,) dataset units."""
+    s = np.asarray(state, dtype=np.float32).reshape(6)
+    return {
+        "video": {cam: np.ascontiguousarray(img, dtype=np.uint8)[None, None] for cam, img in images.items()},
+        "state": {"single_arm": s[None, None, :5].copy(), "gripper": s[None, None, 5:].copy()},
+        "language": {LANGUAGE_KEY: [[task]]},
+    }
+
+
+def chunk_to_array(action: dict[str, Any]) -> np.ndarray:
+    """(H, 6) float64 of batch item 0 of an action chunk (arm joints then gripper, dataset units)."""
+    check_action(action)
+    return np.concatenate([action["single_arm"][0], action["gripper"][0]], axis=1).astype(np.float64)

@@ -1,0 +1,84 @@
+"""``so101 serve``: host a policy behind the GR00T N1.6 ZMQ protocol (also ``python -m so101_policy.serve``).
+
+Backends: ``--checkpoint DIR`` (an ACT checkpoint, :mod:`.act_policy`), ``--gr00t DIR`` (an Isaac-GR00T model,
+only where ``gr00t`` imports), ``--replay FILE.npy`` (replay (N, 6) actions in LeRobot units; with
+``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). Prints ``serving on <address>``
+once it accepts requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .backend import PolicyBackend
+from .errors import PolicyError
+from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT
+from .replay_policy import ReplayPolicy
+from .server import PolicyServer, ServerConfig
+
+
+def build_backend(args: argparse.Namespace) -> PolicyBackend:
+    chosen = [name for name in ("checkpoint", "gr00t", "replay") if getattr(args, name)]
+    if len(chosen) != 1:
+        raise PolicyError("give exactly one of --checkpoint, --gr00t, --replay")
+    if args.checkpoint:
+        from .act_policy import ActPolicy
+
+        return ActPolicy(args.checkpoint, device=args.device)
+    if args.gr00t:
+        from .gr00t_policy import Gr00tPolicy
+
+        return Gr00tPolicy(args.gr00t, device=args.device)
+    actions = np.load(args.replay, allow_pickle=False)
+    cameras = tuple(c for c in args.cameras.split(",") if c)
+    return ReplayPolicy(actions, horizon=args.horizon, cameras=cameras, gripper_override=args.gripper)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="so101 serve", description=__doc__)
+    p.add_argument("--checkpoint", type=Path, help="ACT run dir, checkpoint dir or pretrained_model dir")
+    p.add_argument("--gr00t", type=Path, help="Isaac-GR00T model dir (needs the gr00t package)")
+    p.add_argument("--replay", type=Path, help=".npy of (N, 6) actions in LeRobot units")
+    p.add_argument("--gripper", type=float, default=None, help="replay: constant gripper value (0..100)")
+    p.add_argument("--cameras", default="", help="replay: cameras the observation must carry (a,b,c)")
+    p.add_argument("--horizon", type=int, default=16, help="replay: chunk length")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT)
+    p.add_argument("--token", default=None, help="api_token clients must send (also enables kill)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
+    return p
+
+
+def serve(args: argparse.Namespace, announce: Any = print) -> int:
+    backend = build_backend(args)
+    server = PolicyServer(backend, ServerConfig(args.host, args.port, args.token, args.max_message_bytes))
+    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    signal.signal(signal.SIGINT, lambda *_: server.stop())
+    announce(f"serving on {server.endpoint} (cameras {list(backend.cameras)}, horizon {backend.horizon})")
+    sys.stdout.flush()
+    server.serve_forever()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--ros-args" in argv:  # started by a launcher: ROS arguments are not ours
+        argv = argv[: argv.index("--ros-args")]
+    args = parser().parse_args(argv)
+    args.token = args.token or None
+    try:
+        return serve(args)
+    except (PolicyError, OSError, ValueError) as exc:
+        print(f"so101 serve: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

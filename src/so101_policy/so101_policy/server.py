@@ -1,0 +1,127 @@
+"""The policy server: GR00T N1.6's ZMQ REQ/REP protocol in front of a :class:`PolicyBackend`.
+
+Binds ``tcp://127.0.0.1:5555`` by default. Every request gets exactly one reply; anything wrong with a request
+(malformed msgpack, over the size limit, a pickled array, a wrong token, an unknown endpoint, a bad
+observation shape, a policy exception) is answered ``{"error": "..."}`` and the server serves on. ``kill``
+stops the loop; it needs a configured token (a server without one cannot be killed over the wire).
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import zmq
+
+from .backend import PolicyBackend, modality_config
+from .errors import PolicyError, ProtocolError
+from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT, check_action, check_observation, pack, unpack
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where and how the server listens; ``api_token`` None = no token asked."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    api_token: str | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"server: port must be 0..65535, got {self.port}")
+        if self.max_message_bytes < 1024:
+            raise ValueError(f"server: max_message_bytes must be >= 1024, got {self.max_message_bytes}")
+        if self.api_token is not None and not self.api_token:
+            raise ValueError("server: api_token must be non-empty (or None for no token)")
+
+
+class PolicyServer:
+    """Serve ``backend`` (see the module docstring). ``serve_forever`` blocks; ``stop`` ends it from any thread."""
+
+    def __init__(self, backend: PolicyBackend, config: ServerConfig | None = None) -> None:
+        self.backend = backend
+        self.config = config or ServerConfig()
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
+        self._socket = self._context.socket(zmq.REP)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        # beyond twice the limit zmq drops the message (and the peer) without buffering it; between the limit
+        # and that the server still answers with an error
+        self._socket.setsockopt(zmq.MAXMSGSIZE, 2 * self.config.max_message_bytes)
+        if self.config.port == 0:
+            self.port = self._socket.bind_to_random_port(f"tcp://{self.config.host}")
+        else:
+            self._socket.bind(f"tcp://{self.config.host}:{self.config.port}")
+            self.port = self.config.port
+        self._stop = threading.Event()
+        self.requests = 0
+        self.errors = 0
+
+    @property
+    def endpoint(self) -> str:
+        return f"tcp://{self.config.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def serve_forever(self, poll_ms: int = 100) -> None:
+        """Answer requests until ``kill`` or :meth:`stop`; closes the socket at the end."""
+        try:
+            while not self._stop.is_set():
+                if not self._socket.poll(poll_ms, zmq.POLLIN):
+                    continue
+                raw = self._socket.recv(copy=True)
+                reply = self.handle(raw)
+                self._socket.send(reply)
+        finally:
+            self._socket.close(linger=0)
+
+    def handle(self, raw: bytes) -> bytes:
+        """The reply bytes for one request's bytes (never raises)."""
+        self.requests += 1
+        try:
+            result = self._dispatch(raw)
+            return pack(result)
+        except Exception as exc:  # the server lives on, whatever the request did
+            self.errors += 1
+            kind = "" if isinstance(exc, PolicyError) else f"{type(exc).__name__}: "
+            try:
+                return pack({"error": f"{kind}{exc}"})
+            except ProtocolError:
+                return pack({"error": "internal error"})
+
+    def _dispatch(self, raw: bytes) -> Any:
+        request = unpack(raw, self.config.max_message_bytes)
+        if not isinstance(request, dict):
+            raise ProtocolError(f"request must be a map, got {type(request).__name__}")
+        token = self.config.api_token
+        if token is not None:
+            given = request.get("api_token")
+            if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+                raise ProtocolError("unauthorized: wrong or missing api_token")
+        endpoint = request.get("endpoint", "get_action")
+        data = request.get("data") or {}
+        if not isinstance(data, dict):
+            raise ProtocolError(f"'data' must be a map, got {type(data).__name__}")
+        if endpoint == "ping":
+            return {"status": "ok", "message": "Server is running"}
+        if endpoint == "kill":
+            if token is None:
+                raise ProtocolError("kill refused: this server has no api_token configured")
+            self._stop.set()
+            return {"status": "ok", "message": "Server is shutting down"}
+        if endpoint == "reset":
+            return self.backend.reset(data.get("options"))
+        if endpoint == "get_modality_config":
+            return modality_config(self.backend.cameras, self.backend.horizon)
+        if endpoint == "get_action":
+            obs = data.get("observation")
+            check_observation(obs, self.backend.cameras)
+            assert isinstance(obs, dict)
+            action, info = self.backend.get_action(obs, data.get("options"))
+            check_action(action)
+            return [{k: np.asarray(v, dtype=np.float32) for k, v in action.items()}, info]
+        raise ProtocolError(f"unknown endpoint {endpoint!r}")

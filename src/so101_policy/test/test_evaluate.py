@@ -1,0 +1,78 @@
+"""Evaluation through the real graph (router, sim node, policy node and policy server as processes): a policy
+that replays a kept demo's actions succeeds on that demo's scene; one that never closes the gripper scores 0
+and leaves a near-zero gripper error (it moves but does not grasp)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from so101_core.lerobot_units import to_lerobot
+from so101_policy.config import EvalConfig
+from so101_policy.evaluate import PolicySpec, run_evaluation
+
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, float]:
+    """A kept demo: the scripted expert's successful rollout on the nominal scene of SEED, actions in LeRobot units."""
+    from so101_core.sim.config import load_sim_config
+    from so101_core.sim.randomization import DRConfig
+    from so101_core.sim.rollout import run_scripted_episode
+    from so101_core.sim.twin import Twin
+
+    with Twin(load_sim_config(), DRConfig.disabled()) as twin:
+        rec = run_scripted_episode(twin, SEED, record=True)
+    assert rec.success, "the scripted expert must succeed on the test scene"
+    path = tmp_path_factory.mktemp("demo") / "actions.npy"
+    actions = to_lerobot(rec.actions).astype(np.float32)
+    np.save(path, actions, allow_pickle=False)
+    return path, len(rec.actions), float(actions[:, 5].max())  # the demo's widest opening
+
+
+def config(seconds: float) -> EvalConfig:
+    return EvalConfig(
+        episodes=1,
+        seed=SEED,
+        episode_s=seconds,
+        cameras=("top",),
+        width=32,
+        height=24,
+        camera_rate_hz=10.0,
+        videos=1,
+        randomize=False,
+        server_timeout_ms=2000,
+    )
+
+
+def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path, int, float], tmp_path: Path) -> None:
+    actions, steps, opened = demo
+    replay = PolicySpec(("--replay", str(actions), "--cameras", "top", "--horizon", "16"), ("top",), 32, 24, "replay")
+    result = run_evaluation(replay, tmp_path / "replay", config(steps / 30.0 + 3.0))
+    assert result.episodes == 1 and result.successes == 1, (tmp_path / "replay" / "episodes.jsonl").read_text()
+    assert result.success_rate == 1.0 and result.wilson_high == 1.0 and 0 < result.wilson_low < 1
+    row = json.loads((tmp_path / "replay" / "episodes.jsonl").read_text().splitlines()[0])
+    assert row["reference_success"] is True
+    m = row["metrics"]
+    assert m["ndtw"] > 0.5 and m["path_length"] > 0.5
+    assert m["gripper_mse"] > 0.01  # the jaws stop on the vial: commanded closed, observed open by its width
+    assert result.report_html.is_file() and "Wilson" in result.report_html.read_text()
+    assert (tmp_path / "replay" / row["plot"]).is_file()
+    assert (tmp_path / "replay" / "mlflow.db").is_file()
+
+    open_hand = PolicySpec(
+        ("--replay", str(actions), "--cameras", "top", "--horizon", "16", "--gripper", str(opened)),
+        ("top",),
+        32,
+        24,
+        "open",
+    )
+    result = run_evaluation(open_hand, tmp_path / "open", config(8.0))  # past the grasp: it would have closed
+    assert result.successes == 0 and result.success_rate == 0.0 and result.wilson_low == 0.0
+    m = json.loads((tmp_path / "open" / "episodes.jsonl").read_text().splitlines()[0])["metrics"]
+    # what is left is the jaws' first move from home to the opening, which the replayed demo has too
+    assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]
+    assert m["path_length"] > 0.5  # it moved

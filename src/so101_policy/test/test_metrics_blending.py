@@ -1,0 +1,80 @@
+"""Metrics and chunk blending, checked numerically against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from so101_policy.blending import Plan, blend
+from so101_policy.metrics import (
+    action_errors,
+    aggregate,
+    ate,
+    dtw,
+    frame_metrics,
+    ndtw,
+    path_length,
+    path_smoothness,
+    rte,
+    wilson_interval,
+)
+
+
+def test_wilson_interval_matches_known_values() -> None:
+    iv = wilson_interval(8, 10)  # textbook: 0.490 .. 0.943
+    assert iv.low == pytest.approx(0.4902, abs=1e-3) and iv.high == pytest.approx(0.9433, abs=1e-3)
+    zero = wilson_interval(0, 50)
+    assert zero.low == 0.0 and zero.high == pytest.approx(0.0714, abs=1e-3)
+    assert wilson_interval(50, 50).high == 1.0
+    with pytest.raises(ValueError):
+        wilson_interval(11, 10)
+
+
+def test_path_metrics() -> None:
+    square = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], dtype=float)
+    assert path_length(square) == 3.0
+    # second differences: (0,1)-(1,0) = (-1,1), (-1,0)-(0,1) = (-1,-1): both sqrt(2), over L-2 = 2
+    assert path_smoothness(square) == pytest.approx(math.sqrt(2))
+    assert path_smoothness(np.linspace(0, 1, 10)[:, None]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_dtw_ate_rte() -> None:
+    r = np.array([[0.0], [1.0], [2.0]])
+    p = np.array([[0.0], [0.0], [1.0], [2.0]])  # a delayed copy: DTW warps it away
+    assert dtw(p, r) == 0.0 and ndtw(p, r) == 1.0
+    q = r + 0.5
+    assert dtw(q, r) == pytest.approx(1.5)  # diagonal, 0.5 each
+    assert ndtw(q, r) == pytest.approx(math.exp(-1.5 / (3 * 1.0)))
+    assert ate(q, r) == pytest.approx(0.5)
+    assert rte(q, r) == pytest.approx(0.0)  # same increments
+    assert rte(np.array([[0.0], [2.0], [4.0]]), r) == pytest.approx(1.0)
+
+
+def test_action_errors_and_frame_keys() -> None:
+    cmd = np.zeros((5, 6))
+    obs = np.zeros((5, 6))
+    obs[:, 5] = 0.3  # the gripper stopped on something
+    mse, per_joint = action_errors(cmd, obs)
+    assert mse == pytest.approx(0.09) and per_joint[5] == pytest.approx(0.09) and per_joint[:5].sum() == 0
+    m = frame_metrics(obs, cmd, reference_q=obs, reference_actions=cmd)
+    assert m["gripper_mse"] == pytest.approx(0.09) and m["action_mse"] == 0.0 and m["ate"] == 0.0
+    assert m["ndtw"] == 1.0
+    agg = aggregate([{"a": 1.0}, {"a": 3.0, "b": 2.0}])
+    assert agg == {"a": 2.0, "b": 2.0}
+
+
+def test_blend_is_an_ema_over_the_overlap_and_drops_the_past() -> None:
+    old = Plan(np.zeros((8, 6)), start=0)
+    chunk = np.ones((16, 6))
+    plan = blend(old, chunk, chunk_start=4, now=6, horizon=8, alpha=0.2)
+    # horizon 8 of the chunk covers steps 4..11; steps 4, 5 are past at now=6
+    assert plan.start == 6 and len(plan.actions) == 6
+    np.testing.assert_allclose(plan.actions[:2], 0.2)  # steps 6, 7 overlap the old plan: 0.2*1 + 0.8*0
+    np.testing.assert_allclose(plan.actions[2:], 1.0)  # steps 8..11 only in the new chunk
+    assert plan.at(7) is not None and plan.at(12) is None and plan.remaining(10) == 2
+    assert len(blend(None, chunk, 0, now=20, horizon=8, alpha=0.2).actions) == 0
+    first = blend(None, chunk, 0, now=0, horizon=8, alpha=0.2)
+    np.testing.assert_allclose(first.actions, 1.0)
+    with pytest.raises(ValueError):
+        blend(None, chunk, 0, 0, 8, alpha=0.0)

@@ -1,0 +1,257 @@
+"""The policy node through a real zenoh router: with the twin (in-process sim node, one tiny camera) and a fake
+policy server on a real ZMQ socket that returns NaN, out-of-range, late and no replies → hold + diagnostics, then
+recovery; and without the twin, stale inputs and the horizon."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import graph_testing
+import numpy as np
+import pytest
+from fake_server import FakeServer, ScriptedBackend
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.transport.zenoh.router import RouterProcess
+from so101_core.robot_spec import JOINT_NAMES
+from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode
+
+endpoint = graph_testing.endpoint
+router = graph_testing.router
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout_s} s")
+        time.sleep(0.02)
+
+
+class Watch:
+    """The client side: latest commands and the policy node's diagnostics."""
+
+    def __init__(self, node: ZenohNode) -> None:
+        self.node = node
+        self.lock = threading.Lock()
+        self.commands: list[tuple[float, np.ndarray]] = []
+        self.status: list[tuple[int, str]] = []
+        node.create_subscription("sensor_msgs/msg/JointState", "/joint_commands", self._on_command)
+        node.create_subscription("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", self._on_diag)
+
+    def _on_command(self, msg: Any) -> None:
+        with self.lock:
+            self.commands.append((time.monotonic(), np.asarray(msg.position, dtype=np.float64)))
+
+    def _on_diag(self, msg: Any) -> None:
+        for s in msg.status:
+            if str(s.name).startswith("policy: "):
+                with self.lock:
+                    self.status.append((int(s.level), str(s.message)))
+
+    def last_status(self) -> tuple[int, str]:
+        with self.lock:
+            return self.status[-1] if self.status else (-1, "")
+
+    def wait_status(self, level: int, text: str, timeout_s: float = 8.0) -> None:
+        wait_until(
+            lambda: self.last_status()[0] == level and text in self.last_status()[1],
+            timeout_s,
+            f"diagnostics level {level} with {text!r} (last: {self.last_status()})",
+        )
+
+    def commands_since(self, t: float) -> list[np.ndarray]:
+        with self.lock:
+            return [c for (ts, c) in self.commands if ts >= t]
+
+    def trigger(self, service: str) -> Any:
+        client = self.node.create_client("std_srvs/srv/Trigger", service)
+        assert client.wait_for_service(10.0)
+        return client.call(self.node.message("std_srvs/srv/Trigger_Request"), 10.0)
+
+
+@pytest.fixture
+def stack() -> Iterator[contextlib.ExitStack]:
+    with contextlib.ExitStack() as s:
+        yield s
+
+
+def contexts(stack: contextlib.ExitStack, process: RouterProcess, n: int) -> list[Context]:
+    out = [Context(process.endpoint) for _ in range(n)]
+    for ctx in out:
+        stack.callback(ctx.close)
+        assert ctx.wait_for_router(10.0)
+    return out
+
+
+def start_policy(stack: contextlib.ExitStack, ctx: Context, **params: Any) -> PolicyNode:
+    node = ZenohNode("policy", args=[], context=ctx, parameter_overrides=params)
+    logic = PolicyNode(node)
+    stack.callback(logic.close)
+    stack.callback(node.shutdown)
+    return logic
+
+
+def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib.ExitStack) -> None:
+    from so101_nodes.sim_node import SimNode
+
+    c_sim, c_policy, c_client = contexts(stack, router, 3)
+    sim_node = ZenohNode(
+        "sim",
+        args=[],
+        context=c_sim,
+        parameter_overrides={"cameras": ["top"], "width": 32, "height": 24, "camera_rate_hz": 15.0, "randomize": False},
+    )
+    sim = SimNode(sim_node)
+    stack.callback(sim.close)
+    stack.callback(sim_node.shutdown)
+    backend = ScriptedBackend(("top",))
+    backend.offset[0] = 3.0  # degrees: the policy keeps nudging shoulder_pan
+    server = FakeServer(backend)
+    stack.callback(server.stop)
+    policy = start_policy(
+        stack,
+        c_policy,
+        cameras=["top"],
+        server_port=server.port,
+        server_timeout_ms=300,
+        sim=True,
+        horizon_sim=16,
+        diagnostics_period_s=0.3,
+    )
+    client = ZenohNode("client", args=[], context=c_client)
+    stack.callback(client.shutdown)
+    watch = Watch(client)
+    time.sleep(1.0)
+    assert watch.commands_since(0.0) == []  # nothing moves before ~/start
+    assert watch.trigger("/policy/start").success
+    watch.wait_status(OK, "running")
+    wait_until(lambda: len(watch.commands_since(0.0)) > 10, 5.0, "commands")
+    q0 = sim.twin.joint_positions()
+    lead = np.degrees(watch.commands_since(0.0)[-1][0] - q0[0])
+    assert 0.2 < lead <= 3.0 + 1e-6  # commands lead the arm by at most the chunk's offset (blended)
+    assert backend.resets == 1 and backend.calls >= 2
+
+    backend.mode = "lead"
+    time.sleep(0.5)
+    watch.wait_status(OK, "running")  # a wrist_roll lead like the demos' is not a jump
+    cases = (
+        ("nan", WARN, "NaN"),
+        ("range", WARN, "out of range"),
+        ("jump", WARN, "on shoulder_pan (max 0.5)"),
+        ("late", ERROR, "did not answer"),
+    )
+    for mode, level, text in cases:
+        backend.mode = mode
+        watch.wait_status(level, text)
+        time.sleep(0.3)
+        t = time.monotonic()
+        time.sleep(0.4)
+        held = watch.commands_since(t)
+        assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held), f"{mode}: not holding"
+        backend.mode = "good"
+        watch.wait_status(OK, "running", 10.0)
+
+    server.stop()  # the server dies
+    watch.wait_status(ERROR, "did not answer")
+    t = time.monotonic()
+    time.sleep(0.4)
+    held = watch.commands_since(t)
+    assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held)
+    server.start()  # and comes back on the same port
+    watch.wait_status(OK, "running", 10.0)
+    assert policy.stats["rejected_chunks"] >= 2 and policy.stats["failures"] >= 2
+
+    assert watch.trigger("/policy/stop").success
+    watch.wait_status(OK, "stopped")
+    time.sleep(0.3)
+    t = time.monotonic()
+    time.sleep(0.5)
+    assert watch.commands_since(t) == []  # stopped: nothing published
+
+
+def publish_inputs(node: ZenohNode, q: np.ndarray, image: bool = True) -> None:
+    stamp = node.stamp()
+    header = node.message("std_msgs/msg/Header", stamp=stamp)
+    node_pub = publish_inputs.pubs  # type: ignore[attr-defined]
+    node_pub["joints"].publish(
+        node.message("sensor_msgs/msg/JointState", header=header, name=list(JOINT_NAMES), position=q)
+    )
+    if image:
+        node_pub["image"].publish(
+            node.message(
+                "sensor_msgs/msg/Image",
+                header=header,
+                height=4,
+                width=6,
+                encoding="rgb8",
+                step=18,
+                data=np.zeros(72, np.uint8),
+            )
+        )
+
+
+def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(router: RouterProcess, stack: contextlib.ExitStack) -> None:
+    c_policy, c_client = contexts(stack, router, 2)
+    backend = ScriptedBackend(("top",), horizon=40)
+    backend.ramp = 0.5  # degrees per row: row t of a chunk is the observed shoulder_pan + 0.5 t
+    server = FakeServer(backend)
+    stack.callback(server.stop)
+    start_policy(
+        stack,
+        c_policy,
+        cameras=["top"],
+        server_port=server.port,
+        server_timeout_ms=300,
+        horizon=8,
+        replan_steps=8,
+        blend_alpha=0.2,
+        autostart=True,
+        diagnostics_period_s=0.3,
+        stale_camera_s=0.3,
+    )
+    client = ZenohNode("client", args=[], context=c_client)
+    stack.callback(client.shutdown)
+    publish_inputs.pubs = {  # type: ignore[attr-defined]
+        "joints": client.create_publisher("sensor_msgs/msg/JointState", "/joint_states"),
+        "image": client.create_publisher("sensor_msgs/msg/Image", "/cameras/top/image_raw"),
+    }
+    watch = Watch(client)
+    q = np.array([0.1, -0.2, 0.3, 0.0, 0.0, 0.5])
+    stop = threading.Event()
+    images = threading.Event()
+    images.set()
+
+    def feed() -> None:
+        while not stop.is_set():
+            publish_inputs(client, q, image=images.is_set())
+            time.sleep(1 / 60)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    stack.callback(lambda: (stop.set(), feeder.join(2.0)))
+    backend.good_calls = 1  # one good reply, then the server hangs
+    wait_until(lambda: backend.calls >= 1, 5.0, "a first query")
+    watch.wait_status(ERROR, "did not answer")
+    moving = [c for c in watch.commands_since(0.0) if not np.allclose(c, q)]
+    pan = np.degrees(np.array([c[0] for c in moving])) - np.degrees(q[0])
+    # row t of the chunk = +0.5 t degrees; rows already past when the reply arrived are skipped and at most the
+    # horizon (8 of the 40 rows) is executed: then the node holds
+    rows = np.round(pan / 0.5, 6)
+    assert len(rows) >= 1 and np.allclose(rows, np.round(rows)) and rows.max() <= 7
+    assert np.all(np.diff(rows) >= 0) and len(set(rows)) <= 8
+    t = time.monotonic()
+    time.sleep(0.3)
+    held = watch.commands_since(t)
+    assert held and all(np.array_equal(c, held[0]) for c in held)
+
+    backend.good_calls, backend.mode = None, "good"
+    watch.wait_status(OK, "running", 10.0)
+    images.clear()  # the camera goes quiet → hold
+    watch.wait_status(WARN, "camera top stale")
+    images.set()
+    watch.wait_status(OK, "running", 5.0)

@@ -1,0 +1,146 @@
+"""ACT training through LeRobot on a tiny dataset, on CPU: the loss falls, checkpoints load, SIGKILL resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dataset_testing import make_dataset
+from so101_policy.act_policy import ActPolicy
+from so101_policy.checkpoints import last_checkpoint
+from so101_policy.config import TrainConfig
+from so101_policy.errors import ConfigError
+from so101_policy.protocol import observation
+from so101_policy.train import TrainProgress, train_policy
+
+TINY = {
+    "batch_size": 4,
+    "num_workers": 0,
+    "lr": 1e-3,
+    "lr_backbone": 1e-3,
+    "chunk_size": 8,
+    "dim_model": 32,
+    "dim_feedforward": 64,
+    "n_heads": 2,
+    "n_encoder_layers": 1,
+    "latent_dim": 8,
+    "log_freq": 2,
+    "device": "cpu",
+    "system_metrics": False,
+    "cameras": ("top",),
+}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("ds") / "ds")
+
+
+def test_twenty_steps_reduce_the_loss_and_the_checkpoint_serves(dataset: Path, tmp_path: Path) -> None:
+    reports: list[TrainProgress] = []
+    result = train_policy(
+        dataset, tmp_path / "run", TrainConfig(steps=20, save_freq=20, **TINY), progress=reports.append
+    )
+    assert result.steps == 20 and result.resumed_from == 0 and result.samples_per_s > 0
+    losses = [r.loss for r in reports]
+    assert len(losses) == 10
+    assert np.mean(losses[-3:]) < 0.7 * np.mean(losses[:3]), losses
+    assert result.checkpoint_dir == last_checkpoint(tmp_path / "run")
+    pretrained = result.checkpoint_dir / "pretrained_model"
+    for name in ("config.json", "model.safetensors", "so101_train_config.json"):
+        assert (pretrained / name).is_file()
+    assert (result.checkpoint_dir / "training_state" / "training_step.json").is_file()
+    assert (tmp_path / "run" / "mlflow.db").is_file()
+
+    import mlflow
+
+    run = mlflow.get_run(result.mlflow_run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["train.chunk_size"] == "8"
+    for key in ("loss", "grad_norm", "lr", "samples_per_s", "system/rss_mb"):
+        assert key in run.data.metrics, key
+    artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "checkpoints/000020")]
+    assert "checkpoints/000020/model.safetensors" in artifacts
+
+    policy = ActPolicy(tmp_path / "run", device="cpu")
+    assert policy.cameras == ("top",) and policy.horizon == 8
+    obs = observation({"top": np.zeros((96, 128, 3), np.uint8)}, np.zeros(6), "put the vial in the rack")
+    action, _ = policy.get_action(obs, None)
+    assert action["single_arm"].shape == (1, 8, 5) and action["gripper"].shape == (1, 8, 1)
+    assert np.all(np.isfinite(action["single_arm"]))
+
+
+def test_bad_dataset_and_changed_resume_config_are_clear_errors(dataset: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a LeRobot dataset"):
+        train_policy(tmp_path, tmp_path / "run", TrainConfig(steps=1, **TINY))
+    with pytest.raises(ConfigError, match="cameras must be distinct names"):
+        TrainConfig(steps=1, **{**TINY, "cameras": ("ego", "nope")})
+    with pytest.raises(ConfigError, match="multiple of n_heads"):
+        TrainConfig(steps=1, **{**TINY, "dim_model": 33})
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from so101_policy.config import TrainConfig
+    from so101_policy.train import train_policy
+    cfg = TrainConfig(steps=int(sys.argv[3]), save_freq=4, **{tiny!r})
+    r = train_policy(Path(sys.argv[1]), Path(sys.argv[2]), cfg, progress=lambda p: print("step", p.step, flush=True))
+    print("RESULT", r.steps, r.resumed_from, flush=True)
+    """
+)
+
+
+def test_sigkill_then_resume_from_the_last_checkpoint(dataset: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.format(tiny=TINY))
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(dataset), str(out), "400"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            ckpt = last_checkpoint(out) if (out / "checkpoints").is_dir() else None
+            if ckpt is not None and int(ckpt.name) >= 8:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("no checkpoint at step >= 8 within 120 s")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    killed_at = int(last_checkpoint(out).name)  # type: ignore[union-attr]
+    assert 8 <= killed_at < 400
+    target = killed_at + 4
+    done = subprocess.run(
+        [sys.executable, str(script), str(dataset), str(out), str(target)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"RESULT {target} {killed_at}" in done.stdout
+    steps = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("step")]
+    assert steps and steps[0] > killed_at  # continued, not restarted
+    assert int(last_checkpoint(out).name) == target  # type: ignore[union-attr]
+    changed = {**TINY, "dim_model": 64}
+    with pytest.raises(ConfigError, match=r"config changed.*dim_model"):
+        train_policy(dataset, out, TrainConfig(steps=target + 4, **changed))
