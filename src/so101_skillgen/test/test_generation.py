@@ -24,7 +24,7 @@ from so101_skillgen.transit import CollisionChecker
 
 @pytest.fixture(scope="module")
 def seeds() -> list[SeedDemo]:
-    out = scripted_seeds(Twin(), [300, 301, 302, 303])
+    out = scripted_seeds(Twin(), list(range(300, 308)))
     assert len(out) >= 3
     return out
 

@@ -102,6 +102,8 @@ class ScriptedExpert:
         self._regrasps = 0
         self._seg = _Segment("hold", 0.0, GRIPPER_OPEN)
         self._place: tuple[F64, F64, F64] = (np.zeros(3), np.zeros(3), np.zeros(3))
+        self._slot: int | None = None
+        self.failure: str | None = None  # why the expert gave up (PlanningError text), None while fine
 
     @staticmethod
     def for_twin(twin: Twin, timing: ExpertTiming | None = None) -> ScriptedExpert:
@@ -150,22 +152,37 @@ class ScriptedExpert:
         return res.q
 
     def _slot_xy(self, rack: Pose) -> F64:
-        """World xy (2,) of the rack slot closest to the rack centre."""
+        """World xy (2,) of the target slot (the one closest to the rack centre when none was given)."""
         rot = quat_to_mat(rack.quaternion)
         offsets = np.array(self._cfg.rack.slot_offsets())
-        best = offsets[np.argmin(np.linalg.norm(offsets, axis=1))]
+        i = self._slot if self._slot is not None else int(np.argmin(np.linalg.norm(offsets, axis=1)))
+        best = offsets[i]
         return (rack.position + rot @ np.array([best[0], best[1], 0.0]))[:2]
 
     # ------------------------------------------------------------------ phases
-    def reset(self, q: F64, objects: Mapping[str, Pose]) -> None:
-        """Plan from the current state; starts at CARRY when the vial is already held (partly-done start)."""
+    def reset(self, q: F64, objects: Mapping[str, Pose], target_slot: int | None = None) -> None:
+        """Plan from the current state; starts at CARRY when the vial is already held (partly-done start).
+
+        ``target_slot`` indexes ``RackConfig.slot_offsets()`` (None: the centre slot). A first phase that
+        cannot be planned (unreachable pre-grasp) does not raise: the expert holds still (``done``) and
+        :attr:`failure` says why, so the episode is reported as a failed seed.
+        """
+        n = self._cfg.rack.slots**2
+        if target_slot is not None and not 0 <= target_slot < n:
+            raise PlanningError(f"target_slot {target_slot} is not a slot of the {n}-slot rack")
         self._q_cmd = np.asarray(q, dtype=np.float64).copy()
         self._regrasps = 0
+        self._slot = target_slot
+        self.failure = None
+        first = Phase.PREGRASP
         if self._in_hand(self._q_cmd, objects[VIAL]):
             self._q_cmd[GRIPPER_INDEX] = GRIPPER_CLOSED
-            self._enter(Phase.CARRY, self._q_cmd, objects)
-        else:
-            self._enter(Phase.PREGRASP, self._q_cmd, objects)
+            first = Phase.CARRY
+        try:
+            self._enter(first, self._q_cmd, objects)
+        except PlanningError as exc:
+            self.failure = f"{first.value}: {exc}"
+            self._enter(Phase.DONE, self._q_cmd, objects)
 
     def _enter(self, phase: Phase, q: F64, objects: Mapping[str, Pose]) -> None:
         self._phase = phase
@@ -245,7 +262,8 @@ class ScriptedExpert:
         if self._t >= self._seg.duration:
             try:
                 self._next(q, objects)
-            except PlanningError:  # unreachable object pose: give up, hold still
+            except PlanningError as exc:  # unreachable object pose: give up, hold still
+                self.failure = f"{self._phase.value}: {exc}"
                 self._enter(Phase.DONE, q, objects)
         seg = self._seg
         self._t += self._dt
