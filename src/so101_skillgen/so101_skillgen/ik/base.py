@@ -43,8 +43,10 @@ __all__ = [
     "parse_ik_config",
 ]
 
-BACKENDS = ("jacobian", "batched", "curobo")
+BACKENDS = ("analytic", "jacobian", "batched", "curobo")
 WEIGHT_ORDERS = ("position_first", "rotation_first")
+FREE_AXES = ("out_of_plane_swing",)
+"""Partial pose frees this rotation: the approach axis' swing out of the arm's vertical plane (see ik.yaml)."""
 
 
 class IKError(Exception):
@@ -160,7 +162,8 @@ class IKConfig:
     rotation error ≤ ``rotation_tolerance`` rad. ``adaptive_damping``: λ as given while the weighted error
     exceeds ``rotation_scaling_threshold`` (1 cm), below it λ² shrinks in proportion to the error
     (Levenberg–Marquardt style, floor λ/100) so the weakly actuated wrist-roll direction of partial-pose
-    IK converges; ``false`` keeps λ fixed.
+    IK converges; ``false`` keeps λ fixed. ``tool_point`` (3,) m, EE frame: the point whose position a
+    target sets (partial_pose.tool_point); ``free_axis``: the rotation partial pose leaves free.
     """
 
     backend: str = "jacobian"
@@ -173,6 +176,8 @@ class IKConfig:
     position_tolerance: float = 0.0005
     rotation_tolerance: float = 0.0175
     adaptive_damping: bool = True
+    tool_point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    free_axis: str = "out_of_plane_swing"
     jacobian: JacobianConfig = field(default_factory=JacobianConfig)
     batched: BatchedConfig = field(default_factory=BatchedConfig)
     curobo: CuroboConfig = field(default_factory=CuroboConfig)
@@ -189,6 +194,14 @@ class IKConfig:
         if not 0.0 < self.rotation_scaling_min <= 1.0:
             raise IKConfigError("ik.rotation_scaling_min", f"must be in (0, 1], got {self.rotation_scaling_min}")
         _positive("ik.position_tolerance", self.position_tolerance)
+        if self.free_axis not in FREE_AXES:
+            raise IKConfigError(
+                "ik.partial_pose.free_axis", f"must be one of {', '.join(FREE_AXES)}, got {self.free_axis!r}"
+            )
+        if len(self.tool_point) != 3 or not all(math.isfinite(x) and abs(x) <= 0.5 for x in self.tool_point):
+            raise IKConfigError(
+                "ik.partial_pose.tool_point", f"need 3 finite numbers within ±0.5 m, got {self.tool_point}"
+            )
         _positive("ik.rotation_tolerance", self.rotation_tolerance)
         for name, value in (("ik.jacobian.iterations", self.jacobian.iterations),
                             ("ik.batched.seeds", self.batched.seeds),
@@ -298,6 +311,7 @@ _TOP = {
     "position_tolerance",
     "rotation_tolerance",
     "adaptive_damping",
+    "partial_pose",
     "jacobian",
     "batched",
     "curobo",
@@ -344,6 +358,23 @@ def parse_ik_config(data: Mapping[str, Any]) -> IKConfig:
     ):
         if k in data:
             scalars[k] = _coerce(f"ik.{k}", data[k], getattr(defaults, k))
+    pp = data.get("partial_pose", {}) or {}
+    if not isinstance(pp, Mapping):
+        raise IKConfigError("ik.partial_pose", f"expected a mapping, got {type(pp).__name__}")
+    for k in pp:
+        if k not in ("tool_point", "free_axis", "reason"):
+            raise IKConfigError(f"ik.partial_pose.{k}", "unknown field (known: tool_point, free_axis, reason)")
+    if "tool_point" in pp:
+        tp = pp["tool_point"]
+        if (
+            not isinstance(tp, list | tuple)
+            or len(tp) != 3
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in tp)
+        ):
+            raise IKConfigError("ik.partial_pose.tool_point", f"expected 3 numbers (m, EE frame), got {tp!r}")
+        scalars["tool_point"] = tuple(float(x) for x in tp)
+    if "free_axis" in pp:
+        scalars["free_axis"] = _coerce("ik.partial_pose.free_axis", pp["free_axis"], defaults.free_axis)
     return IKConfig(
         backend=backend,
         weights=weights,
