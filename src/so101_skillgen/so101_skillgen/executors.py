@@ -192,6 +192,13 @@ class LocalProcessExecutor(AttemptExecutor):
 
     def _replace(self, k: int) -> None:
         s = self._slots[k]
+        if not s.ready:  # died while building its generator: a setup error, not a lost worker
+            s.proc.join(timeout=5.0)
+            self.close()
+            raise ExecutorError(
+                f"a local worker failed to start (exit code {s.proc.exitcode}); run the command in the main "
+                "process first to see the error (a script that starts workers needs `if __name__ == '__main__':`)"
+            )
         if s.busy is not None:
             self._queue.appendleft(s.busy)
         s.conn.close()
