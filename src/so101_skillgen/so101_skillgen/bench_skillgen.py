@@ -94,6 +94,9 @@ def run_case(
     gen = Generator(demos, cfg, sim=sim, dr=dr)
     setup = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="so101_skillgen_bench_") as tmp, make_executor(gen, workers) as ex:
+        t_start = time.perf_counter()
+        ex.wait_ready()
+        startup = time.perf_counter() - t_start
         t1, c1 = time.perf_counter(), time.process_time()
         summary = gen.run(tmp, num_demos, executor=ex)
         wall, cpu = time.perf_counter() - t1, time.process_time() - c1
@@ -119,6 +122,7 @@ def run_case(
         "generation_wall_s": round(wall, 3),
         "generation_cpu_s_main": round(cpu, 3),
         "setup_s": round(setup, 3),
+        "worker_startup_s": round(startup, 3),
         "setup_cpu_s": round(time.process_time() - c0 - cpu, 3),
         "expert": expert,
         "worker_restarts": summary.worker_restarts,

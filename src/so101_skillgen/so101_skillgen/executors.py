@@ -80,6 +80,9 @@ class AttemptExecutor(ABC):
     def close(self) -> None:  # noqa: B027 - nothing to stop for in-process executors
         """Stop the workers (idempotent)."""
 
+    def wait_ready(self, timeout: float = 300.0) -> None:  # noqa: B027 - in-process: always ready
+        """Block until every worker has built its generator (so start-up can be timed apart)."""
+
     @property
     def restarts(self) -> int:
         """Workers replaced after dying."""
@@ -175,6 +178,21 @@ class LocalProcessExecutor(AttemptExecutor):
     def busy_pids(self) -> list[int]:
         """Process ids of the workers running an attempt now."""
         return [int(s.proc.pid) for s in self._slots if s.busy is not None]
+
+    def wait_ready(self, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not all(s.ready for s in self._slots):
+            if time.monotonic() > deadline:
+                raise ExecutorError(f"local workers not ready after {timeout} s")
+            pending = [s.conn for s in self._slots if not s.ready]
+            for c in wait(pending, timeout=1.0):
+                k = next(i for i, s in enumerate(self._slots) if s.conn is c)
+                try:
+                    kind, _ = self._slots[k].conn.recv()
+                except (EOFError, OSError):
+                    self._replace(k)
+                    continue
+                self._slots[k].ready = kind == "ready"
 
     def submit(self, index: int) -> None:
         self._queue.append(index)
