@@ -3,6 +3,7 @@ bad goals aborted with the field named, feedback, a second goal rejected, cancel
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import subprocess
@@ -71,7 +72,10 @@ def _goal(client: ZenohNode, **fields: Any) -> Any:
     return client.message(f"{ACTION}_Goal", **{**base, **fields})
 
 
-def test_generate_action_end_to_end(graph: tuple[ZenohNode, subprocess.Popen[str]], seed_dir: Path, tmp_path: Path) -> None:
+Graph = tuple[ZenohNode, subprocess.Popen[str]]
+
+
+def test_generate_action_end_to_end(graph: Graph, seed_dir: Path, tmp_path: Path) -> None:
     client, proc = graph
     action = client.create_action_client(ACTION, "skillgen/generate")
     assert action.wait_for_server(60.0), "the skillgen node never served skillgen/generate"
@@ -121,9 +125,7 @@ def test_generate_action_end_to_end(graph: tuple[ZenohNode, subprocess.Popen[str
     assert proc.poll() is None  # the server is still up
 
 
-def test_feedback_keeps_coming_at_least_once_a_second(
-    graph: tuple[ZenohNode, subprocess.Popen[str]], seed_dir: Path, tmp_path: Path
-) -> None:
+def test_feedback_keeps_coming_at_least_once_a_second(graph: Graph, seed_dir: Path, tmp_path: Path) -> None:
     client, _ = graph
     action = client.create_action_client(ACTION, "skillgen/generate")
     assert action.wait_for_server(60.0)
@@ -131,5 +133,5 @@ def test_feedback_keeps_coming_at_least_once_a_second(
     goal = _goal(client, seeds_dir=str(seed_dir), output_dir=str(tmp_path / "fb"), num_demos=4)
     status, _ = action.send_goal(goal, lambda msg: stamps.append(time.monotonic())).result(180.0)
     assert status == SUCCEEDED and len(stamps) >= 4
-    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
     assert max(gaps) < 1.5  # the 1 Hz timer fills the time between attempts (a margin for a loaded machine)
