@@ -10,11 +10,21 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from so101_bringup.launch.description import LaunchDescriptionData
-from so101_bringup.launch.descriptions import demo, real, record, sim, teleop
+from so101_bringup.launch.descriptions import demo, real, record, sim, skillgen, teleop
 from so101_bringup.launch.errors import UnknownLaunchError
 
 _LAUNCHES = MappingProxyType(
-    {d.name: d for d in (demo.DESCRIPTION, real.DESCRIPTION, record.DESCRIPTION, sim.DESCRIPTION, teleop.DESCRIPTION)}
+    {
+        d.name: d
+        for d in (
+            demo.DESCRIPTION,
+            real.DESCRIPTION,
+            record.DESCRIPTION,
+            sim.DESCRIPTION,
+            skillgen.DESCRIPTION,
+            teleop.DESCRIPTION,
+        )  # fmt: skip
+    }
 )
 
 

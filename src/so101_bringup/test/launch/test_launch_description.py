@@ -154,7 +154,9 @@ def test_parameter_values_round_trip_through_yaml(value: object) -> None:
 
 def test_catalog_launches_resolve_with_their_defaults() -> None:
     assert {"demo", "record", "sim"} <= set(launch_names())
-    with pytest.raises(UnknownLaunchError, match="no launch named 'nope'; available: demo, real, record, sim, teleop"):
+    with pytest.raises(
+        UnknownLaunchError, match="no launch named 'nope'; available: demo, real, record, sim, skillgen, teleop"
+    ):
         get_launch("nope")
     assert get_launch("demo.launch.py") is get_launch("demo")
     for name in launch_names():
