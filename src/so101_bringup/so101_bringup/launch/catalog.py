@@ -23,7 +23,7 @@ _LAUNCHES = MappingProxyType(
             sim.DESCRIPTION,
             skillgen.DESCRIPTION,
             teleop.DESCRIPTION,
-        )  # fmt: skip
+        )
     }
 )
 
