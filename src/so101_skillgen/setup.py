@@ -23,6 +23,7 @@ setup(
     entry_points={
         "console_scripts": [
             "skillgen = so101_skillgen.skillgen_node:main",
+            "so101_ik = so101_skillgen.ik_service_node:main",
         ]
     },
 )

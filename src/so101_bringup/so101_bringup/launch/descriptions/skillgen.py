@@ -1,17 +1,19 @@
-"""``skillgen``: the ``/skillgen/generate`` action server, e.g. ``so101 launch skillgen workers:=4``."""
+"""``skillgen``: the ``/skillgen/generate`` action server and the ``/so101/solve_ik`` + ``/so101/plan_motion``
+services, e.g. ``so101 launch skillgen workers:=4``."""
 
 from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 DESCRIPTION = LaunchDescriptionData(
     name="skillgen",
-    description="SkillGen demo generation as an action server (/skillgen/generate).",
+    description="SkillGen demo generation (/skillgen/generate) and the IK / planning services (/so101/...).",
     arguments=(
         LaunchArgument("config", "", "skillgen.yaml path (empty: the config directory's)"),
         LaunchArgument("dr_profile", "", "dr.yaml profile, e.g. wide (empty: the base ranges)"),
         LaunchArgument("workers", "1", "attempt workers (1: in the node's process)"),
         LaunchArgument("executor", "local", "local (processes) | ray"),
         LaunchArgument("address", "", "Ray cluster address (empty: a local Ray)"),
-        LaunchArgument("namespace", "", "namespace of the node"),
+        LaunchArgument("ik_backend", "", "IK backend of the services (empty: ik.yaml's)"),
+        LaunchArgument("namespace", "", "namespace of the nodes"),
     ),
     nodes=(
         NodeEntry(
@@ -28,6 +30,14 @@ DESCRIPTION = LaunchDescriptionData(
                     "address": "$(arg address)",
                 },
             ),
+            required=True,
+        ),
+        NodeEntry(
+            package="so101_skillgen",
+            executable="so101_ik",
+            name="so101_ik",
+            namespace="$(arg namespace)",
+            parameters=({"backend": "$(arg ik_backend)"},),
             required=True,
         ),
     ),
