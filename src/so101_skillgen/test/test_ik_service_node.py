@@ -1,7 +1,7 @@
 """/so101/solve_ik and /so101/plan_motion through a real zenoh router: FK → IK → FK, unreachable targets answered
 cleanly, and a planned trajectory executed by the twin's FollowJointTrajectory reaching its goal untouched."""
 
-# ruff: noqa: N806  (math notation: T pose)
+# ruff: noqa: N803, N806  (math notation: T pose)
 
 from __future__ import annotations
 
