@@ -33,14 +33,13 @@ def generate(
     With ``--workers N`` attempts shard over N Ray workers (or local processes); the kept demos are the
     same as with one worker for the same random_seed.
     """
+    from so101_core.seeds.format import SeedFormatError
+    from so101_core.sim.errors import SimError
+    from so101_core.sim.randomization import load_dr_config
     from so101_skillgen.config import load_skillgen_config
     from so101_skillgen.errors import SkillGenError
     from so101_skillgen.executors import make_executor
     from so101_skillgen.generation import Generator, ProgressEvent, load_seed_dir
-
-    from so101_core.seeds.format import SeedFormatError
-    from so101_core.sim.errors import SimError
-    from so101_core.sim.randomization import load_dr_config
 
     console = Console(stderr=True)
     try:

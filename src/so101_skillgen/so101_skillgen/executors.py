@@ -24,9 +24,9 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from so101_bringup.seeds.format import SeedDemo
-from so101_bringup.sim.config import SimConfig, TaskConfig
-from so101_bringup.sim.randomization import DRConfig
+from so101_core.seeds.format import SeedDemo
+from so101_core.sim.config import SimConfig, TaskConfig
+from so101_core.sim.randomization import DRConfig
 
 from .config import SkillGenConfig
 from .errors import SkillGenError

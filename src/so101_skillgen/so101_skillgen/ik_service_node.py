@@ -28,17 +28,18 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import torch
-from so101_bringup.graph.api import Node
-from so101_bringup.robot_spec import GRIPPER_INDEX, JOINT_NAMES
-from so101_bringup.sim.geometry import F64, quat_to_mat
-from so101_bringup.sim.randomization import DRConfig
-from so101_bringup.sim.scene import RACK, VIAL
-from so101_bringup.sim.twin import Twin
+from nodegraph.graph.api import Node
+from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
+from so101_core.sim.geometry import F64, quat_to_mat
+from so101_core.sim.randomization import DRConfig
+from so101_core.sim.scene import RACK, VIAL
+from so101_core.sim.twin import Twin
 
 from .errors import SkillGenError
 from .frames import pose_to_matrix, rigid_inverse
@@ -107,9 +108,7 @@ class IKServiceNode:
         self._objects: dict[str, tuple[F64, F64]] = {}
         node.create_subscription("sensor_msgs/msg/JointState", "joint_states", self._on_joints)
         for name in (VIAL, RACK):
-            node.create_subscription(
-                "geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose", lambda m, n=name: self._on_pose(n, m)
-            )
+            node.create_subscription("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose", self._pose_cb(name))
         node.create_service("so101_msgs/srv/SolveIK", "so101/solve_ik", self._solve_ik)
         node.create_service("so101_msgs/srv/PlanMotion", "so101/plan_motion", self._plan_motion)
         node.logger.info(f"ready: so101/solve_ik, so101/plan_motion on the {self.backend} IK backend")
@@ -122,6 +121,9 @@ class IKServiceNode:
             for i, n in enumerate(JOINT_NAMES):
                 if n in names and names.index(n) < len(pos):
                     self._q[i] = float(pos[names.index(n)])
+
+    def _pose_cb(self, name: str) -> Callable[[Any], None]:
+        return lambda msg: self._on_pose(name, msg)
 
     def _on_pose(self, name: str, msg: Any) -> None:
         p, q = msg.pose.position, msg.pose.orientation
@@ -189,7 +191,7 @@ class IKServiceNode:
 
     def _segment(self, a: F64, b: F64) -> F64:
         n = max(2, math.ceil(float(np.max(np.abs(b - a))) / self.params.check_step) + 1)
-        return np.linspace(a, b, n)
+        return np.asarray(np.linspace(a, b, n), dtype=np.float64)
 
     def _lifted(self, q: F64, z: float) -> F64:
         """Arm joints (5,) with the tool point raised to height ``z`` (m), same orientation."""
@@ -279,7 +281,7 @@ class IKServiceNode:
 
 
 def main(args: list[str] | None = None) -> int:
-    from so101_bringup.transport.runtime import run_node
+    from nodegraph.transport.runtime import run_node
 
     return run_node(IKServiceNode, "so101_ik", args)
 

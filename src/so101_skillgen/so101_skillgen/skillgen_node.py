@@ -30,10 +30,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from so101_bringup.graph.api import Message, Node, ServerGoalHandle
-from so101_bringup.seeds.format import SeedFormatError
-from so101_bringup.sim.errors import SimError
-from so101_bringup.sim.randomization import load_dr_config
+from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from so101_core.seeds.format import SeedFormatError
+from so101_core.sim.errors import SimError
+from so101_core.sim.randomization import load_dr_config
 
 from .config import SkillGenConfig, load_skillgen_config
 from .errors import SkillGenError
@@ -236,7 +236,7 @@ class SkillGenNode:
 
 
 def main(args: list[str] | None = None) -> int:
-    from so101_bringup.transport.runtime import run_node
+    from nodegraph.transport.runtime import run_node
 
     return run_node(SkillGenNode, "skillgen", args)
 

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from so101_bringup.nodes.sim_node import SimNode
-from so101_bringup.sim.geometry import mat_to_quat
-from so101_bringup.transport.zenoh.actions import SUCCEEDED
-from so101_bringup.transport.zenoh.context import Context
-from so101_bringup.transport.zenoh.node import ZenohNode
-from so101_bringup.transport.zenoh.router import RouterProcess
+from nodegraph.transport.zenoh.actions import SUCCEEDED
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.transport.zenoh.router import RouterProcess
+from so101_core.sim.geometry import mat_to_quat
+from so101_nodes.sim_node import SimNode
 from so101_skillgen.ik_service_node import IKServiceNode
 from so101_skillgen.kinematics import ArmKinematics
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from so101_bringup.seeds.format import save_seed
-from so101_bringup.sim.twin import Twin
-from so101_bringup.transport.zenoh.actions import ABORTED, CANCELED, SUCCEEDED
-from so101_bringup.transport.zenoh.config import ENDPOINT_ENV
-from so101_bringup.transport.zenoh.context import Context
-from so101_bringup.transport.zenoh.node import ZenohNode
-from so101_bringup.transport.zenoh.router import RouterProcess
+from nodegraph.transport.zenoh.actions import ABORTED, CANCELED, SUCCEEDED
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV
+from nodegraph.transport.zenoh.context import Context
+from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.transport.zenoh.router import RouterProcess
+from so101_core.seeds.format import save_seed
+from so101_core.sim.twin import Twin
 from so101_skillgen.seeds_from_sim import scripted_seeds
 
 ACTION = "so101_msgs/action/GenerateDemos"
