@@ -26,7 +26,7 @@ from so101_core.sim.geometry import F64
 from so101_core.sim.ik import ArmIK, AxisTarget, IKSettings
 from so101_core.sim.twin import Twin
 
-from .config import IK_BACKENDS, IKConfig
+from .config import IK_BACKENDS, TrackingConfig
 from .errors import SkillGenConfigError
 
 
@@ -54,7 +54,7 @@ class Tracker(Protocol):
 class MujocoTracker:
     """The ``mujoco`` backend on the twin's model (its simulation state is never touched)."""
 
-    def __init__(self, twin: Twin, cfg: IKConfig) -> None:
+    def __init__(self, twin: Twin, cfg: TrackingConfig) -> None:
         settings = IKSettings(damping=cfg.damping, max_step=cfg.max_step, iterations=cfg.iterations)
         ix = twin.index
         self._ik = ArmIK(twin.model, ix.ee_site, ix.qpos_adr[:5], ix.dof_adr[:5], settings)
@@ -93,7 +93,7 @@ def _align(r: F64, a_from: F64, a_to: F64) -> F64:
 class SkillgenTracker:
     """The ``skillgen`` backend: :func:`so101_skillgen.ik.load_ik_solver` and ``ArmKinematics`` (torch)."""
 
-    def __init__(self, twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> None:
+    def __init__(self, twin: Twin, cfg: TrackingConfig, config_dir: Path | None = None) -> None:
         try:
             import torch
 
@@ -146,7 +146,7 @@ class SkillgenTracker:
         return TrackResult(q, pos_err, ang)
 
 
-def make_tracker(twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> Tracker:
+def make_tracker(twin: Twin, cfg: TrackingConfig, config_dir: Path | None = None) -> Tracker:
     """The tracker for ``cfg.backend``; an unknown name raises :class:`SkillGenConfigError`
     (field ``skillgen.ik.backend``)."""
     if cfg.backend == "mujoco":

@@ -16,14 +16,13 @@ order contradicts its shape.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import torch
-import yaml
+from so101_core.config import ConfigDirNotFoundError, ConfigError, config_dir, load_yaml
 from torch import Tensor
 
 __all__ = [
@@ -57,12 +56,9 @@ class UnknownBackendError(IKError, ValueError):
     """``backend`` names no known IK backend."""
 
 
-class IKConfigError(IKError, ValueError):
-    """An IK configuration value is missing, malformed or implausible; the message names the field."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
+class IKConfigError(IKError, ConfigError):
+    """An IK configuration value is missing, malformed or implausible: the project's
+    :class:`so101_core.config.ConfigError`, ``field`` the dotted path (``ik.batched.seeds``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -387,15 +383,12 @@ def parse_ik_config(data: Mapping[str, Any]) -> IKConfig:
 
 
 def default_ik_config_path() -> Path:
-    """``$SO101_CONFIG_DIR/ik.yaml`` or the nearest ``config/ik.yaml`` above this file."""
-    env = os.environ.get("SO101_CONFIG_DIR")
-    if env:
-        return Path(env) / "ik.yaml"
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "config" / "ik.yaml"
-        if candidate.is_file():
-            return candidate
-    raise IKConfigError("ik", "no config/ik.yaml found; set SO101_CONFIG_DIR or pass a config")
+    """``ik.yaml`` of the one configuration directory (``so101_core.config.config_dir``: ``$SO101_CONFIG_DIR``,
+    the checkout's ``config/`` or the installed ``share/so101_bringup/config``)."""
+    try:
+        return config_dir() / "ik.yaml"
+    except ConfigDirNotFoundError as exc:
+        raise IKConfigError("ik", f"no configuration directory: {exc}") from exc
 
 
 def load_ik_config(config: str | Path | Mapping[str, Any] | IKConfig | None = None) -> IKConfig:
@@ -405,10 +398,5 @@ def load_ik_config(config: str | Path | Mapping[str, Any] | IKConfig | None = No
     if isinstance(config, Mapping):
         return parse_ik_config(config)
     path = Path(config) if config is not None else default_ik_config_path()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise IKConfigError("ik", f"cannot read {path}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise IKConfigError("ik", f"{path} is not valid YAML: {exc}") from exc
-    return parse_ik_config(data if data is not None else {})
+    f = load_yaml(path, "ik", IKConfigError)
+    return parse_ik_config({k: f.raw(k) for k in f.names()})
