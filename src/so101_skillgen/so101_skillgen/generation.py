@@ -174,8 +174,9 @@ class Generator:
         self.library: SeedLibrary = build_library(
             self.demos, self.tracker, cfg, self.twin.grasp_geometry().point, self.names, offsets
         )
+        self.reach_edges: list[str] = []  # unreachable range extremes (yield drops there); see reach.py
         if check_reach:
-            check_reachability(self.twin, self.twin.dr, self.library, self.tracker, cfg)
+            self.reach_edges = check_reachability(self.twin, self.twin.dr, self.library, self.tracker, cfg)
         self.runner = AttemptRunner(self.twin, self.tracker, self.library, cfg, self.task)
 
     def recipe(self) -> AttemptRecipe:
