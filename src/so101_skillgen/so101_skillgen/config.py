@@ -15,7 +15,7 @@ from so101_core.sim.config import default_config_dir
 
 from .errors import SkillGenConfigError
 
-IK_BACKENDS: tuple[str, ...] = ("mujoco", "skillgen")
+IK_BACKENDS: tuple[str, ...] = ("mujoco", "skillgen", "analytic")
 """``mujoco``: damped least squares on the twin's MuJoCo Jacobian (:mod:`so101_core.sim.ik`);
 ``skillgen``: the torch solver of :mod:`so101_skillgen.ik` loaded from ``ik.config``."""
 REPLAY_SOURCES: tuple[str, ...] = ("actions", "joint_positions")

@@ -187,3 +187,20 @@ def test_cli_generate_shows_the_summary(seed_dir: Path, tmp_path: Path) -> None:
     bad.write_text("ik: {backend: ikfast}\n")
     result = runner.invoke(app, ["generate", "--seeds", str(seed_dir), "-n", "1", "--config", str(bad)])
     assert result.exit_code == 2 and "skillgen.ik.backend" in result.output
+
+
+def test_analytic_tracker_reaches_point_and_axis_targets_from_a_cold_start() -> None:
+    twin = Twin(dr=DRConfig.disabled())
+    mj = make_tracker(twin, TrackingConfig())
+    an = make_tracker(twin, TrackingConfig(backend="analytic"))
+    g = twin.grasp_geometry()
+    home = np.asarray(twin.config.robot.home[:5])
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = home + rng.uniform(-0.4, 0.4, 5)
+        ee = mj.fk(q[None])[0]
+        point, axis = ee[:3, :3] @ g.point + ee[:3, 3], ee[:3, :3] @ g.axis
+        res = an.solve(home, point, axis, g.point, g.axis)  # from home, not from q
+        got = mj.fk(res.q[None])[0]  # judged by the twin's own kinematics
+        assert np.linalg.norm(got[:3, :3] @ g.point + got[:3, 3] - point) < 1e-3
+        assert float(np.arccos(np.clip((got[:3, :3] @ g.axis) @ axis, -1, 1))) < 0.02
