@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .ik import AnalyticIK, BatchedIK, IKResult, JacobianIK, load_ik_config
+from .ik import AnalyticIK, BatchedIK, IKBatchResult, JacobianIK, load_ik_config
 from .ik.analytic import _mat
 from .ik.base import IKConfig
 from .ik.pose_error import pose_error, swing_axis
@@ -45,7 +45,7 @@ def _targets(kin: ArmKinematics, checker: BatchedIK, n: int, seed: int) -> tuple
     return q, kin.to(device="cpu").fk(q)
 
 
-def _latencies(fn: Callable[[int], IKResult], n: int) -> tuple[list[float], list[bool]]:
+def _latencies(fn: Callable[[int], IKBatchResult], n: int) -> tuple[list[float], list[bool]]:
     times: list[float] = []
     ok: list[bool] = []
     for i in range(n):
@@ -148,7 +148,7 @@ def _run(
     tb = T[:batched_targets].to(dev)
     solver.solve(tb[: min(8, len(tb))])  # warm-up (allocations, kernels)
     best = math.inf
-    res: IKResult | None = None
+    res: IKBatchResult | None = None
     for _ in range(max(1, repeats)):
         _sync(dev)
         if dev.type == "cuda":

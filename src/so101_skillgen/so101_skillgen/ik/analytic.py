@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from ..kinematics import ArmKinematics, KinematicsError
-from .base import IKConfig, IKResult
+from .base import IKBatchResult, IKConfig
 
 __all__ = ["AnalyticIK", "AnalyticSolution"]
 
@@ -334,7 +334,7 @@ class AnalyticIK:
         return tuple(out)
 
     # ------------------------------------------------------------------ IKSolver
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """``target`` (B, 4, 4) base-frame EE poses; ``seed`` (B, 5) rad (nearest branch wins)."""
         T = target.detach().to("cpu", torch.float64).reshape(-1, 4, 4).numpy()
         S = seed.detach().to("cpu", torch.float64).reshape(-1, 5).numpy() if seed is not None else None
@@ -360,4 +360,4 @@ class AnalyticIK:
         _, pe, re = pose_error(tgt, cur, kin.approach_axis, partial_pose, plane_free=True)
         cfg = self.config
         ok = torch.tensor(oks, device=kin.device) & (pe <= cfg.position_tolerance) & (re <= cfg.rotation_tolerance)
-        return IKResult(q=q, success=ok, position_error=pe, rotation_error=re, iterations=1)
+        return IKBatchResult(q=q, success=ok, position_error=pe, rotation_error=re, iterations=1)

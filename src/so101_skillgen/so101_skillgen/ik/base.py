@@ -30,10 +30,10 @@ __all__ = [
     "WEIGHT_ORDERS",
     "BatchedConfig",
     "CuroboConfig",
+    "IKBatchResult",
     "IKConfig",
     "IKConfigError",
     "IKError",
-    "IKResult",
     "IKSolver",
     "JacobianConfig",
     "UnknownBackendError",
@@ -62,7 +62,7 @@ class IKConfigError(IKError, ConfigError):
 
 
 @dataclass(frozen=True, eq=False)
-class IKResult:
+class IKBatchResult:
     """Best solution per target.
 
     ``q`` (B, 5) rad; ``success`` (B,) bool (within the configured tolerances, limits respected);
@@ -89,7 +89,7 @@ class IKSolver(Protocol):
 
     config: IKConfig
 
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """``target`` (B, 4, 4) base-frame EE poses; ``seed`` (B, 5) rad start (or preferred) joints."""
         ...
 

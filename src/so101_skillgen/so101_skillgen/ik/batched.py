@@ -28,7 +28,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from ..se3 import mm
-from .base import IKConfig, IKResult
+from .base import IKBatchResult, IKConfig
 from .jacobian import check_inputs
 from .pose_error import perpendicular_unit, pose_error, project_angular
 
@@ -319,7 +319,7 @@ class BatchedIK:
             q_all[active] = q.reshape(-1, s, kin.dof)
         return q_all.reshape(b * s, kin.dof), it
 
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
         tie-breaker among successful seeds (closest wins)."""
         kin, cfg, bc = self.kinematics, self.config, self.config.batched
@@ -357,7 +357,7 @@ class BatchedIK:
         best = score.reshape(b, s).argmin(-1)
         idx = torch.arange(b, device=self.device) * s + best
         dev, dt = target.device, target.dtype
-        return IKResult(
+        return IKBatchResult(
             q=q[idx].to(dev, dt),
             success=succ[idx].to(dev),
             position_error=pe[idx].to(dev, dt),

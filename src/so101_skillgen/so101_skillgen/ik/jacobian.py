@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from ..kinematics import ArmKinematics
-from .base import IKConfig, IKError, IKResult
+from .base import IKBatchResult, IKConfig, IKError
 from .scalar import ScalarChain, scalar_attempt
 
 __all__ = ["JacobianIK"]
@@ -298,7 +298,7 @@ class JacobianIK:
         return np.asarray(sol.q, dtype=np.float64) if sol.ok else np.zeros(self._n)
 
     # ------------------------------------------------------------------ IKSolver
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """Solve each target (B, 4, 4) from its seed (B, 5) (default: all joints 0), one after the other."""
         b = check_inputs(target, seed, self._n, finite=False)
         tg = target.detach().to("cpu", torch.float64).numpy()
@@ -318,7 +318,7 @@ class JacobianIK:
             )
             iters = max(iters, it)
         dev, dt = target.device, target.dtype
-        return IKResult(
+        return IKBatchResult(
             q=torch.from_numpy(q).to(dev, dt),
             success=torch.from_numpy(ok).to(dev),
             position_error=torch.from_numpy(pe).to(dev, dt),
