@@ -75,6 +75,7 @@ def skillgen(
     demos: int = typer.Option(20, "--demos", help="demos to keep per case (default/wide DR x 0/5/10 mrad)"),
     large: int = typer.Option(0, "--large", help="also keep this many on --workers local processes (H200: 1200)"),
     workers: int = typer.Option(1, "--workers", help="local processes of the --large run"),
+    cases: bool = typer.Option(True, "--cases/--no-cases", help="run the default/wide x noise cases"),
     label: str = typer.Option("", "--label", help="result name suffix: skillgen_<label>.json"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/skillgen[_<label>].json"),
@@ -82,7 +83,8 @@ def skillgen(
     """SkillGen from scripted seeds without rendering: yield under our and the workshop rule, kept/min/core."""
     from so101_skillgen.bench_skillgen import run_skillgen_benchmark
 
-    result = run_skillgen_benchmark(num_seeds=seeds, num_demos=demos, workers=workers, large=large)
+    grid = {} if cases else {"profiles": (), "noise_mrad": ()}
+    result = run_skillgen_benchmark(num_seeds=seeds, num_demos=demos, workers=workers, large=large, **grid)
     _report(f"skillgen_{label}" if label else "skillgen", result, as_json, save)
 
 
