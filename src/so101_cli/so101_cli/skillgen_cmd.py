@@ -23,19 +23,31 @@ def generate(
     num_demos: int = typer.Option(..., "-n", "--num-demos", min=1, help="demos to keep"),
     config: Path | None = typer.Option(None, "--config", help="skillgen YAML (default config/skillgen.yaml)"),
     out: Path = typer.Option(Path("data/skillgen"), "--out", help="output directory (resumed if it exists)"),
+    workers: int = typer.Option(1, "--workers", min=1, help="parallel workers (1 = in this process)"),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)"),
+    executor: str = typer.Option("ray", "--executor", help="ray | local (processes; where Ray is absent)"),
+    dr_profile: str | None = typer.Option(None, "--dr-profile", help="dr.yaml profile, e.g. wide"),
 ) -> None:
-    """Generate demos until N are kept (or the num_trials budget is spent); resumable, failures kept."""
+    """Generate demos until N are kept (or the num_trials budget is spent); resumable, failures kept.
+
+    With ``--workers N`` attempts shard over N Ray workers (or local processes); the kept demos are the
+    same as with one worker for the same random_seed.
+    """
     from so101_core.seeds.format import SeedFormatError
     from so101_core.sim.errors import SimError
+    from so101_core.sim.randomization import load_dr_config
     from so101_skillgen.config import load_skillgen_config
     from so101_skillgen.errors import SkillGenError
+    from so101_skillgen.executors import make_executor
     from so101_skillgen.generation import Generator, ProgressEvent, load_seed_dir
 
     console = Console(stderr=True)
     try:
         cfg = load_skillgen_config(config)
         demos, names = load_seed_dir(seeds)
-        gen = Generator(demos, cfg, names=names)
+        dr = load_dr_config(profile=dr_profile) if dr_profile else None
+        gen = Generator(demos, cfg, names=names, dr=dr)
+        ex = make_executor(gen, workers, backend=executor, address=address)
     except (SkillGenError, SeedFormatError, SimError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -56,7 +68,8 @@ def generate(
             bar.update(task, completed=ev.kept, attempts=ev.attempted, yld=yld)
 
         try:
-            summary = gen.run(out, num_demos, on_event)
+            with ex:
+                summary = gen.run(out, num_demos, on_event, executor=ex)
         except SkillGenError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
@@ -68,6 +81,9 @@ def generate(
         table.add_row(f"failed: {reason}", str(count))
     table.add_row("total", str(summary.attempted))
     table.add_row("yield", f"{summary.yield_:.1%}")
+    table.add_row("yield (workshop rule)", f"{summary.yield_workshop:.1%}")
+    if summary.workers > 1:
+        table.add_row("workers (restarted)", f"{summary.workers} ({summary.worker_restarts})")
     Console().print(table)
     if not summary.complete:
         console.print(f"[yellow]attempt budget spent: {summary.kept}/{summary.target} kept[/yellow]")

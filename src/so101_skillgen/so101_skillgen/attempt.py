@@ -21,10 +21,11 @@ from so101_core.sim.geometry import F64
 from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.task import SuccessDetector, geometric_filter
 from so101_core.sim.twin import Twin
+from so101_core.sim.workshop_rule import WorkshopRule
 
 from .config import SkillGenConfig
 from .errors import SkillGenError
-from .frames import object_frame, pose_to_matrix, rigid_inverse
+from .frames import object_frame, pose_to_matrix, rigid_inverse, slot_frame
 from .library import SeedLibrary
 from .segmentation import GRASP
 from .selection import select_source
@@ -60,12 +61,14 @@ class AttemptOutcome:
     joint_positions: F64
     object_poses: dict[str, F64]
     sources: list[dict[str, Any]] = field(default_factory=list)
+    workshop: bool = False  # the upstream workshop's rule (sim.workshop_rule) held on the recorded rollout
 
 
 class _Recorder:
     def __init__(self, twin: Twin, task: TaskConfig) -> None:
         self.twin = twin
         self.detector = SuccessDetector(task, twin.config.rack)
+        self.workshop = WorkshopRule(twin.config.rack, twin.config.physics.control_hz)
         self.qs: list[F64] = []
         self.acts: list[F64] = []
         self.poses: dict[str, list[F64]] = {n: [] for n in twin.object_poses()}
@@ -78,9 +81,9 @@ class _Recorder:
         self.acts.append(np.asarray(cmd, dtype=np.float64).copy())
         tw.step(cmd)
         p = tw.object_poses()
-        return self.detector.update(
-            p[VIAL].position, p[VIAL].quaternion, p[RACK].position, p[RACK].quaternion, tw.jaw_contacts().both
-        )
+        state = (p[VIAL].position, p[VIAL].quaternion, p[RACK].position, p[RACK].quaternion, tw.jaw_contacts().both)
+        self.workshop.update(*state)
+        return self.detector.update(*state)
 
     def arrays(self) -> tuple[F64, F64, dict[str, F64]]:
         if not self.acts:
@@ -110,6 +113,7 @@ class AttemptRunner:
         self.task = task
         self.checker = CollisionChecker(twin)
         self._hz = twin.config.physics.control_hz
+        self._slot_offsets = np.asarray(twin.config.rack.slot_offsets(), dtype=np.float64)
 
     # ------------------------------------------------------------------ helpers
     def _ee(self, q_arm: F64) -> F64:
@@ -181,19 +185,20 @@ class AttemptRunner:
             self._execute(rec, rng, sources)
         except AttemptError as fail:
             a, q, p = rec.arrays()
-            return AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources)
+            return AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources, rec.workshop.succeeded)
         a, _, _ = rec.arrays()
         smoothed = smooth_joints(a, cfg.smoothing.window, cfg.smoothing.order)
         ok, rep = replay(tw, self.task, scene_seed, smoothed)
         a2, q2, p2 = rep.arrays()
+        ws = rep.workshop.succeeded
         if not ok:
             return AttemptOutcome(
-                False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources
+                False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
         v, r = p2[VIAL][-1], p2[RACK][-1]
         if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
-            return AttemptOutcome(False, "filter", "final state fails the geometric filter", a2, q2, p2, sources)
-        return AttemptOutcome(True, None, "", a2, q2, p2, sources)
+            return AttemptOutcome(False, "filter", "final state fails the geometric filter", a2, q2, p2, sources, ws)
+        return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws)
 
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
         tw, cfg, lib = self.twin, self.cfg, self.library
@@ -208,11 +213,17 @@ class AttemptRunner:
                 continue
             pose = tw.object_poses()[obj]
             query = object_frame(np.concatenate(pose), obj in sym)
+            target_slot = None
+            if kind != GRASP and obj == RACK:  # the episode's target slot, wherever the rack stands
+                assert tw.episode is not None
+                target_slot = tw.episode.target_slot
+                query = slot_frame(query, self._slot_offsets, target_slot)
             j, near = select_source(lib.candidates(slot), query, cfg.selection.k, cfg.selection.rotation_weight, rng)
             seg = lib.slots[slot][j]
             sources.append(
                 {"slot": slot, "kind": kind, "object": obj, "seed": seg.seed_name,
-                 "candidates": [lib.slots[slot][i].seed_name for i in near]}
+                 "candidates": [lib.slots[slot][i].seed_name for i in near],
+                 **({"target_slot": target_slot, "seed_slot": seg.slot} if target_slot is not None else {})}
             )  # fmt: skip
             points, axes = seg.retarget(query)
             if kind == GRASP:
@@ -267,8 +278,9 @@ class AttemptRunner:
     def _settle(self, rec: _Recorder, q_cmd: F64) -> None:
         margin = 5
         left = -1
-        for _ in range(self.cfg.rollout.settle_steps + self.task.hold_steps + margin):
-            ok = rec.step(q_cmd)
+        hold = max(self.task.hold_steps, rec.workshop.hold_steps)
+        for _ in range(self.cfg.rollout.settle_steps + hold + margin):
+            ok = rec.step(q_cmd) and rec.workshop.succeeded  # both rules resolved (ours decides)
             if ok and left < 0:
                 left = margin
             if left == 0:

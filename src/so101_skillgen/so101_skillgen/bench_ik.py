@@ -7,7 +7,7 @@ every target is reachable; success is the solver's own verdict (position ≤ ``p
 axis ≤ ``rotation_tolerance``, partial pose), verified independently in the tests.
 """
 
-# ruff: noqa: N806  (math notation: R rotation, T pose, J Jacobian)
+# ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian)
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ from typing import Any
 
 import torch
 
-from .ik import BatchedIK, IKResult, JacobianIK, load_ik_config
+from .ik import AnalyticIK, BatchedIK, IKBatchResult, JacobianIK, load_ik_config
+from .ik.analytic import _mat
 from .ik.base import IKConfig
+from .ik.pose_error import pose_error, swing_axis
 from .kinematics import ArmKinematics
 
 __all__ = ["run_ik_benchmark"]
@@ -43,7 +45,7 @@ def _targets(kin: ArmKinematics, checker: BatchedIK, n: int, seed: int) -> tuple
     return q, kin.to(device="cpu").fk(q)
 
 
-def _latencies(fn: Callable[[int], IKResult], n: int) -> tuple[list[float], list[bool]]:
+def _latencies(fn: Callable[[int], IKBatchResult], n: int) -> tuple[list[float], list[bool]]:
     times: list[float] = []
     ok: list[bool] = []
     for i in range(n):
@@ -82,10 +84,15 @@ def run_ik_benchmark(
 ) -> dict[str, Any]:
     """Success % and latency per backend.
 
+    - ``cold_single_*``: the closed-form backend (the default in ik.yaml), one target at a time from no seed
+      (neutral), 10,000 targets; success re-checked here by FK: within 1 mm and 2° on the controllable axes
+      (the out-of-plane swing excluded); ``partial_*``: targets turned 3° out of the arm's plane or rolled
+      20° about the approach axis (partial pose: solved when the position and the controllable rotation
+      match; rolled targets can leave wrist_roll's range).
     - ``jacobian_tracking``: DLS, one target at a time on the CPU, seeded 0.02 rad (≈ a few mm) from a solution
       — the SkillGen tracking case (one 30 Hz trajectory step).
-    - ``jacobian_cold``: DLS from all-zero joints (then vectorized random restarts), one target at a time.
-    - ``batched_single``: batched backend with B = 1 (``seeds`` starts) on the CPU.
+    - ``jacobian_cold``: DLS with no seed: started from the closed-form solution (then restarts).
+    - ``batched_single``: batched backend with B = 1 (``seeds`` starts, the first the closed-form one) on the CPU.
     - ``batched_batch``: B = ``batched_targets`` × ``seeds`` on ``device``, ms per batch (CUDA events when on
       cuda), best of ``repeats`` after a warm-up.
 
@@ -128,6 +135,7 @@ def _run(
         "iterations_cap": {"jacobian": cfg.jacobian.iterations, "batched": cfg.batched.iterations},
     }
 
+    out.update(_cold(cfg, kin_cpu, checker))
     jac = JacobianIK(cfg, kin_cpu)
     out["jacobian_tracking"] = _summary(*_latencies(lambda i: jac.solve(T[i : i + 1], near[i : i + 1]), n_single))
     n_cold = max(1, min(n_single, 50))
@@ -140,7 +148,7 @@ def _run(
     tb = T[:batched_targets].to(dev)
     solver.solve(tb[: min(8, len(tb))])  # warm-up (allocations, kernels)
     best = math.inf
-    res: IKResult | None = None
+    res: IKBatchResult | None = None
     for _ in range(max(1, repeats)):
         _sync(dev)
         if dev.type == "cuda":
@@ -165,6 +173,57 @@ def _run(
         "iterations": res.iterations,
     }
     return out
+
+
+def _turned(T: torch.Tensor, angle: float, out_of_plane: bool) -> torch.Tensor:
+    """Targets (N, 4, 4) rotated by ``angle`` rad about the swing axis (out of the arm's plane) or about
+    their approach axis, the EE origin kept."""
+    out = T.clone()
+    a = T[:, :3, 2]
+    axis = swing_axis(a) if out_of_plane else a
+    k = axis / torch.linalg.vector_norm(axis, dim=-1, keepdim=True)
+    K = torch.zeros(len(T), 3, 3, dtype=T.dtype)
+    K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -k[:, 2], k[:, 1], -k[:, 0]
+    K = K - K.transpose(1, 2)
+    rot = torch.eye(3, dtype=T.dtype) + math.sin(angle) * K + (1 - math.cos(angle)) * (K @ K)
+    out[:, :3, :3] = rot @ T[:, :3, :3]
+    return out
+
+
+def _cold(cfg: IKConfig, kin: ArmKinematics, checker: BatchedIK, n: int = 10_000) -> dict[str, Any]:
+    """Closed-form, cold single targets: latency percentiles and FK-checked accuracy."""
+    ik = AnalyticIK(cfg, kin)
+    _, T = _targets(kin, checker, n, seed=21)
+    Tn = T.numpy()
+    args = [(_mat(t[:3, :3]), (float(t[0, 3]), float(t[1, 3]), float(t[2, 3]))) for t in Tn]
+    for R, p in args[:200]:  # warm-up (first-call costs of the interpreter's caches)
+        ik.solve_one(R, p)
+    times, qs = [], []
+    for R, p in args:
+        t0 = time.perf_counter()
+        sol = ik.solve_one(R, p)
+        times.append(time.perf_counter() - t0)
+        qs.append(sol.q)
+    got = kin.fk(torch.tensor(qs, dtype=torch.float64))
+    _, pe, re = pose_error(T, got, kin.approach_axis, True, plane_free=True)
+    ok = (pe <= 1e-3) & (re <= math.radians(2.0))
+    ms = sorted(t * 1e3 for t in times)
+    res: dict[str, Any] = {
+        "cold_single_backend": "analytic",
+        "cold_single_targets": n,
+        "cold_single_ms_p50": round(ms[len(ms) // 2], 5),
+        "cold_single_ms_p90": round(ms[int(0.9 * len(ms))], 5),
+        "cold_single_ms_max": round(ms[-1], 5),
+        "cold_single_success_pct": round(100.0 * float(ok.double().mean()), 3),
+        "cold_single_position_error_max_m": float(pe.max()),
+        "cold_single_rotation_error_max_rad": float(re.max()),
+    }
+    m = min(n, 2000)
+    for key, angle, plane in (("partial_out_of_plane_3deg", 3.0, True), ("partial_roll_20deg", 20.0, False)):
+        Tt = _turned(T[:m], math.radians(angle), plane)
+        r = ik.solve(Tt)
+        res[f"{key}_success_pct"] = round(100.0 * r.success_rate, 2)
+    return res
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,7 +1,11 @@
-"""SkillGen benchmark: yield and kept demos per minute per core on this machine (no rendering).
+"""SkillGen benchmark: yield under both success rules and kept demos per minute per core (no rendering).
 
-Seeds come from the scripted expert (scene seeds 10_000 + i, successful and not partly done); the run
-generates into a temporary directory with ``config/skillgen.yaml`` (``num_demos`` overridden).
+Cases: default and ``wide`` DR (``dr.yaml`` profiles), clean and noisy seeds (Gaussian joint noise of 5 and
+10 mrad on the seed's channels, a shaky teleoperator). Seeds come from the scripted expert on the case's
+scene distribution (scene seeds 10_000 + i, successful, not partly done; failed expert episodes are
+counted in ``expert``). Yield = kept ÷ attempted with our rule (``yield``) and kept demos that also pass
+the upstream workshop rule ÷ attempted (``yield_workshop``). ``kept_per_min_per_core`` is kept demos per
+CPU-minute of one worker (one worker is one core).
 """
 
 from __future__ import annotations
@@ -9,65 +13,151 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
+from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo
 from so101_core.sim.config import SimConfig
-from so101_core.sim.randomization import DRConfig
+from so101_core.sim.randomization import DRConfig, load_dr_config
+from so101_core.sim.rollout import run_scripted_episode
 from so101_core.sim.twin import Twin
 
 from .config import SkillGenConfig, load_skillgen_config
 from .errors import SkillGenError
+from .executors import make_executor
 from .generation import Generator
-from .seeds_from_sim import scripted_seeds
+from .seeds_from_sim import seed_from_record
+
+GOALS = {
+    "yield_single_wide_workshop_min": 0.90,
+    "yield_multi_wide_workshop_min": 0.85,
+    "baseline_yield": 0.22,
+    "h200_1200_kept_wall_s_max": 120.0,
+}
+
+
+def noisy(demo: SeedDemo, mrad: float, rng: np.random.Generator) -> SeedDemo:
+    """The seed with N(0, ``mrad``) joint noise on the arm joints of both channels (gripper untouched)."""
+    if mrad <= 0:
+        return demo
+    sd = mrad / 1000.0
+    acts, qs = demo.actions.copy(), demo.joint_positions.copy()
+    acts[:, :GRIPPER_INDEX] += rng.normal(0.0, sd, size=acts[:, :GRIPPER_INDEX].shape)
+    qs[:, :GRIPPER_INDEX] += rng.normal(0.0, sd, size=qs[:, :GRIPPER_INDEX].shape)
+    return replace(demo, actions=acts, joint_positions=qs, extra={**demo.extra, "noise_mrad": mrad})
+
+
+def expert_seeds(twin: Twin, count: int, start: int = 10_000) -> tuple[list[SeedDemo], dict[str, int]]:
+    """``count`` successful scripted seeds; also how many episodes the expert ran, failed, or gave up on."""
+    demos: list[SeedDemo] = []
+    stats = {"episodes": 0, "failed": 0, "planning_failed": 0, "partly_done": 0}
+    s = start
+    while len(demos) < count and s < start + 20 * count + 20:
+        rec = run_scripted_episode(twin, s, record=True)
+        s += 1
+        stats["episodes"] += 1
+        if rec.partly_done:
+            stats["partly_done"] += 1
+            continue
+        if not rec.success:
+            stats["failed"] += 1
+            stats["planning_failed"] += rec.failure is not None
+            continue
+        demos.append(seed_from_record(rec, twin.config.physics.control_hz))
+    if len(demos) < count:
+        raise SkillGenError(f"the scripted expert produced only {len(demos)} of {count} seeds ({stats})")
+    return demos, stats
+
+
+def run_case(
+    *,
+    profile: str | None = None,
+    noise_mrad: float = 0.0,
+    num_seeds: int = 5,
+    num_demos: int = 20,
+    workers: int = 1,
+    cfg: SkillGenConfig | None = None,
+    sim: SimConfig | None = None,
+    dr: DRConfig | None = None,
+) -> dict[str, Any]:
+    """One case: seeds on the case's scenes, then generate ``num_demos``; a JSON-ready dict."""
+    cfg = cfg or load_skillgen_config()
+    dr = dr or load_dr_config(profile=profile)
+    twin = Twin(sim, dr)
+    demos, expert = expert_seeds(twin, num_seeds)
+    rng = np.random.default_rng(int(noise_mrad * 1000) + 7)
+    demos = [noisy(d, noise_mrad, rng) for d in demos]
+    t0, c0 = time.perf_counter(), time.process_time()
+    gen = Generator(demos, cfg, sim=sim, dr=dr)
+    setup = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="so101_skillgen_bench_") as tmp, make_executor(gen, workers) as ex:
+        t_start = time.perf_counter()
+        ex.wait_ready()
+        startup = time.perf_counter() - t_start
+        t1, c1 = time.perf_counter(), time.process_time()
+        summary = gen.run(tmp, num_demos, executor=ex)
+        wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+    per_core = None
+    if workers <= 1 and cpu > 0:
+        per_core = round(60.0 * summary.kept / cpu, 2)
+    elif wall > 0:
+        per_core = round(60.0 * summary.kept / (wall * workers), 2)  # wall-clock over all cores
+    return {
+        "profile": profile or "default",
+        "noise_mrad": noise_mrad,
+        "num_seeds": num_seeds,
+        "num_demos": num_demos,
+        "workers": workers,
+        "kept": summary.kept,
+        "kept_workshop": summary.kept_workshop,
+        "attempted": summary.attempted,
+        "yield": round(summary.yield_, 4),
+        "yield_workshop": round(summary.yield_workshop, 4),
+        "failures_by_reason": summary.failures_by_reason,
+        "kept_per_min_per_core": per_core,
+        "kept_per_min_wall": round(60.0 * summary.kept / wall, 2) if wall > 0 else None,
+        "generation_wall_s": round(wall, 3),
+        "generation_cpu_s_main": round(cpu, 3),
+        "setup_s": round(setup, 3),
+        "worker_startup_s": round(startup, 3),
+        "setup_cpu_s": round(time.process_time() - c0 - cpu, 3),
+        "expert": expert,
+        "worker_restarts": summary.worker_restarts,
+    }
 
 
 def run_skillgen_benchmark(
     num_seeds: int = 5,
     num_demos: int = 20,
     *,
-    cfg: SkillGenConfig | None = None,
-    sim: SimConfig | None = None,
-    dr: DRConfig | None = None,
+    profiles: Sequence[str | None] = (None, "wide"),
+    noise_mrad: Sequence[float] = (0.0, 5.0, 10.0),
+    workers: int = 1,
+    large: int = 0,
 ) -> dict[str, Any]:
-    """Generate ``num_demos`` from ``num_seeds`` scripted seeds; returns a JSON-ready dict.
-
-    ``yield`` = kept ÷ attempted; ``kept_per_min_per_core`` = kept demos per CPU-minute of this process
-    (one generation worker uses one core: MuJoCo and the IK are single-threaded); ``kept_per_min_wall``
-    for reference. ``setup_s`` covers FK replay, segmentation and the reachability check.
-    """
-    cfg = cfg or load_skillgen_config()
-    twin = Twin(sim, dr)
-    demos: list[SeedDemo] = []
-    start = 10_000
-    while len(demos) < num_seeds and start < 10_000 + 10 * num_seeds + 10:
-        demos += scripted_seeds(twin, [start])
-        start += 1
-    if len(demos) < num_seeds:
-        raise SkillGenError(f"the scripted expert produced only {len(demos)} of {num_seeds} seeds")
-    t0, c0 = time.perf_counter(), time.process_time()
-    gen = Generator(demos, cfg, sim=sim, dr=dr)
-    setup = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory(prefix="so101_skillgen_bench_") as tmp:
-        t1, c1 = time.perf_counter(), time.process_time()
-        summary = gen.run(tmp, num_demos)
-        wall, cpu = time.perf_counter() - t1, time.process_time() - c1
-    steps = sum(len(d.t) for d in demos) / len(demos)
-    return {
-        "num_seeds": num_seeds,
-        "num_demos": num_demos,
-        "kept": summary.kept,
-        "attempted": summary.attempted,
-        "yield": round(summary.yield_, 4),
-        "failures_by_reason": summary.failures_by_reason,
-        "kept_per_min_per_core": round(60.0 * summary.kept / cpu, 2) if cpu > 0 else None,
-        "kept_per_min_wall": round(60.0 * summary.kept / wall, 2) if wall > 0 else None,
-        "generation_wall_s": round(wall, 3),
-        "generation_cpu_s": round(cpu, 3),
-        "setup_s": round(setup, 3),
-        "setup_cpu_s": round(time.process_time() - c0 - cpu, 3),
-        "mean_seed_steps": round(steps, 1),
-        "ik_backend": cfg.ik.backend,
-        "cpu_count": os.cpu_count(),
-        "goals": {"yield_min": 0.6, "kept_per_min_per_core_min": 30.0, "baseline_yield": 0.22},
-    }
+    """Every profile × noise case (single vial); ``large`` > 0 adds one clean default-DR run of that many
+    kept demos on ``workers`` local processes (the H200 figure). Headline keys on top."""
+    cases: dict[str, Any] = {}
+    for prof in profiles:
+        for mrad in noise_mrad:
+            key = f"single_{prof or 'default'}_noise{int(mrad)}"
+            cases[key] = run_case(profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos)
+    out: dict[str, Any] = {}
+    wide = cases.get("single_wide_noise0")
+    default = cases.get("single_default_noise0")
+    out["yield_single_wide_workshop"] = wide["yield_workshop"] if wide else None
+    out["yield_single_wide"] = wide["yield"] if wide else None
+    out["yield_single_default_workshop"] = default["yield_workshop"] if default else None
+    out["yield_single_default"] = default["yield"] if default else None
+    out["yield_multi_wide_workshop"] = None
+    out["multi_vial"] = "not measured: the multi-vial variant (three vials, six subtasks) is not built yet"
+    out["kept_per_min_per_core"] = default["kept_per_min_per_core"] if default else None
+    out["cases"] = cases
+    if large > 0:
+        out["large"] = run_case(num_seeds=num_seeds, num_demos=large, workers=workers)
+    out["cpu_count"] = os.cpu_count()
+    out["goals"] = GOALS
+    return out

@@ -15,7 +15,7 @@ from so101_core.sim.config import default_config_dir
 
 from .errors import SkillGenConfigError
 
-IK_BACKENDS: tuple[str, ...] = ("mujoco", "skillgen")
+IK_BACKENDS: tuple[str, ...] = ("mujoco", "skillgen", "analytic")
 """``mujoco``: damped least squares on the twin's MuJoCo Jacobian (:mod:`so101_core.sim.ik`);
 ``skillgen``: the torch solver of :mod:`so101_skillgen.ik` loaded from ``ik.config``."""
 REPLAY_SOURCES: tuple[str, ...] = ("actions", "joint_positions")
@@ -74,7 +74,7 @@ class SmoothingConfig:
 
 
 @dataclass(frozen=True)
-class IKConfig:
+class TrackingConfig:
     """IK tracking. ``tolerance``: tracking-point error (m) above which an attempt fails (``ik_divergence``)."""
 
     backend: str = "mujoco"
@@ -116,7 +116,7 @@ class SkillGenConfig:
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     transit: TransitConfig = field(default_factory=TransitConfig)
     smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
-    ik: IKConfig = field(default_factory=IKConfig)
+    ik: TrackingConfig = field(default_factory=TrackingConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
 
     @property
@@ -182,7 +182,7 @@ def _parse(f: Fields) -> SkillGenConfig:
     sm.finish()
     i = f.sub("ik", {})
     di = d.ik
-    ik = IKConfig(
+    ik = TrackingConfig(
         backend=i.text("backend", di.backend, choices=IK_BACKENDS),
         config=i.text("config", di.config),
         damping=i.num("damping", di.damping, lo=0.0, hi=10.0, lo_open=True),

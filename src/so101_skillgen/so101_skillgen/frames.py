@@ -58,6 +58,23 @@ def object_frame(pose: F64, symmetric: bool) -> F64:
     return t
 
 
+def slot_frame(rack_frame: F64, offsets: F64, slot: int) -> F64:
+    """(4, 4) frame of rack slot ``slot``: the rack frame moved to that slot's centre (``offsets`` (S, 2) m,
+    rack frame, as ``RackConfig.slot_offsets()``). Places retarget against it, so the rack's yaw and the
+    episode's target slot both move the goal."""
+    out = np.asarray(rack_frame, dtype=np.float64).copy()
+    off = np.asarray(offsets, dtype=np.float64)[slot]
+    out[:3, 3] = out[:3, :3] @ np.array([off[0], off[1], 0.0]) + out[:3, 3]
+    return out
+
+
+def nearest_slot(rack_frame: F64, offsets: F64, point: F64) -> int:
+    """Index of the slot whose centre is horizontally nearest ``point`` (3,) world, in the rack frame."""
+    local = rigid_inverse(np.asarray(rack_frame, dtype=np.float64)) @ np.array([*point, 1.0])
+    d = np.linalg.norm(np.asarray(offsets, dtype=np.float64) - local[:2], axis=1)
+    return int(np.argmin(d))
+
+
 def rotation_angle(r_a: F64, r_b: F64) -> float:
     """Geodesic angle (rad) between two rotations (3, 3)."""
     c = (np.trace(r_a.T @ r_b) - 1.0) / 2.0

@@ -27,6 +27,7 @@ from so101_core.sim.twin import Twin
 from .attempt import AttemptOutcome, AttemptRunner
 from .config import SkillGenConfig
 from .errors import SkillGenError
+from .executors import AttemptExecutor, AttemptRecipe, InProcessExecutor
 from .library import SeedLibrary, build_library
 from .output import OutputDir
 from .reach import check_reachability
@@ -59,10 +60,19 @@ class GenerationSummary:
     kept_this_run: int
     complete: bool
     sources: list[str] = field(default_factory=list)
+    kept_workshop: int = 0  # kept demos that also pass the upstream workshop rule
+    cancelled: bool = False
+    workers: int = 1
+    worker_restarts: int = 0
 
     @property
     def yield_(self) -> float:
         return self.kept / self.attempted if self.attempted else 0.0
+
+    @property
+    def yield_workshop(self) -> float:
+        """Kept demos passing the workshop rule too, per attempt."""
+        return self.kept_workshop / self.attempted if self.attempted else 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +81,11 @@ class GenerationSummary:
             "kept": self.kept,
             "attempted": self.attempted,
             "yield": round(self.yield_, 4),
+            "kept_workshop": self.kept_workshop,
+            "yield_workshop": round(self.yield_workshop, 4),
+            "cancelled": self.cancelled,
+            "workers": self.workers,
+            "worker_restarts": self.worker_restarts,
             "failures_by_reason": self.failures_by_reason,
             "wall_s_this_run": round(self.wall_s, 3),
             "attempts_this_run": self.attempts_this_run,
@@ -127,6 +142,7 @@ def _demo(
             "scene_seed": scene_seed,
             "random_seed": cfg.random_seed,
             "sources": outcome.sources,
+            "workshop_rule": bool(outcome.workshop),
             "smoothing": {"window": cfg.smoothing.window, "order": cfg.smoothing.order, "joints": "arm"},
         },
     )
@@ -151,14 +167,23 @@ class Generator:
         self.names = list(names) if names is not None else [f"seed_{i}" for i in range(len(demos))]
         self.demos = list(demos)
         self.task = task or load_task_config()
+        self._sim, self._dr, self._config_dir = sim, dr, config_dir
         self.twin = Twin(sim, dr)
         self.tracker = make_tracker(self.twin, cfg.ik, config_dir)
+        offsets = np.asarray(self.twin.config.rack.slot_offsets(), dtype=np.float64)
         self.library: SeedLibrary = build_library(
-            self.demos, self.tracker, cfg, self.twin.grasp_geometry().point, self.names
+            self.demos, self.tracker, cfg, self.twin.grasp_geometry().point, self.names, offsets
         )
+        self.reach_edges: list[str] = []  # unreachable range extremes (yield drops there); see reach.py
         if check_reach:
-            check_reachability(self.twin, self.twin.dr, self.library, self.tracker, cfg)
+            self.reach_edges = check_reachability(self.twin, self.twin.dr, self.library, self.tracker, cfg)
         self.runner = AttemptRunner(self.twin, self.tracker, self.library, cfg, self.task)
+
+    def recipe(self) -> AttemptRecipe:
+        """What a worker process needs to rebuild this generator (for the parallel executors)."""
+        return AttemptRecipe(
+            tuple(self.demos), tuple(self.names), self.cfg, self._sim, self._dr, self.task, self._config_dir
+        )
 
     def attempt(self, index: int) -> tuple[int, AttemptOutcome]:
         """Run attempt ``index``; returns (scene seed, outcome)."""
@@ -170,31 +195,54 @@ class Generator:
         out_dir: str | Path,
         num_demos: int | None = None,
         progress: Callable[[ProgressEvent], None] | None = None,
+        *,
+        executor: AttemptExecutor | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        max_attempts: int | None = None,
     ) -> GenerationSummary:
-        """Generate into ``out_dir`` (resuming it) until ``num_demos`` (default ``cfg.num_demos``) are kept
-        or the attempt budget is spent; writes ``summary.json`` and returns the summary."""
+        """Generate into ``out_dir`` (resuming it) until ``num_demos`` (default ``cfg.num_demos``) are kept,
+        the attempt budget (``max_attempts``, default ``num_demos · num_trials``) is spent or ``should_stop()``
+        turns true (checked after every committed attempt: a cancel costs at most the attempts in flight).
+
+        Attempts run on ``executor`` (default: in this process); results are committed in attempt order,
+        so any executor keeps the same demos. Writes ``summary.json`` and returns the summary.
+        """
         cfg = self.cfg
         target = num_demos if num_demos is not None else cfg.num_demos
         budget = target * cfg.num_trials if cfg.generation_guarantee else target
+        if max_attempts:
+            budget = max_attempts
         out = OutputDir.open(out_dir, _fingerprint(cfg, self.names, self.demos))
         hz = self.twin.config.physics.control_hz
+        ex = executor or InProcessExecutor(self)
+        window = 2 * ex.workers
         t0 = time.perf_counter()
         runs = kept_run = 0
-        while out.kept < target and out.next_attempt < budget:
-            i = out.next_attempt
-            scene, outcome = self.attempt(i)
-            runs += 1
-            if outcome.success:
-                out.add_demo(_demo(outcome, i, scene, cfg, hz, self.demos[0].task), i)
-                kept_run += 1
-            else:
-                record = {
-                    "attempt": i, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail,
-                    "steps": len(outcome.actions), "sources": outcome.sources,
-                }  # fmt: skip
-                out.add_failure(record, i)
-            if progress is not None:
-                progress(ProgressEvent(i, outcome.reason, out.next_attempt, out.kept, target, budget))
+        done: dict[int, tuple[int, AttemptOutcome]] = {}
+        submitted = out.next_attempt
+        stopped = False
+        while out.kept < target and out.next_attempt < budget and not stopped:
+            while submitted < budget and submitted < out.next_attempt + window:
+                ex.submit(submitted)
+                submitted += 1
+            for i, scene, outcome in ex.collect(0.5):
+                done[i] = (scene, outcome)
+            while out.next_attempt in done and out.kept < target:
+                i = out.next_attempt
+                scene, outcome = done.pop(i)
+                runs += 1
+                if outcome.success:
+                    out.add_demo(_demo(outcome, i, scene, cfg, hz, self.demos[0].task), i)
+                    kept_run += 1
+                else:
+                    out.add_failure(_failure(outcome, i, scene, hz, self.demos[0].task), i)
+                if progress is not None:
+                    progress(ProgressEvent(i, outcome.reason, out.next_attempt, out.kept, target, budget))
+                if should_stop is not None and should_stop():
+                    stopped = True
+                    break
+        if executor is None:
+            ex.close()
         reasons = Counter(str(f["reason"]) for f in out.failures)
         summary = GenerationSummary(
             out_dir=str(out.root),
@@ -207,9 +255,40 @@ class Generator:
             kept_this_run=kept_run,
             complete=out.kept >= target,
             sources=list(self.library.seed_names),
+            kept_workshop=out.kept_workshop,
+            cancelled=stopped and out.kept < target,
+            workers=ex.workers,
+            worker_restarts=ex.restarts,
         )
         out.write_summary(summary.to_json())
         return summary
+
+
+def _failure(
+    outcome: AttemptOutcome, attempt: int, scene: int, hz: float, task: str
+) -> tuple[dict[str, Any], SeedDemo | None]:
+    """A failed attempt's record (failures.json) and its trajectory (replayable like a demo, success False;
+    None when it failed before its first step)."""
+    record = {
+        "attempt": attempt, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail,
+        "steps": len(outcome.actions), "sources": outcome.sources, "workshop_rule": bool(outcome.workshop),
+    }  # fmt: skip
+    steps = len(outcome.actions)
+    if steps == 0:
+        return record, None
+    demo = SeedDemo(
+        t=np.arange(steps, dtype=np.float64) / hz,
+        joint_positions=outcome.joint_positions,
+        actions=outcome.actions,
+        object_poses=outcome.object_poses,
+        success=False,
+        task=task,
+        source="skillgen",
+        seed=scene,
+        control_hz=hz,
+        extra={"attempt": attempt, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail},
+    )
+    return record, demo
 
 
 def generate(

@@ -22,7 +22,7 @@ from so101_core.sim.geometry import F64
 from . import se3
 from .config import SkillGenConfig
 from .errors import SelectionError
-from .frames import object_frame, pose_to_matrix
+from .frames import nearest_slot, object_frame, pose_to_matrix, slot_frame
 from .segmentation import GRASP, Subtask, segment_seed, signature
 from .tracking import Tracker
 
@@ -38,7 +38,8 @@ class SourceSegment:
     tool_points: F64  # (N, 3) EE frame, m
     tool_axes: F64  # (N, 3) EE frame, unit
     gripper: F64  # (N,) rad
-    object_frame: F64  # (4, 4) world, at the subtask start
+    object_frame: F64  # (4, 4) world, at the subtask start (a place into a rack: the target slot's frame)
+    slot: int | None = None  # place into a rack: the seed's target slot
 
     def retarget(self, new_object_frame: F64) -> tuple[F64, F64]:
         """World tool-point targets (N, 3) m and tool-axis targets (N, 3) after ΔT = T_new · T_seed⁻¹."""
@@ -66,8 +67,25 @@ class SeedLibrary:
         return [s.object_frame for s in self.slots[slot]]
 
 
+def _seed_slot(demo: SeedDemo, sub: Subtask, offsets: F64) -> int:
+    """The slot a seed placed into: ``extra["target_slot"]`` when recorded, else the slot nearest the held
+    object's position at the end of the place (teleoperated seeds)."""
+    if "target_slot" in demo.extra:
+        return int(demo.extra["target_slot"])
+    assert sub.held is not None
+    rack = pose_to_matrix(demo.object_poses[sub.object][sub.end - 1])
+    return nearest_slot(rack, offsets, demo.object_poses[sub.held][sub.end - 1, :3])
+
+
 def _segment(
-    j: int, name: str, demo: SeedDemo, sub: Subtask, ee: F64, grasp_point: F64, symmetric: bool
+    j: int,
+    name: str,
+    demo: SeedDemo,
+    sub: Subtask,
+    ee: F64,
+    grasp_point: F64,
+    symmetric: bool,
+    slot_offsets: F64 | None,
 ) -> SourceSegment:
     sl = slice(sub.start, sub.end)
     n = sub.steps
@@ -83,6 +101,11 @@ def _segment(
         rt = np.swapaxes(seg_ee[:, :3, :3], 1, 2)
         points = np.einsum("nij,nj->ni", rt, held[:, :3, 3] - seg_ee[:, :3, 3])
         axes = np.einsum("nij,nj->ni", rt, held[:, :3, 2])
+    frame = object_frame(demo.object_poses[sub.object][sub.start], symmetric)
+    slot = None
+    if sub.kind != GRASP and slot_offsets is not None:
+        slot = _seed_slot(demo, sub, slot_offsets)
+        frame = slot_frame(frame, slot_offsets, slot)
     return SourceSegment(
         seed_index=j,
         seed_name=name,
@@ -91,7 +114,8 @@ def _segment(
         tool_points=points,
         tool_axes=axes / np.linalg.norm(axes, axis=1, keepdims=True),
         gripper=demo.actions[sl, GRIPPER_INDEX].copy(),
-        object_frame=object_frame(demo.object_poses[sub.object][sub.start], symmetric),
+        object_frame=frame,
+        slot=slot,
     )
 
 
@@ -101,8 +125,12 @@ def build_library(
     cfg: SkillGenConfig,
     grasp_point: F64,
     names: Sequence[str] | None = None,
+    slot_offsets: F64 | None = None,
 ) -> SeedLibrary:
     """FK-replay and segment every successful seed (``grasp_point`` (3,): jaw grasp point, EE frame, m).
+
+    ``slot_offsets`` (S, 2) m: the rack's slot centres (rack frame); given, a place is retargeted from the
+    seed's slot to the attempt's target slot (otherwise from rack frame to rack frame).
 
     Raises :class:`~so101_skillgen.errors.SegmentationError` (naming the seed) for a seed without a
     grasp, :class:`SelectionError` when no successful seed is left. Seeds whose subtask structure differs
@@ -132,7 +160,7 @@ def build_library(
     for i in range(len(common)):
         slots.append(
             tuple(
-                _segment(j, name, demo, subs[i], ee, grasp_point, subs[i].object in sym)
+                _segment(j, name, demo, subs[i], ee, grasp_point, subs[i].object in sym, slot_offsets)
                 for j, (name, demo, subs, ee) in enumerate(usable)
             )
         )

@@ -1,9 +1,11 @@
 """The generation output directory: kept demos, failures, progress (resume) and summary.
 
 Layout: ``demo_000000.npz`` … (:func:`~so101_core.seeds.format.save_seed`, atomic), ``failures.json``
-(every failed attempt and its reason), ``progress.json`` (next attempt index, run fingerprint) and
-``summary.json``. Every JSON file is replaced atomically, a demo is written *before* the progress that
-counts it, so a crash at any point resumes after the last complete demo: nothing duplicated or corrupt.
+(every failed attempt and its reason), ``failed/attempt_000007.npz`` (each failed attempt's trajectory, the
+seed format with ``success`` false: replay or inspect it), ``progress.json`` (next attempt index, run
+fingerprint) and ``summary.json``. Every file is replaced atomically and written *before* the progress
+that counts it, so a kill at any moment resumes after the last committed attempt: nothing duplicated or
+corrupt, and (attempts being deterministic) the same files as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class OutputDir:
         self.fingerprint = fingerprint
         self.next_attempt = 0
         self.kept = 0
+        self.kept_workshop = 0  # kept demos that also passed the upstream workshop rule
         self.failures: list[dict[str, Any]] = []
 
     @classmethod
@@ -42,7 +45,7 @@ class OutputDir:
         """Create or resume ``root``. Raises :class:`ResumeError` if it was written with another fingerprint."""
         out = cls(Path(root), fingerprint)
         out.root.mkdir(parents=True, exist_ok=True)
-        for stale in [*out.root.glob("*.tmp.npz"), *out.root.glob("*.tmp")]:
+        for stale in [*out.root.glob("*.tmp.npz"), *out.root.glob("*.tmp"), *out.root.glob("failed/*.tmp*")]:
             stale.unlink()  # half-written by a crash; the final names are untouched
         progress = out.root / "progress.json"
         if progress.is_file():
@@ -66,6 +69,7 @@ class OutputDir:
                 raise ResumeError(f"{path}: corrupt demo ({exc})") from exc
             last_attempt = max(last_attempt, int(demo.extra.get("attempt", -1)))
             out.kept = i + 1
+            out.kept_workshop += bool(demo.extra.get("workshop_rule", False))
         out.next_attempt = max(out.next_attempt, last_attempt + 1)
         failures = out.root / "failures.json"
         if failures.is_file():
@@ -83,10 +87,16 @@ class OutputDir:
     def add_demo(self, demo: SeedDemo, attempt: int) -> Path:
         path = save_seed(demo, self.root / self.demo_name(self.kept))
         self.kept += 1
+        self.kept_workshop += bool(demo.extra.get("workshop_rule", False))
         self._advance(attempt)
         return path
 
-    def add_failure(self, record: dict[str, Any], attempt: int) -> None:
+    def add_failure(self, failure: tuple[dict[str, Any], SeedDemo | None], attempt: int) -> None:
+        """Record a failed attempt: its trajectory under ``failed/`` (when it has steps), then the record."""
+        record, trajectory = failure
+        if trajectory is not None:
+            path = save_seed(trajectory, self.root / "failed" / f"attempt_{attempt:06d}.npz")
+            record = {**record, "trajectory": str(path.relative_to(self.root))}
         self.failures.append(record)
         write_json(self.root / "failures.json", self.failures)
         self._advance(attempt)

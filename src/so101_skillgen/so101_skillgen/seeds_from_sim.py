@@ -25,7 +25,11 @@ def seed_from_record(record: EpisodeRecord, control_hz: float = 30.0, source: st
         seed=record.seed,
         source=source,
         control_hz=control_hz,
-        extra={"partly_done": bool(record.partly_done)},
+        extra={
+            "partly_done": bool(record.partly_done),
+            "target_slot": int(record.target_slot),
+            **({"failure": record.failure} if record.failure else {}),
+        },
     )
 
 

@@ -26,7 +26,7 @@ from so101_core.sim.geometry import F64
 from so101_core.sim.ik import ArmIK, AxisTarget, IKSettings
 from so101_core.sim.twin import Twin
 
-from .config import IK_BACKENDS, IKConfig
+from .config import IK_BACKENDS, TrackingConfig
 from .errors import SkillGenConfigError
 
 
@@ -54,7 +54,7 @@ class Tracker(Protocol):
 class MujocoTracker:
     """The ``mujoco`` backend on the twin's model (its simulation state is never touched)."""
 
-    def __init__(self, twin: Twin, cfg: IKConfig) -> None:
+    def __init__(self, twin: Twin, cfg: TrackingConfig) -> None:
         settings = IKSettings(damping=cfg.damping, max_step=cfg.max_step, iterations=cfg.iterations)
         ix = twin.index
         self._ik = ArmIK(twin.model, ix.ee_site, ix.qpos_adr[:5], ix.dof_adr[:5], settings)
@@ -93,7 +93,7 @@ def _align(r: F64, a_from: F64, a_to: F64) -> F64:
 class SkillgenTracker:
     """The ``skillgen`` backend: :func:`so101_skillgen.ik.load_ik_solver` and ``ArmKinematics`` (torch)."""
 
-    def __init__(self, twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> None:
+    def __init__(self, twin: Twin, cfg: TrackingConfig, config_dir: Path | None = None) -> None:
         try:
             import torch
 
@@ -146,11 +146,85 @@ class SkillgenTracker:
         return TrackResult(q, pos_err, ang)
 
 
-def make_tracker(twin: Twin, cfg: IKConfig, config_dir: Path | None = None) -> Tracker:
+def _axis_rotation(d: F64, angle: float) -> F64:
+    k = d / np.linalg.norm(d)
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.asarray(np.eye(3) + np.sin(angle) * kx + (1 - np.cos(angle)) * kx @ kx)
+
+
+class AnalyticTracker:
+    """The ``analytic`` backend: closed-form IK (:class:`so101_skillgen.ik.AnalyticIK`) with the rotation about
+    the tool axis — free in a point + axis target — searched for the value the arm can take exactly (the
+    approach axis in the arm's plane: zero out-of-plane swing). Starts from the last call's angle (tracking
+    steps are close), a coarse sweep when that fails; every candidate is one closed-form solve (~0.04 ms)."""
+
+    def __init__(self, twin: Twin, cfg: TrackingConfig) -> None:
+        from so101_skillgen.ik import AnalyticIK
+        from so101_skillgen.ik.base import IKConfig
+        from so101_skillgen.kinematics import ArmKinematics
+
+        self._ik = AnalyticIK(IKConfig(), ArmKinematics.from_urdf())
+        self._mj = MujocoTracker(twin, cfg)
+        self._psi = 0.0
+
+    def fk(self, q: F64) -> F64:
+        return self._mj.fk(q)
+
+    def _try(self, r0: F64, d: F64, psi: float, point: F64, tool_point: F64, seed: tuple[float, ...]) -> Any:
+        rot = _axis_rotation(d, psi) @ r0
+        p = point - rot @ tool_point
+        ru = rot @ _RY90[:3, :3]
+        sol = self._ik.solve_one(
+            (tuple(ru[0]), tuple(ru[1]), tuple(ru[2])), (float(p[0]), float(p[1]), float(p[2])), seed
+        )
+        return sol
+
+    def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
+        cur = self._mj.fk(q_init)[0]
+        d = axis / np.linalg.norm(axis)
+        r0 = _align(cur[:3, :3], cur[:3, :3] @ tool_axis, d)
+        seed = tuple(float(x) for x in q_init)
+
+        def cost(psi: float) -> float:
+            sol = self._try(r0, d, psi, point, tool_point, seed)
+            near = sum((a - b) ** 2 for a, b in zip(sol.q, seed, strict=True))
+            return (sol.swing if sol.ok else 10.0) + 1e-3 * near
+
+        def refine(lo: float, hi: float) -> float:  # golden section on [lo, hi]
+            g = 0.6180339887498949
+            a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+            fa, fb = cost(a), cost(b)
+            for _ in range(14):
+                if fa < fb:
+                    hi, b, fb = b, a, fa
+                    a = hi - g * (hi - lo)
+                    fa = cost(a)
+                else:
+                    lo, a, fa = a, b, fb
+                    b = lo + g * (hi - lo)
+                    fb = cost(b)
+            return a if fa < fb else b
+
+        psi = refine(self._psi - 0.15, self._psi + 0.15)
+        if cost(psi) > 1e-3:  # lost the branch: sweep the full turn, then refine the best
+            grid = np.linspace(-np.pi, np.pi, 25)[:-1]
+            best = float(grid[int(np.argmin([cost(float(x)) for x in grid]))])
+            psi = refine(best - 0.3, best + 0.3)
+        self._psi = float(np.arctan2(np.sin(psi), np.cos(psi)))
+        q = np.asarray(self._try(r0, d, psi, point, tool_point, seed).q, dtype=np.float64)
+        got = self._mj.fk(q)[0]
+        pos_err = float(np.linalg.norm(point - (got[:3, :3] @ tool_point + got[:3, 3])))
+        ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ d, -1.0, 1.0)))
+        return TrackResult(q, pos_err, ang)
+
+
+def make_tracker(twin: Twin, cfg: TrackingConfig, config_dir: Path | None = None) -> Tracker:
     """The tracker for ``cfg.backend``; an unknown name raises :class:`SkillGenConfigError`
     (field ``skillgen.ik.backend``)."""
     if cfg.backend == "mujoco":
         return MujocoTracker(twin, cfg)
     if cfg.backend == "skillgen":
         return SkillgenTracker(twin, cfg, config_dir)
+    if cfg.backend == "analytic":
+        return AnalyticTracker(twin, cfg)
     raise SkillGenConfigError("skillgen.ik.backend", f"unknown IK backend {cfg.backend!r} (known: {list(IK_BACKENDS)})")

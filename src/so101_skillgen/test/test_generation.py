@@ -14,7 +14,7 @@ from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.task import SuccessDetector, geometric_filter
 from so101_core.sim.twin import Twin
-from so101_skillgen.config import IKConfig, SkillGenConfig, load_skillgen_config, parse_skillgen_config
+from so101_skillgen.config import SkillGenConfig, TrackingConfig, load_skillgen_config, parse_skillgen_config
 from so101_skillgen.errors import ResumeError, SkillGenConfigError, UnreachableRangeError
 from so101_skillgen.generation import Generator, attempt_seeds, generate
 from so101_skillgen.seeds_from_sim import scripted_seeds
@@ -24,7 +24,7 @@ from so101_skillgen.transit import CollisionChecker
 
 @pytest.fixture(scope="module")
 def seeds() -> list[SeedDemo]:
-    out = scripted_seeds(Twin(), [300, 301, 302, 303])
+    out = scripted_seeds(Twin(), list(range(300, 308)))
     assert len(out) >= 3
     return out
 
@@ -113,7 +113,7 @@ def test_resume_continues_without_duplicates(seed_dir: Path, generated: Path, tm
 
 
 def test_failed_attempts_are_kept_with_their_reason(seeds: list[SeedDemo], tmp_path: Path) -> None:
-    cfg = replace(load_skillgen_config(), num_trials=2, ik=IKConfig(tolerance=1e-6))
+    cfg = replace(load_skillgen_config(), num_trials=2, ik=TrackingConfig(tolerance=1e-6))
     gen = Generator(seeds, cfg, check_reach=False)
     summary = gen.run(tmp_path, num_demos=1)
     assert not summary.complete and summary.kept == 0 and summary.attempted == 2
@@ -136,7 +136,7 @@ def test_unknown_ik_backend_and_bad_config_name_the_field(seeds: list[SeedDemo])
         parse_skillgen_config({"ik": {"backend": "ikfast"}})
     assert info.value.field == "skillgen.ik.backend"
     with pytest.raises(SkillGenConfigError, match=r"skillgen\.ik\.backend"):
-        make_tracker(Twin(), IKConfig(backend="ikfast"))
+        make_tracker(Twin(), TrackingConfig(backend="ikfast"))
     with pytest.raises(SkillGenConfigError, match=r"skillgen\.smoothing\.window"):
         parse_skillgen_config({"smoothing": {"window": 20}})
     with pytest.raises(SkillGenConfigError, match=r"skillgen\.num_trials"):
@@ -148,7 +148,7 @@ def test_unknown_ik_backend_and_bad_config_name_the_field(seeds: list[SeedDemo])
 
 def test_transit_collision_check_sees_the_rack() -> None:
     twin = Twin(dr=DRConfig.disabled())
-    tracker = make_tracker(twin, IKConfig())
+    tracker = make_tracker(twin, TrackingConfig())
     g = twin.grasp_geometry()
     home = np.asarray(twin.config.robot.home[:5])
     rack = twin.object_poses()[RACK].position
@@ -162,8 +162,8 @@ def test_transit_collision_check_sees_the_rack() -> None:
 
 def test_skillgen_ik_backend_agrees_with_the_twin() -> None:
     twin = Twin(dr=DRConfig.disabled())
-    mj = make_tracker(twin, IKConfig())
-    sg = make_tracker(twin, IKConfig(backend="skillgen"))
+    mj = make_tracker(twin, TrackingConfig())
+    sg = make_tracker(twin, TrackingConfig(backend="skillgen"))
     home = np.asarray(twin.config.robot.home[:5])
     q = home + np.array([0.2, 0.3, -0.3, 0.1, 0.2])
     np.testing.assert_allclose(sg.fk(q[None]), mj.fk(q[None]), atol=1e-4)  # URDF chain vs MJCF site
@@ -187,3 +187,20 @@ def test_cli_generate_shows_the_summary(seed_dir: Path, tmp_path: Path) -> None:
     bad.write_text("ik: {backend: ikfast}\n")
     result = runner.invoke(app, ["generate", "--seeds", str(seed_dir), "-n", "1", "--config", str(bad)])
     assert result.exit_code == 2 and "skillgen.ik.backend" in result.output
+
+
+def test_analytic_tracker_reaches_point_and_axis_targets_from_a_cold_start() -> None:
+    twin = Twin(dr=DRConfig.disabled())
+    mj = make_tracker(twin, TrackingConfig())
+    an = make_tracker(twin, TrackingConfig(backend="analytic"))
+    g = twin.grasp_geometry()
+    home = np.asarray(twin.config.robot.home[:5])
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = home + rng.uniform(-0.4, 0.4, 5)
+        ee = mj.fk(q[None])[0]
+        point, axis = ee[:3, :3] @ g.point + ee[:3, 3], ee[:3, :3] @ g.axis
+        res = an.solve(home, point, axis, g.point, g.axis)  # from home, not from q
+        got = mj.fk(res.q[None])[0]  # judged by the twin's own kinematics
+        assert np.linalg.norm(got[:3, :3] @ g.point + got[:3, 3] - point) < 1e-3
+        assert float(np.arccos(np.clip((got[:3, :3] @ g.axis) @ axis, -1, 1))) < 0.02

@@ -27,7 +27,7 @@ from so101_skillgen.ik import (
     load_ik_solver,
     parse_ik_config,
 )
-from so101_skillgen.ik.base import default_ik_config_path
+from so101_skillgen.ik.base import BACKENDS, default_ik_config_path
 from so101_skillgen.ik.batched import SphereModel, spd_solve
 from so101_skillgen.ik.pose_error import pose_error
 from so101_skillgen.kinematics import ArmKinematics
@@ -87,14 +87,16 @@ def assert_round_trip(kin: ArmKinematics, res_q: torch.Tensor, ok: torch.Tensor,
 
 def test_default_config_file_is_valid_and_position_first() -> None:
     cfg = load_ik_config(default_ik_config_path())
-    assert cfg.backend in ("jacobian", "batched", "curobo")
+    assert cfg.backend in BACKENDS and cfg.free_axis == "out_of_plane_swing"
     assert cfg.weights == (1.0, 1.0, 1.0, 0.5, 0.5, 0.2)
     assert cfg.damping == 0.05 and cfg.max_step == 0.1
     assert cfg.rotation_scaling_threshold == 0.01 and cfg.rotation_scaling_min == 0.05
 
 
 def test_unknown_backend_is_a_clear_error() -> None:
-    with pytest.raises(UnknownBackendError, match=r"ik\.backend: unknown IK backend 'pinocchio' \(known: jacobian"):
+    with pytest.raises(
+        UnknownBackendError, match=r"ik\.backend: unknown IK backend 'pinocchio' \(known: analytic, jacobian"
+    ):
         parse_ik_config({"backend": "pinocchio"})
     with pytest.raises(UnknownBackendError, match="unknown IK backend 'x'"):
         load_ik_solver({}, backend="x")

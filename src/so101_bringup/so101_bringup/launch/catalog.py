@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from so101_bringup.launch.description import LaunchDescriptionData
-from so101_bringup.launch.descriptions import demo, policy, real, record, sim, teleop
+from so101_bringup.launch.descriptions import demo, policy, real, record, sim, skillgen, teleop
 from so101_bringup.launch.errors import UnknownLaunchError
 
 _LAUNCHES = MappingProxyType(
@@ -22,6 +22,7 @@ _LAUNCHES = MappingProxyType(
             real.DESCRIPTION,
             record.DESCRIPTION,
             sim.DESCRIPTION,
+            skillgen.DESCRIPTION,
             teleop.DESCRIPTION,
         )
     }

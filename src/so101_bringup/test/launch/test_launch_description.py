@@ -154,7 +154,7 @@ def test_parameter_values_round_trip_through_yaml(value: object) -> None:
 
 def test_catalog_launches_resolve_with_their_defaults() -> None:
     assert {"demo", "record", "sim"} <= set(launch_names())
-    available = "available: demo, policy, real, record, sim, teleop"
+    available = "available: demo, policy, real, record, sim, skillgen, teleop"
     with pytest.raises(UnknownLaunchError, match=f"no launch named 'nope'; {available}"):
         get_launch("nope")
     assert get_launch("demo.launch.py") is get_launch("demo")

@@ -107,7 +107,10 @@ def test_bad_arguments_exit_2_before_starting_anything(run_fixture: type[RunnerP
 
 def test_run_launch_reports_unknown_launch_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_launch("nope", []) == 2
-    assert "no launch named 'nope'; available: demo, policy, real, record, sim, teleop" in capsys.readouterr().err
+    assert (
+        "no launch named 'nope'; available: demo, policy, real, record, sim, skillgen, teleop"
+        in capsys.readouterr().err
+    )
     assert run_launch("demo", ["rate"]) == 2
     assert "launch arguments are name:=value, got 'rate'" in capsys.readouterr().err
     assert run_launch("demo", ["record:=maybe"]) == 2

@@ -2,6 +2,8 @@
 
 Sampling is pure (a ``numpy.random.Generator`` in, an :class:`EpisodeSample` out), so the same seed
 always yields the same episode; :class:`ModelRandomizer` restores the nominal model before applying.
+A profile (``profiles.<name>`` in ``dr.yaml``, e.g. ``wide``: twice the SPEC ranges) overrides the
+object ranges of the base file.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class DRConfig:
     rack_yaw: Interval = (-0.5, 0.5)
     vial_x: Interval = (-0.04, 0.04)
     vial_y: Interval = (-0.01, 0.01)
-    vial_roll: Interval = (-0.3, 0.3)
+    vial_yaw: Interval = (-0.3, 0.3)  # heading on the mat (the workshop's "roll" of the lying vial)
+    vial_roll: Interval = (0.0, 0.0)  # about the vial's own axis (symmetric: no visible effect)
     partly_done_prob: float = 0.05
     light_intensity_scale: Interval = (0.6, 1.3)
     color_temperature_k: Interval = (3500.0, 7500.0)
@@ -53,20 +56,41 @@ class DRConfig:
         return DRConfig(enabled=False)
 
 
-def load_dr_config(path: str | Path | None = None) -> DRConfig:
-    """Load and validate ``dr.yaml`` (errors name the field, e.g. ``dr.objects.rack.yaw``)."""
-    return _parse(load_yaml(path or default_config_dir() / "dr.yaml", "dr", ConfigError))
+def load_dr_config(path: str | Path | None = None, profile: str | None = None) -> DRConfig:
+    """Load and validate ``dr.yaml`` (errors name the field, e.g. ``dr.objects.rack.yaw``); ``profile``
+    picks ``profiles.<profile>`` (its ``objects`` ranges replace the base file's)."""
+    return _parse(load_yaml(path or default_config_dir() / "dr.yaml", "dr", ConfigError), profile)
 
 
-def parse_dr_config(data: Mapping[str, Any]) -> DRConfig:
-    return _parse(Fields(data, "dr", error=ConfigError))
+def parse_dr_config(data: Mapping[str, Any], profile: str | None = None) -> DRConfig:
+    return _parse(Fields(data, "dr", error=ConfigError), profile)
 
 
-def _parse(f: Fields) -> DRConfig:
+def _objects(f: Fields, profile: str | None) -> Fields:
+    """The ``objects`` section, or with ``profile`` the per-object merge of ``profiles.<profile>.objects``
+    over it (errors then name ``dr.profiles.<profile>.objects...``)."""
+    profiles = f.sub("profiles", {})
+    if profile is None:
+        return f.sub("objects")
+    if not profiles.has(profile):
+        raise ConfigError(profiles.field(profile), f"unknown DR profile (known: {profiles.names()})")
+    prof = profiles.sub(profile)
+    over = prof.sub("objects")
+    base = f.sub("objects")
+    merged: dict[str, Any] = {}
+    for name in sorted({*base.names(), *over.names()}):
+        b = dict(base.sub(name, {})._data) if base.has(name) else {}
+        o = dict(over.sub(name, {})._data) if over.has(name) else {}
+        merged[name] = {**b, **o}
+    prof.finish()
+    return Fields(merged, over.path, error=ConfigError)
+
+
+def _parse(f: Fields, profile: str | None = None) -> DRConfig:
     enabled = f.raw("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f.field("enabled"), f"expected true/false, got {enabled!r}")
-    objs = f.sub("objects")
+    objs = _objects(f, profile)
     rack = objs.sub("rack")
     vial = objs.sub("vial")
     light = f.sub("lighting")
@@ -80,7 +104,8 @@ def _parse(f: Fields) -> DRConfig:
         rack_yaw=rack.interval("yaw", lo=-math.pi, hi=math.pi),
         vial_x=vial.interval("x", lo=-0.1, hi=0.1),
         vial_y=vial.interval("y", lo=-0.1, hi=0.1),
-        vial_roll=vial.interval("roll", lo=-math.pi, hi=math.pi),
+        vial_yaw=vial.interval("yaw", (0.0, 0.0), lo=-math.pi, hi=math.pi),
+        vial_roll=vial.interval("roll", (0.0, 0.0), lo=-math.pi, hi=math.pi),
         partly_done_prob=f.num("partly_done_prob", 0.0, lo=0.0, hi=1.0),
         light_intensity_scale=light.interval("intensity_scale", lo=0.0, hi=5.0),
         color_temperature_k=light.interval("color_temperature_k", lo=1000.0, hi=15000.0),
@@ -119,6 +144,8 @@ class EpisodeSample:
     friction_scale: float
     mass_scale: float
     damping_scale: float
+    vial_yaw: float = 0.0  # rad, heading of the lying vial's cap end in the xy plane (world)
+    target_slot: int = 0  # index into RackConfig.slot_offsets(): the slot this episode's vial goes to
     extras: dict[str, float] = field(default_factory=dict)
 
 
@@ -137,8 +164,24 @@ def kelvin_to_rgb(kelvin: float) -> F64:
     return rgb / rgb.max()
 
 
-def sample_episode(sim: SimConfig, dr: DRConfig, rng: np.random.Generator, seed: int | None = None) -> EpisodeSample:
-    """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result."""
+def centre_slot(sim: SimConfig) -> int:
+    """Index of the slot nearest the rack centre (the target when nothing is randomized)."""
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
+    return int(np.argmin(np.linalg.norm(off, axis=1)))
+
+
+def sample_episode(
+    sim: SimConfig,
+    dr: DRConfig,
+    rng: np.random.Generator,
+    seed: int | None = None,
+    occupied: tuple[int, ...] = (),
+) -> EpisodeSample:
+    """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result.
+
+    The vial's heading and the target slot (uniform among the slots not in ``occupied``) are drawn last,
+    so the other draws of a seed are those of earlier versions.
+    """
 
     def u(iv: Interval) -> float:
         return float(rng.uniform(iv[0], iv[1]))
@@ -152,6 +195,7 @@ def sample_episode(sim: SimConfig, dr: DRConfig, rng: np.random.Generator, seed:
         return EpisodeSample(
             seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(sim.vial.xy), sim.vial.roll, False, 1.0,
             np.ones(3), np.zeros((ncam, 3)), np.zeros((ncam, 3)), z3, z3, z3, z3, 1.0, 1.0, 1.0,
+            sim.vial.yaw, centre_slot(sim),
         )  # fmt: skip
     rack_xy = np.array(sim.rack.xy) + np.array([u(dr.rack_x), u(dr.rack_y)])
     rack_yaw = sim.rack.yaw + u(dr.rack_yaw)
@@ -162,6 +206,14 @@ def sample_episode(sim: SimConfig, dr: DRConfig, rng: np.random.Generator, seed:
     light_rgb = kelvin_to_rgb(u(dr.color_temperature_k))
     cam_dpos = rng.uniform(-dr.camera_pos_jitter, dr.camera_pos_jitter, size=(ncam, 3))
     cam_drot = rng.uniform(-dr.camera_rot_jitter, dr.camera_rot_jitter, size=(ncam, 3))
+    robot_rgb, vial_rgb = jitter(dr.robot_color), jitter(dr.object_color)
+    rack_rgb, mat_rgb = jitter(dr.object_color), jitter(dr.mat_color)
+    friction, mass, damping = u(dr.friction_scale), u(dr.mass_scale), u(dr.damping_scale)
+    vial_yaw = sim.vial.yaw + u(dr.vial_yaw)
+    free = [i for i in range(sim.rack.slots**2) if i not in occupied]
+    if not free:
+        raise ValueError(f"every rack slot is occupied ({sorted(occupied)}): no target slot to draw")
+    target = int(free[int(rng.integers(len(free)))])
     return EpisodeSample(
         seed=seed,
         rack_xy=rack_xy,
@@ -173,13 +225,15 @@ def sample_episode(sim: SimConfig, dr: DRConfig, rng: np.random.Generator, seed:
         light_rgb=light_rgb,
         camera_dpos=cam_dpos,
         camera_drot=cam_drot,
-        robot_rgb=jitter(dr.robot_color),
-        vial_rgb=jitter(dr.object_color),
-        rack_rgb=jitter(dr.object_color),
-        mat_rgb=jitter(dr.mat_color),
-        friction_scale=u(dr.friction_scale),
-        mass_scale=u(dr.mass_scale),
-        damping_scale=u(dr.damping_scale),
+        robot_rgb=robot_rgb,
+        vial_rgb=vial_rgb,
+        rack_rgb=rack_rgb,
+        mat_rgb=mat_rgb,
+        friction_scale=friction,
+        mass_scale=mass,
+        damping_scale=damping,
+        vial_yaw=vial_yaw,
+        target_slot=target,
     )
 
 

@@ -28,6 +28,8 @@ class EpisodeRecord:
     actions: F64 = field(default_factory=lambda: np.zeros((0, 6)))
     vial_poses: F64 = field(default_factory=lambda: np.zeros((0, 7)))
     rack_poses: F64 = field(default_factory=lambda: np.zeros((0, 7)))
+    target_slot: int = 0
+    failure: str | None = None  # the expert's reason for giving up (unreachable pose), None otherwise
 
 
 def run_scripted_episode(
@@ -44,7 +46,7 @@ def run_scripted_episode(
     expert = expert or ScriptedExpert.for_twin(twin)
     sample = twin.reset(seed)
     detector = SuccessDetector(task, twin.config.rack)
-    expert.reset(twin.joint_positions(), twin.object_poses())
+    expert.reset(twin.joint_positions(), twin.object_poses(), sample.target_slot)
     qs, acts, vials, racks = [], [], [], []
     steps = 0
     for steps in range(1, task.max_steps + 1):  # noqa: B007  (steps is reported)
@@ -64,7 +66,9 @@ def run_scripted_episode(
         )  # fmt: skip
         if ok and stop_on_success and expert.done:
             break
-    rec = EpisodeRecord(seed, detector.succeeded, steps, sample.partly_done)
+    rec = EpisodeRecord(
+        seed, detector.succeeded, steps, sample.partly_done, target_slot=sample.target_slot, failure=expert.failure
+    )
     if record:
         rec.joint_positions, rec.actions = np.asarray(qs), np.asarray(acts)
         rec.vial_poses, rec.rack_poses = np.asarray(vials), np.asarray(racks)

@@ -9,6 +9,7 @@ uses the vial pose actually measured in the hand, so slip during lift is compens
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -55,6 +56,8 @@ class ExpertTiming:
     slot_clearance: float = 0.03  # vial bottom above the rack top before lowering
     seat_gap: float = 0.004  # vial bottom above the slot floor at release
     max_regrasps: int = 2
+    grasp_lift: float = 0.003  # m the grasp point is raised (see ScriptedExpert._grasp_target)
+    grasp_lift_per_rad: float = 0.02  # m per rad of heading clockwise from pointing at the robot base
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class ScriptedExpert:
         self._regrasps = 0
         self._seg = _Segment("hold", 0.0, GRIPPER_OPEN)
         self._place: tuple[F64, F64, F64] = (np.zeros(3), np.zeros(3), np.zeros(3))
+        self._slot: int | None = None
+        self.failure: str | None = None  # why the expert gave up (PlanningError text), None while fine
 
     @staticmethod
     def for_twin(twin: Twin, timing: ExpertTiming | None = None) -> ScriptedExpert:
@@ -120,9 +125,19 @@ class ScriptedExpert:
         return quat_to_mat(vial.quaternion)[:, 2]
 
     def _grasp_target(self, vial: Pose) -> tuple[F64, F64]:
-        """World point for the grasp and the vial's up axis, from the vial pose."""
+        """World point for the grasp and the vial's up axis, from the vial pose.
+
+        The point is raised ``grasp_lift`` m, plus ``grasp_lift_per_rad`` m per rad that the vial's heading
+        turns clockwise from pointing at the robot base: the wrist then rolls the jaws so that the moving
+        jaw sweeps low, and without the lift it closes into the mat (measured: headings 0.12–0.3 rad that
+        way failed every grasp; with the lift 40/40 episodes succeed over the ±0.3 rad range).
+        """
         axis = self._vial_axis(vial)
-        return vial.position + self._g.along * axis, axis
+        t = self.timing
+        toward_base = math.atan2(-vial.position[1], -vial.position[0])
+        psi = (math.atan2(axis[1], axis[0]) - toward_base + math.pi) % (2 * math.pi) - math.pi
+        lift = t.grasp_lift + t.grasp_lift_per_rad * max(0.0, -psi)
+        return vial.position + self._g.along * axis + np.array([0.0, 0.0, lift]), axis
 
     def _site(self, q: F64) -> tuple[F64, F64]:
         return self._ik.forward(q[:5])
@@ -150,22 +165,37 @@ class ScriptedExpert:
         return res.q
 
     def _slot_xy(self, rack: Pose) -> F64:
-        """World xy (2,) of the rack slot closest to the rack centre."""
+        """World xy (2,) of the target slot (the one closest to the rack centre when none was given)."""
         rot = quat_to_mat(rack.quaternion)
         offsets = np.array(self._cfg.rack.slot_offsets())
-        best = offsets[np.argmin(np.linalg.norm(offsets, axis=1))]
+        i = self._slot if self._slot is not None else int(np.argmin(np.linalg.norm(offsets, axis=1)))
+        best = offsets[i]
         return (rack.position + rot @ np.array([best[0], best[1], 0.0]))[:2]
 
     # ------------------------------------------------------------------ phases
-    def reset(self, q: F64, objects: Mapping[str, Pose]) -> None:
-        """Plan from the current state; starts at CARRY when the vial is already held (partly-done start)."""
+    def reset(self, q: F64, objects: Mapping[str, Pose], target_slot: int | None = None) -> None:
+        """Plan from the current state; starts at CARRY when the vial is already held (partly-done start).
+
+        ``target_slot`` indexes ``RackConfig.slot_offsets()`` (None: the centre slot). A first phase that
+        cannot be planned (unreachable pre-grasp) does not raise: the expert holds still (``done``) and
+        :attr:`failure` says why, so the episode is reported as a failed seed.
+        """
+        n = self._cfg.rack.slots**2
+        if target_slot is not None and not 0 <= target_slot < n:
+            raise PlanningError(f"target_slot {target_slot} is not a slot of the {n}-slot rack")
         self._q_cmd = np.asarray(q, dtype=np.float64).copy()
         self._regrasps = 0
+        self._slot = target_slot
+        self.failure = None
+        first = Phase.PREGRASP
         if self._in_hand(self._q_cmd, objects[VIAL]):
             self._q_cmd[GRIPPER_INDEX] = GRIPPER_CLOSED
-            self._enter(Phase.CARRY, self._q_cmd, objects)
-        else:
-            self._enter(Phase.PREGRASP, self._q_cmd, objects)
+            first = Phase.CARRY
+        try:
+            self._enter(first, self._q_cmd, objects)
+        except PlanningError as exc:
+            self.failure = f"{first.value}: {exc}"
+            self._enter(Phase.DONE, self._q_cmd, objects)
 
     def _enter(self, phase: Phase, q: F64, objects: Mapping[str, Pose]) -> None:
         self._phase = phase
@@ -245,7 +275,8 @@ class ScriptedExpert:
         if self._t >= self._seg.duration:
             try:
                 self._next(q, objects)
-            except PlanningError:  # unreachable object pose: give up, hold still
+            except PlanningError as exc:  # unreachable object pose: give up, hold still
+                self.failure = f"{self._phase.value}: {exc}"
                 self._enter(Phase.DONE, q, objects)
         seg = self._seg
         self._t += self._dt

@@ -106,7 +106,8 @@ class Twin:
         self.data.ctrl[self.index.actuator_ids] = np.clip(home, self._ctrl_lo, self._ctrl_hi)
         r, v = self.config.rack, self.config.vial
         self._write_pose(RACK, np.array([*sample.rack_xy, 0.0]), yaw_quat(sample.rack_yaw))
-        self._write_pose(VIAL, np.array([*sample.vial_xy, v.radius]), vial_lying_quat(v.yaw, sample.vial_roll))
+        vial_quat = vial_lying_quat(sample.vial_yaw, sample.vial_roll)
+        self._write_pose(VIAL, np.array([*sample.vial_xy, v.radius]), vial_quat)
         del r
         if sample.partly_done:
             self._start_in_hand(sample)
@@ -120,7 +121,7 @@ class Twin:
         """Partly-done start: the vial already grasped and lifted 6 cm above its sampled spot."""
         g = self.grasp_geometry()
         v = self.config.vial
-        axis = np.array([np.cos(v.yaw), np.sin(v.yaw), 0.0])
+        axis = np.array([np.cos(sample.vial_yaw), np.sin(sample.vial_yaw), 0.0])
         target = np.array([*sample.vial_xy, v.radius]) + g.along * axis + np.array([0.0, 0.0, 0.06])
         ik = ArmIK(self.model, self.index.ee_site, self.index.qpos_adr[:5], self.index.dof_adr[:5])
         q0 = np.asarray(self.config.robot.home[:5])

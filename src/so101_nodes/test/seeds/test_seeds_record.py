@@ -146,11 +146,12 @@ def test_record_resumes_at_the_first_missing_episode(
     data = (out / "seed_000.npz").read_bytes()
     (copy / "seed_000.npz").write_bytes(data)
     (copy / "seed_001").mkdir()  # a bag left without its seed file by a crash: recorded again
-    result = run_cli("record", "--scripted", "-n", "2", "--fast", "--out", str(copy), "--seed", "5")
+    # scene seeds 11, 12: with the vial's heading randomized (±0.3 rad) the expert misses scene 6 (was 5, 6)
+    result = run_cli("record", "--scripted", "-n", "2", "--fast", "--out", str(copy), "--seed", "11")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (copy / "seed_000.npz").read_bytes() == data
     demo = load_seed(copy / "seed_001.npz")
-    assert demo.seed == 6 and demo.success
+    assert demo.seed == 12 and demo.success
     assert info(copy / "seed_001").topic("/joint_states").message_count > 0
 
 

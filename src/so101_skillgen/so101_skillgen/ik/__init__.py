@@ -13,14 +13,15 @@ from typing import Any
 import torch
 
 from ..kinematics import ArmKinematics
+from .analytic import AnalyticIK, AnalyticSolution
 from .base import (
     BACKENDS,
     BatchedConfig,
     CuroboConfig,
+    IKBatchResult,
     IKConfig,
     IKConfigError,
     IKError,
-    IKResult,
     IKSolver,
     JacobianConfig,
     UnknownBackendError,
@@ -33,14 +34,16 @@ from .jacobian import JacobianIK
 
 __all__ = [
     "BACKENDS",
+    "AnalyticIK",
+    "AnalyticSolution",
     "BatchedConfig",
     "BatchedIK",
     "CuroboConfig",
     "CuroboIK",
+    "IKBatchResult",
     "IKConfig",
     "IKConfigError",
     "IKError",
-    "IKResult",
     "IKSolver",
     "JacobianConfig",
     "JacobianIK",
@@ -61,12 +64,14 @@ def load_ik_solver(
 ) -> IKSolver:
     """The IK solver named by ``config`` (YAML path, parsed mapping, :class:`IKConfig`; default
     ``config/ik.yaml``); ``backend`` overrides the configured one. ``device`` applies to ``batched`` and
-    ``curobo`` (default: the kinematics' device); ``jacobian`` always computes on the CPU."""
+    ``curobo`` (default: the kinematics' device); ``analytic`` and ``jacobian`` compute on the CPU."""
     cfg = load_ik_config(config)
     name = backend if backend is not None else cfg.backend
     if name not in BACKENDS:
         raise UnknownBackendError(f"ik.backend: unknown IK backend {name!r} (known: {', '.join(BACKENDS)})")
     kin = kinematics if kinematics is not None else ArmKinematics.from_urdf()
+    if name == "analytic":
+        return AnalyticIK(cfg, kin)
     if name == "jacobian":
         return JacobianIK(cfg, kin)
     if name == "batched":

@@ -16,14 +16,13 @@ order contradicts its shape.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import torch
-import yaml
+from so101_core.config import ConfigDirNotFoundError, ConfigError, config_dir, load_yaml
 from torch import Tensor
 
 __all__ = [
@@ -31,10 +30,10 @@ __all__ = [
     "WEIGHT_ORDERS",
     "BatchedConfig",
     "CuroboConfig",
+    "IKBatchResult",
     "IKConfig",
     "IKConfigError",
     "IKError",
-    "IKResult",
     "IKSolver",
     "JacobianConfig",
     "UnknownBackendError",
@@ -43,8 +42,10 @@ __all__ = [
     "parse_ik_config",
 ]
 
-BACKENDS = ("jacobian", "batched", "curobo")
+BACKENDS = ("analytic", "jacobian", "batched", "curobo")
 WEIGHT_ORDERS = ("position_first", "rotation_first")
+FREE_AXES = ("out_of_plane_swing",)
+"""Partial pose frees this rotation: the approach axis' swing out of the arm's vertical plane (see ik.yaml)."""
 
 
 class IKError(Exception):
@@ -55,16 +56,13 @@ class UnknownBackendError(IKError, ValueError):
     """``backend`` names no known IK backend."""
 
 
-class IKConfigError(IKError, ValueError):
-    """An IK configuration value is missing, malformed or implausible; the message names the field."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
+class IKConfigError(IKError, ConfigError):
+    """An IK configuration value is missing, malformed or implausible: the project's
+    :class:`so101_core.config.ConfigError`, ``field`` the dotted path (``ik.batched.seeds``)."""
 
 
 @dataclass(frozen=True, eq=False)
-class IKResult:
+class IKBatchResult:
     """Best solution per target.
 
     ``q`` (B, 5) rad; ``success`` (B,) bool (within the configured tolerances, limits respected);
@@ -91,7 +89,7 @@ class IKSolver(Protocol):
 
     config: IKConfig
 
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """``target`` (B, 4, 4) base-frame EE poses; ``seed`` (B, 5) rad start (or preferred) joints."""
         ...
 
@@ -160,7 +158,8 @@ class IKConfig:
     rotation error ≤ ``rotation_tolerance`` rad. ``adaptive_damping``: λ as given while the weighted error
     exceeds ``rotation_scaling_threshold`` (1 cm), below it λ² shrinks in proportion to the error
     (Levenberg–Marquardt style, floor λ/100) so the weakly actuated wrist-roll direction of partial-pose
-    IK converges; ``false`` keeps λ fixed.
+    IK converges; ``false`` keeps λ fixed. ``tool_point`` (3,) m, EE frame: the point whose position a
+    target sets (partial_pose.tool_point); ``free_axis``: the rotation partial pose leaves free.
     """
 
     backend: str = "jacobian"
@@ -173,6 +172,8 @@ class IKConfig:
     position_tolerance: float = 0.0005
     rotation_tolerance: float = 0.0175
     adaptive_damping: bool = True
+    tool_point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    free_axis: str = "out_of_plane_swing"
     jacobian: JacobianConfig = field(default_factory=JacobianConfig)
     batched: BatchedConfig = field(default_factory=BatchedConfig)
     curobo: CuroboConfig = field(default_factory=CuroboConfig)
@@ -189,6 +190,14 @@ class IKConfig:
         if not 0.0 < self.rotation_scaling_min <= 1.0:
             raise IKConfigError("ik.rotation_scaling_min", f"must be in (0, 1], got {self.rotation_scaling_min}")
         _positive("ik.position_tolerance", self.position_tolerance)
+        if self.free_axis not in FREE_AXES:
+            raise IKConfigError(
+                "ik.partial_pose.free_axis", f"must be one of {', '.join(FREE_AXES)}, got {self.free_axis!r}"
+            )
+        if len(self.tool_point) != 3 or not all(math.isfinite(x) and abs(x) <= 0.5 for x in self.tool_point):
+            raise IKConfigError(
+                "ik.partial_pose.tool_point", f"need 3 finite numbers within ±0.5 m, got {self.tool_point}"
+            )
         _positive("ik.rotation_tolerance", self.rotation_tolerance)
         for name, value in (("ik.jacobian.iterations", self.jacobian.iterations),
                             ("ik.batched.seeds", self.batched.seeds),
@@ -298,6 +307,7 @@ _TOP = {
     "position_tolerance",
     "rotation_tolerance",
     "adaptive_damping",
+    "partial_pose",
     "jacobian",
     "batched",
     "curobo",
@@ -344,6 +354,23 @@ def parse_ik_config(data: Mapping[str, Any]) -> IKConfig:
     ):
         if k in data:
             scalars[k] = _coerce(f"ik.{k}", data[k], getattr(defaults, k))
+    pp = data.get("partial_pose", {}) or {}
+    if not isinstance(pp, Mapping):
+        raise IKConfigError("ik.partial_pose", f"expected a mapping, got {type(pp).__name__}")
+    for k in pp:
+        if k not in ("tool_point", "free_axis", "reason"):
+            raise IKConfigError(f"ik.partial_pose.{k}", "unknown field (known: tool_point, free_axis, reason)")
+    if "tool_point" in pp:
+        tp = pp["tool_point"]
+        if (
+            not isinstance(tp, list | tuple)
+            or len(tp) != 3
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in tp)
+        ):
+            raise IKConfigError("ik.partial_pose.tool_point", f"expected 3 numbers (m, EE frame), got {tp!r}")
+        scalars["tool_point"] = tuple(float(x) for x in tp)
+    if "free_axis" in pp:
+        scalars["free_axis"] = _coerce("ik.partial_pose.free_axis", pp["free_axis"], defaults.free_axis)
     return IKConfig(
         backend=backend,
         weights=weights,
@@ -356,15 +383,12 @@ def parse_ik_config(data: Mapping[str, Any]) -> IKConfig:
 
 
 def default_ik_config_path() -> Path:
-    """``$SO101_CONFIG_DIR/ik.yaml`` or the nearest ``config/ik.yaml`` above this file."""
-    env = os.environ.get("SO101_CONFIG_DIR")
-    if env:
-        return Path(env) / "ik.yaml"
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "config" / "ik.yaml"
-        if candidate.is_file():
-            return candidate
-    raise IKConfigError("ik", "no config/ik.yaml found; set SO101_CONFIG_DIR or pass a config")
+    """``ik.yaml`` of the one configuration directory (``so101_core.config.config_dir``: ``$SO101_CONFIG_DIR``,
+    the checkout's ``config/`` or the installed ``share/so101_bringup/config``)."""
+    try:
+        return config_dir() / "ik.yaml"
+    except ConfigDirNotFoundError as exc:
+        raise IKConfigError("ik", f"no configuration directory: {exc}") from exc
 
 
 def load_ik_config(config: str | Path | Mapping[str, Any] | IKConfig | None = None) -> IKConfig:
@@ -374,10 +398,5 @@ def load_ik_config(config: str | Path | Mapping[str, Any] | IKConfig | None = No
     if isinstance(config, Mapping):
         return parse_ik_config(config)
     path = Path(config) if config is not None else default_ik_config_path()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise IKConfigError("ik", f"cannot read {path}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise IKConfigError("ik", f"{path} is not valid YAML: {exc}") from exc
-    return parse_ik_config(data if data is not None else {})
+    f = load_yaml(path, "ik", IKConfigError)
+    return parse_ik_config({k: f.raw(k) for k in f.names()})

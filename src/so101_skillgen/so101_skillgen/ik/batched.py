@@ -21,13 +21,14 @@ the final joints (colliding seeds are rejected, not pushed apart).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from ..se3 import mm
-from .base import IKConfig, IKResult
+from .base import IKBatchResult, IKConfig
 from .jacobian import check_inputs
 from .pose_error import perpendicular_unit, pose_error, project_angular
 
@@ -130,6 +131,10 @@ def spd_solve(H: Tensor, g: Tensor) -> Tensor:
     return torch.stack(x, dim=-1)
 
 
+ANALYTIC_SEED_MAX = 16
+"""Targets up to which the closed-form solution seeds the first start (cold single targets)."""
+
+
 class BatchedIK:
     """Multi-seed batched IK (see module docstring); ``device`` defaults to the kinematics' device."""
 
@@ -150,6 +155,7 @@ class BatchedIK:
         self._compiled: Callable[[Tensor, Tensor, bool], tuple[Tensor, Tensor, Tensor, Tensor]] | None = None
         self._fused_params: Tensor | None = None
         self._starts: Tensor | None = None
+        self._analytic: Any = None
         self.fused = False  # the fused Triton kernel runs the loop (CUDA, ``batched.fused``, triton importable)
         if config.batched.fused and self.device.type == "cuda":
             try:
@@ -176,6 +182,18 @@ class BatchedIK:
         if seed is not None:
             q0[:, 0] = torch.maximum(torch.minimum(seed.to(self.device, kin.dtype), kin.upper), kin.lower)
         return q0
+
+    def _analytic_seed(self, target: Tensor, seed: Tensor | None) -> Tensor | None:
+        """Closed-form solutions (B, 5) as the first start of few targets (≤ ANALYTIC_SEED_MAX, where the
+        ~30 µs per target on the CPU is cheaper than the iterations it saves), else ``seed``."""
+        if len(target) > ANALYTIC_SEED_MAX:
+            return seed
+        if self._analytic is None:
+            from .analytic import AnalyticIK
+
+            self._analytic = AnalyticIK(self.config, self.kinematics.to(device="cpu"))
+        res = self._analytic.solve(target.detach().cpu(), None if seed is None else seed.detach().cpu())
+        return res.q.to(self.device, self.kinematics.dtype)
 
     def _step_terms(self, q: Tensor, target: Tensor, partial: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """(H (N, 5, 5), g (N, 5), position_error (N,), rotation_error (N,), max penetration (N,))."""
@@ -301,14 +319,15 @@ class BatchedIK:
             q_all[active] = q.reshape(-1, s, kin.dof)
         return q_all.reshape(b * s, kin.dof), it
 
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
         tie-breaker among successful seeds (closest wins)."""
         kin, cfg, bc = self.kinematics, self.config, self.config.batched
         b = check_inputs(target, seed, kin.dof)
         s = bc.seeds
         tgt = target.detach().to(self.device, kin.dtype)
-        q_all = self._initial(b, None if seed is None else seed.detach(), s)  # (B, S, 5)
+        start = self._analytic_seed(tgt, None if seed is None else seed.detach())
+        q_all = self._initial(b, start, s)  # (B, S, 5)
         tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
         if self.fused:  # one Triton kernel; errors and frame origins at the final q come with it
             from .fused import fused_params, fused_solve
@@ -338,7 +357,7 @@ class BatchedIK:
         best = score.reshape(b, s).argmin(-1)
         idx = torch.arange(b, device=self.device) * s + best
         dev, dt = target.device, target.dtype
-        return IKResult(
+        return IKBatchResult(
             q=q[idx].to(dev, dt),
             success=succ[idx].to(dev),
             position_error=pe[idx].to(dev, dt),

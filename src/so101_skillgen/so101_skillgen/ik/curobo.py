@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from ..se3 import quat_from_matrix
-from .base import IKConfig, IKError, IKResult
+from .base import IKBatchResult, IKConfig, IKError
 from .jacobian import check_inputs
 from .pose_error import pose_error
 
@@ -65,7 +65,7 @@ class CuroboIK:
         self._solver = ik_mod.IKSolver(ik_cfg)
         self._pose_cls = importlib.import_module("curobo.types.math").Pose
 
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """Solve with cuRobo (full pose: cuRobo has no partial-pose mode for a roll-free approach axis)."""
         b = check_inputs(target, seed, self.kinematics.dof)
         tgt = target.detach().to(self.device, torch.float32)
@@ -75,6 +75,6 @@ class CuroboIK:
         kin = self.kinematics
         _, pe, re = pose_error(target.to(kin.device, kin.dtype), kin.fk(q), kin.approach_axis, partial_pose)
         ok = (pe <= self.config.position_tolerance) & (re <= self.config.rotation_tolerance)
-        return IKResult(
+        return IKBatchResult(
             q, ok.to(target.device), pe.to(target.device), re.to(target.device), self.config.batched.iterations
         )

@@ -24,6 +24,7 @@ whatever the device of the inputs (results come back on the target's device and 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +32,7 @@ import torch
 from torch import Tensor
 
 from ..kinematics import ArmKinematics
-from .base import IKConfig, IKError, IKResult
+from .base import IKBatchResult, IKConfig, IKError
 from .scalar import ScalarChain, scalar_attempt
 
 __all__ = ["JacobianIK"]
@@ -68,6 +69,7 @@ class JacobianIK:
         self._OR = np.ascontiguousarray(origins[:, :3, :3])
         self._Op = np.ascontiguousarray(origins[:, :3, 3])
         self._axes = axes
+        self._analytic: Any = None
         self._tailR = np.ascontiguousarray(tail[:3, :3])
         self._tailp = np.ascontiguousarray(tail[:3, 3])
         self._lo, self._hi = lower, upper
@@ -268,7 +270,8 @@ class JacobianIK:
         """One target (4, 4) → ``(q (5,), success, position_error m, rotation_error rad, iterations)``."""
         cfg = self.config
         Rt, pt = np.ascontiguousarray(target[:3, :3]), np.ascontiguousarray(target[:3, 3])
-        q0 = np.zeros(self._n) if seed is None else np.asarray(seed, dtype=np.float64)
+        # cold start: the closed-form solution (the neutral pose when it finds none)
+        q0 = self._cold_seed(target) if seed is None else np.asarray(seed, dtype=np.float64)
         iters = cfg.jacobian.iterations
         best = self._attempt(Rt, pt, q0, partial_pose, iters)
         total = best[3]
@@ -283,8 +286,19 @@ class JacobianIK:
             ok = best[1] <= cfg.position_tolerance and best[2] <= cfg.rotation_tolerance
         return best[0], ok, best[1], best[2], total
 
+    def _cold_seed(self, target: F64) -> F64:
+        if self._analytic is None:
+            from .analytic import AnalyticIK
+
+            self._analytic = AnalyticIK(self.config, self.kinematics.to(device="cpu"))
+        R = target[:3, :3]
+        sol = self._analytic.solve_one(
+            (tuple(R[0]), tuple(R[1]), tuple(R[2])), (float(target[0, 3]), float(target[1, 3]), float(target[2, 3]))
+        )
+        return np.asarray(sol.q, dtype=np.float64) if sol.ok else np.zeros(self._n)
+
     # ------------------------------------------------------------------ IKSolver
-    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKResult:
+    def solve(self, target: Tensor, seed: Tensor | None = None, *, partial_pose: bool = True) -> IKBatchResult:
         """Solve each target (B, 4, 4) from its seed (B, 5) (default: all joints 0), one after the other."""
         b = check_inputs(target, seed, self._n, finite=False)
         tg = target.detach().to("cpu", torch.float64).numpy()
@@ -304,7 +318,7 @@ class JacobianIK:
             )
             iters = max(iters, it)
         dev, dt = target.device, target.dtype
-        return IKResult(
+        return IKBatchResult(
             q=torch.from_numpy(q).to(dev, dt),
             success=torch.from_numpy(ok).to(dev),
             position_error=torch.from_numpy(pe).to(dev, dt),

@@ -24,7 +24,7 @@ def _mv(R: Tensor, v: Tensor) -> Tensor:
     return mm(R, v[..., None])[..., 0]
 
 
-__all__ = ["perpendicular_unit", "pose_error", "project_angular", "weight_error"]
+__all__ = ["perpendicular_unit", "pose_error", "project_angular", "swing_axis", "weight_error"]
 
 
 def perpendicular_unit(axis: Tensor) -> Tensor:
@@ -36,16 +36,44 @@ def perpendicular_unit(axis: Tensor) -> Tensor:
     return v / torch.linalg.vector_norm(v)
 
 
+def swing_axis(a: Tensor) -> Tensor:
+    """The uncontrollable rotation direction (..., 3) for the approach direction ``a`` (..., 3), base frame.
+
+    The approach axis lies in the arm's vertical plane (pan + parallel pitch joints + roll about it): the
+    rotation about the in-plane direction ⟂ ``a`` — world z minus its ``a`` component — swings ``a`` out of
+    that plane and is the one the arm cannot make. Pitch (about the plane normal) and roll (about ``a``)
+    are controllable. For a vertical ``a`` the plane is the pan's choice: any horizontal direction ⟂ a.
+    """
+    z = torch.zeros_like(a)
+    z[..., 2] = 1.0
+    m = z - (a * z).sum(-1, keepdim=True) * a
+    n = torch.linalg.vector_norm(m, dim=-1, keepdim=True)
+    fallback = torch.zeros_like(a)
+    fallback[..., 0] = 1.0
+    return torch.where(n > 1e-9, m / torch.clamp(n, min=1e-12), fallback)
+
+
 def pose_error(
-    target: Tensor, current: Tensor, approach_axis: Tensor, partial_pose: bool, perp: Tensor | None = None
+    target: Tensor,
+    current: Tensor,
+    approach_axis: Tensor,
+    partial_pose: bool,
+    perp: Tensor | None = None,
+    *,
+    plane_free: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(e (..., 6), position_error (...) m, rotation_error (...) rad)`` of ``current`` (..., 4, 4)
     relative to ``target`` (..., 4, 4), base frame, position first. ``perp``: a precomputed
     :func:`perpendicular_unit` of the approach axis (keeps the function free of tensor creation, for CUDA
-    graph capture)."""
+    graph capture). ``plane_free`` (with ``partial_pose``): free the out-of-plane swing of the approach axis
+    (:func:`swing_axis`, the arm's real missing direction) instead of the roll about it."""
     e_p = target[..., :3, 3] - current[..., :3, 3]
     R, Rt = current[..., :3, :3], target[..., :3, :3]
-    if partial_pose:
+    if partial_pose and plane_free:
+        e_full = rotation_error(Rt, R)
+        m = swing_axis(_mv(R, approach_axis))
+        e_r = e_full - (e_full * m).sum(-1, keepdim=True) * m
+    elif partial_pose:
         a_cur = _mv(R, approach_axis)
         a_tgt = _mv(Rt, approach_axis)
         c = torch.linalg.cross(a_cur, a_tgt, dim=-1)

@@ -1,0 +1,12 @@
+"""ROS 2 launch file for ``skillgen``; nodes and arguments are data in ``so101_bringup.launch.descriptions``.
+
+Same launch without ROS: ``so101 launch skillgen [name:=value ...]``.
+"""
+
+from typing import Any
+
+from so101_bringup.launch.ros_launch import generate_for
+
+
+def generate_launch_description() -> Any:
+    return generate_for("skillgen")

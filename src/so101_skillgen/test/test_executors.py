@@ -1,0 +1,88 @@
+"""Sharded generation: 2 local processes and 2 Ray workers keep the same demos as one worker, and a worker
+killed with SIGKILL mid-attempt is replaced, its attempt neither lost nor counted twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from so101_core.seeds.format import load_seed
+from so101_core.sim.twin import Twin
+from so101_skillgen.config import load_skillgen_config
+from so101_skillgen.executors import AttemptExecutor, LocalProcessExecutor, RayExecutor
+from so101_skillgen.generation import GenerationSummary, Generator
+from so101_skillgen.seeds_from_sim import scripted_seeds
+
+N = 5
+
+
+@pytest.fixture(scope="module")
+def gen() -> Generator:
+    return Generator(scripted_seeds(Twin(), list(range(300, 308)))[:4], load_skillgen_config())
+
+
+@pytest.fixture(scope="module")
+def reference(gen: Generator, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[int, bytes]]:
+    out = tmp_path_factory.mktemp("serial")
+    assert gen.run(out, N).complete
+    return _kept(out)
+
+
+def _kept(out: Path) -> list[tuple[int, bytes]]:
+    demos = [load_seed(p) for p in sorted(out.glob("demo_*.npz"))]
+    return [(int(d.extra["attempt"]), np.ascontiguousarray(d.actions).tobytes()) for d in demos]
+
+
+def _committed(out: Path) -> int:
+    try:
+        return int(json.loads((out / "progress.json").read_text())["next_attempt"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _run_and_kill(gen: Generator, ex: AttemptExecutor, out: Path, victim: int | None) -> GenerationSummary:
+    """Generate N on ``ex`` in a thread; once an attempt is committed, SIGKILL process ``victim`` (a worker)."""
+    box: list[GenerationSummary] = []
+    thread = threading.Thread(target=lambda: box.append(gen.run(out, N, executor=ex)))
+    thread.start()
+    if victim is not None:
+        deadline = time.monotonic() + 120
+        while _committed(out) < 1 and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+    thread.join(300)
+    assert box, "generation did not finish"
+    return box[0]
+
+
+def test_two_local_processes_keep_the_same_demos_and_survive_a_killed_worker(
+    gen: Generator, reference: list[tuple[int, bytes]], tmp_path: Path
+) -> None:
+    with LocalProcessExecutor(gen.recipe(), 2) as ex:
+        ex.wait_ready()
+        summary = _run_and_kill(gen, ex, tmp_path / "a", None)
+        assert summary.kept == N and _kept(tmp_path / "a") == reference
+        victim = ex.busy_pids() or ex.worker_pids()
+        summary = _run_and_kill(gen, ex, tmp_path / "b", victim[0])
+    assert summary.kept == N and summary.worker_restarts >= 1
+    assert _kept(tmp_path / "b") == reference  # the killed worker's attempt was redone once, in order
+    failures = json.loads((tmp_path / "b" / "failures.json").read_text()) if summary.attempted > N else []
+    attempts = [a for a, _ in reference] + [int(f["attempt"]) for f in failures]
+    assert sorted(attempts) == list(range(summary.attempted))  # every attempt committed exactly once
+
+
+def test_two_ray_workers_keep_the_same_demos_and_survive_a_killed_worker(
+    gen: Generator, reference: list[tuple[int, bytes]], tmp_path: Path
+) -> None:
+    pytest.importorskip("ray")
+    with RayExecutor(gen.recipe(), 2) as ex:
+        pids = ex.actor_pids()
+        summary = _run_and_kill(gen, ex, tmp_path / "ray", pids[0])
+    assert summary.kept == N and summary.worker_restarts >= 1
+    assert _kept(tmp_path / "ray") == reference
