@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from so101_core.arrays import F64
 
 from .errors import RenderError
 
 U8 = npt.NDArray[np.uint8]
-F64 = npt.NDArray[np.float64]
 
 
 def select_gl(preference: str) -> str:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from so101_core.arrays import F64
 
 from .errors import ConfigError
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class JointLimits:
         return JointLimits.from_arrays(lo, hi)
 
 
-def _vector(values: npt.ArrayLike, n: int, what: str) -> FloatArray:
+def _vector(values: npt.ArrayLike, n: int, what: str) -> F64:
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
     if arr.shape != (n,):
         raise ValueError(f"{what}: expected {n} values, got {arr.shape[0]}")
@@ -53,13 +52,13 @@ def _vector(values: npt.ArrayLike, n: int, what: str) -> FloatArray:
     return arr
 
 
-def clamp_to_limits(positions: npt.ArrayLike, limits: JointLimits) -> FloatArray:
+def clamp_to_limits(positions: npt.ArrayLike, limits: JointLimits) -> F64:
     """Clip each joint into ``[lower, upper]``, rad; NaN/inf raise ``ValueError``."""
     q = _vector(positions, len(limits.lower), "positions")
     return np.clip(q, limits.lower, limits.upper)
 
 
-def limit_step(target: npt.ArrayLike, current: npt.ArrayLike, max_step: float | npt.ArrayLike) -> FloatArray:
+def limit_step(target: npt.ArrayLike, current: npt.ArrayLike, max_step: float | npt.ArrayLike) -> F64:
     """Move from ``current`` toward ``target`` by at most ``max_step`` per joint (rad per cycle)."""
     cur = _vector(current, np.size(current), "current")
     tgt = _vector(target, cur.shape[0], "target")
@@ -131,7 +130,7 @@ class EStop:
 class SafetyDecision:
     """Outcome of :meth:`CommandFilter.step`: the goal to send (rad) and why it differs from the request."""
 
-    goal: FloatArray
+    goal: F64
     hold: bool
     reason: str | None
     clamped: bool
@@ -185,18 +184,18 @@ class CommandFilter:
         self.estop = estop
         self._lower = np.asarray(limits.lower)
         self._upper = np.asarray(limits.upper)
-        self._goal: FloatArray | None = None  # the previous goal
+        self._goal: F64 | None = None  # the previous goal
         self._goal_time: float | None = None
         self._tokens = step.copy()  # rad each joint may still move now (token bucket, capacity max_step)
-        self._target: FloatArray | None = None
-        self._hold: FloatArray | None = None
+        self._target: F64 | None = None
+        self._hold: F64 | None = None
         self._hold_reason: str | None = None
         self._fault: str | None = None
         self.refused = 0
 
     # ------------------------------------------------------------------ state
     @property
-    def goal(self) -> FloatArray | None:
+    def goal(self) -> F64 | None:
         """The previous goal (rad), ``None`` before the first :meth:`reset`."""
         return None if self._goal is None else self._goal.copy()
 
@@ -214,7 +213,7 @@ class CommandFilter:
         """The reason of the active fault hold, ``None`` when not faulted."""
         return self._fault
 
-    def active_target(self, now: float | None = None) -> FloatArray | None:
+    def active_target(self, now: float | None = None) -> F64 | None:
         """The target being followed (``None`` while holding)."""
         if self._target is None or self._refusal(now) is not None:
             return None

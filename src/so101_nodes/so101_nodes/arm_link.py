@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
+from so101_core.arrays import F64
 from so101_core.config_paths import config_dir
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration, Role, load_calibration
@@ -19,8 +20,6 @@ from so101_hardware.errors import BusError, HardwareError, PortError
 from so101_hardware.robot import ArmConfig, ArmState, SO101Arm
 
 from so101_nodes.diagnostics import ERROR, WARN, servo_status, status_message
-
-FloatArray = npt.NDArray[np.float64]
 
 
 def default_robot_config() -> Path:
@@ -129,7 +128,7 @@ class ArmLink:
         self.last_state = state
         return state
 
-    def write(self, goal: FloatArray) -> bool:
+    def write(self, goal: F64) -> bool:
         """Sync-write goal positions (rad); False (failure recorded) when it failed."""
         return self.write_counts(self.arm.converter.to_counts(goal))
 

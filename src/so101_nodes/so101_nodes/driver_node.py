@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from so101_core.arrays import F64
 from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.config import SHUTDOWN_BEHAVIORS, ShutdownConfig
@@ -82,8 +83,6 @@ from so101_nodes.trajectory import (
     TrajectoryTracker,
     finish_handle,
 )
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ class Driver:
         self._active: TrajectoryTracker | None = None
         self._synced_connect = -1  # link.connects value the filter was last re-synced at
         self._counts: npt.NDArray[np.int64] | None = None  # the goal counts last written
-        self._present: FloatArray | None = None  # last present pose (rad), gaps filled with the goal
+        self._present: F64 | None = None  # last present pose (rad), gaps filled with the goal
         self._present_counts: npt.NDArray[np.int64] | None = None  # the same in counts
         self._limp: npt.NDArray[np.bool_] = np.zeros(len(JOINT_NAMES), dtype=bool)
         self.torque_lost: dict[str, str] = {}  # joint -> cause, until torque is enabled again
@@ -242,14 +241,14 @@ class Driver:
         where = f"; easing {outside} into the limits at the step limit" if outside else ""
         self.node.logger.info(f"synced with the arm at its present pose, holding{where}")
 
-    def _fill(self, state: ArmState) -> FloatArray:
+    def _fill(self, state: ArmState) -> F64:
         """Present positions (6,) rad, joints not read this cycle filled with the previous goal."""
         goal = self.filter.goal
         if goal is None or not state.missing:
             return state.positions.copy()
         return np.where(state.valid, state.positions, goal)
 
-    def _supervise(self, state: ArmState, present: FloatArray, now: float) -> None:
+    def _supervise(self, state: ArmState, present: F64, now: float) -> None:
         """Error bits, lost torque, silent servos -> fault hold / limp joints; clearing re-syncs."""
         faults = state.faults()
         for joint in state.limp():
@@ -284,7 +283,7 @@ class Driver:
             self.filter.clear_fault(present, now)
             self.node.logger.info("servo faults cleared; holding where the arm is until a fresh command")
 
-    def _feed_trajectory(self, active: TrajectoryTracker, present: FloatArray, now: float) -> None:
+    def _feed_trajectory(self, active: TrajectoryTracker, present: F64, now: float) -> None:
         if active.cancel_requested:
             active.finish("canceled", 0, "canceled")
             return
@@ -296,7 +295,7 @@ class Driver:
         if refusal is not None:
             active.abort(refusal)
 
-    def _write(self, present: FloatArray, now: float) -> None:
+    def _write(self, present: F64, now: float) -> None:
         """Filter -> counts capped at the step limit in whole counts -> sync write (under the lock)."""
         decision = self.filter.step(present, now, self._limp)
         previous = self._counts

@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
+from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.robot import ArmState
 
-FloatArray = npt.NDArray[np.float64]
 
-
-def joint_vector(msg: Any, base: FloatArray) -> FloatArray:
+def joint_vector(msg: Any, base: F64) -> F64:
     """(6,) rad from a JointState: by name (others keep ``base``) or, without names, in canonical order.
 
     Raises:

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.qos import LATCHED
-from so101_core.description.urdf import F64, UrdfJoint, load_urdf, matrix_to_quat_xyzw
+from so101_core.arrays import F64
+from so101_core.description.urdf import UrdfJoint, load_urdf, matrix_to_quat_xyzw
 
 from so101_nodes.params import declare_params
 

@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
+from so101_core.arrays import F64
 from so101_core.seeds.format import SeedDemo
-
-F64 = npt.NDArray[np.float64]
 
 
 class StreamHistory:

@@ -57,13 +57,14 @@ from nodegraph.bag.writer import BagWriter
 from nodegraph.graph.api import Client, Node, ServiceTimeout
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
+from so101_core.arrays import F64
 from so101_core.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 from so101_core.seeds.format import save_seed
 from so101_core.sim.config import load_sim_config, load_task_config
 from so101_core.sim.scene import OBJECT_NAMES, RACK, VIAL
 from so101_core.sim.task import SuccessDetector
 
-from so101_nodes.seed_episode import F64, SeedEpisode, StreamHistory
+from so101_nodes.seed_episode import SeedEpisode, StreamHistory
 
 MODES = ("scripted", "teleop")
 RECORD_QOS = QoS(depth=100)

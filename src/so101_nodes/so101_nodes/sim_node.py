@@ -55,11 +55,11 @@ from typing import Any
 import numpy as np
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from nodegraph.graph.qos import QoS
+from so101_core.arrays import F64
 from so101_core.config_paths import config_dir
 from so101_core.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.errors import SimError
-from so101_core.sim.geometry import F64
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.scene import OBJECT_NAMES
 from so101_core.sim.twin import Twin

@@ -24,15 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
+from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 
 from so101_nodes.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, WARN, diagnostic_array, status_message
 from so101_nodes.joint_messages import joint_vector
 from so101_nodes.params import declare_params
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ class Teleop:
         self.scale = np.array(self.params.scale)
         self.offset = np.array(self.params.offset_rad)
         self._lock = threading.Lock()
-        self._target: FloatArray | None = None
+        self._target: F64 | None = None
         self._received_at = -math.inf  # time.monotonic() of the latest accepted leader message
         self._stale = True
         self.forwarded = 0
@@ -83,7 +81,7 @@ class Teleop:
             f"forwarding {node.resolve('leader/joint_states')} -> {self.publisher.topic} at {self.params.rate_hz:g} Hz"
         )
 
-    def map(self, leader: FloatArray) -> FloatArray:
+    def map(self, leader: F64) -> F64:
         """Follower target (6,) rad for leader positions (6,) rad."""
         return np.asarray(self.scale * leader + self.offset, dtype=np.float64)
 

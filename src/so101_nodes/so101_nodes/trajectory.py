@@ -12,13 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.safety import JointLimits
-
-FloatArray = npt.NDArray[np.float64]
-
 
 FJT = "control_msgs/action/FollowJointTrajectory"
 ACTION_NAME = "arm_controller/follow_joint_trajectory"
@@ -57,9 +54,9 @@ class Trajectory:
         joints: indices of the joints the goal named (the others stay at their start value).
     """
 
-    times: FloatArray
-    positions: FloatArray
-    velocities: FloatArray | None
+    times: F64
+    positions: F64
+    velocities: F64 | None
     joints: tuple[int, ...]
 
     @property
@@ -67,10 +64,10 @@ class Trajectory:
         return float(self.times[-1])
 
     @property
-    def final(self) -> FloatArray:
+    def final(self) -> F64:
         return self.positions[-1]
 
-    def sample(self, t_s: float) -> FloatArray:
+    def sample(self, t_s: float) -> F64:
         """Positions (6,) rad at ``t_s`` seconds from the start (held at the ends)."""
         if t_s <= 0.0:
             return self.positions[0].copy()
@@ -89,7 +86,7 @@ class Trajectory:
         return np.asarray(h00 * p0 + h10 * h * v0 + h01 * p1 + h11 * h * v1, dtype=np.float64)
 
     @classmethod
-    def from_goal(cls, goal: Any, start: FloatArray, limits: JointLimits) -> Trajectory:
+    def from_goal(cls, goal: Any, start: F64, limits: JointLimits) -> Trajectory:
         """Validate a FollowJointTrajectory goal and build the trajectory from ``start`` (6,) rad.
 
         Raises:
@@ -110,7 +107,7 @@ class Trajectory:
         index = tuple(JOINT_NAMES.index(n) for n in names)
         times = [0.0]
         rows = [np.array(start, dtype=np.float64)]
-        vel_rows: list[FloatArray] = [np.zeros(len(JOINT_NAMES))]
+        vel_rows: list[F64] = [np.zeros(len(JOINT_NAMES))]
         with_velocities = all(len(pt.velocities) for pt in traj.points)
         for i, pt in enumerate(traj.points):
             t = duration_s(pt.time_from_start)
@@ -150,7 +147,7 @@ class Trajectory:
         )
 
 
-def joint_tolerances(entries: Any, default: float) -> FloatArray:
+def joint_tolerances(entries: Any, default: float) -> F64:
     """Per-joint tolerance (6,) from control_msgs/JointTolerance entries: > 0 sets it, < 0 means none (inf),
     0 keeps ``default``."""
     tol = np.full(len(JOINT_NAMES), default)
@@ -202,20 +199,20 @@ class TrajectoryTracker:
     handle: ServerGoalHandle
     trajectory: Trajectory
     start_s: float
-    goal_tol: FloatArray
-    path_tol: FloatArray
+    goal_tol: F64
+    path_tol: F64
     time_tol: float
     outcome: Outcome | None = None
     done: threading.Event = field(default_factory=threading.Event)
     t_s: float = 0.0
-    desired: FloatArray = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
-    actual: FloatArray = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
+    desired: F64 = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
+    actual: F64 = field(default_factory=lambda: np.zeros(len(JOINT_NAMES)))
 
     @classmethod
     def accept(
         cls,
         handle: ServerGoalHandle,
-        start: FloatArray,
+        start: F64,
         limits: JointLimits,
         now_s: float,
         now_ns: int,
@@ -264,11 +261,11 @@ class TrajectoryTracker:
     def abort(self, reason: str, code: int = INVALID_GOAL) -> None:
         self.finish("abort", code, f"aborted: {reason}" if code == INVALID_GOAL else reason)
 
-    def setpoint(self, now_s: float) -> FloatArray:
+    def setpoint(self, now_s: float) -> F64:
         """Desired positions (6,) rad at loop time ``now_s``."""
         return self.trajectory.sample(now_s - self.start_s)
 
-    def check(self, now_s: float, actual: FloatArray) -> None:
+    def check(self, now_s: float, actual: F64) -> None:
         """Path tolerance while running, goal tolerance at the end, the time tolerance after it; sets the
         outcome when the goal succeeded or failed (the caller then stops the arm where it is on a failure)."""
         if self.outcome is not None:
@@ -322,12 +319,12 @@ def finish_handle(node: Node, handle: ServerGoalHandle, outcome: Outcome) -> Mes
 
 
 def feedback_message(
-    node: Node, header: Message, names: list[str], joints: list[int], desired: FloatArray, actual: FloatArray, t: float
+    node: Node, header: Message, names: list[str], joints: list[int], desired: F64, actual: F64, t: float
 ) -> Message:
     """FollowJointTrajectory feedback for the goal's joints; ``error = desired - actual`` as control_msgs defines."""
     since = duration_msg(node, t)
 
-    def point(values: FloatArray) -> Message:
+    def point(values: F64) -> Message:
         positions = values[joints].astype(np.float64)
         return node.message("trajectory_msgs/msg/JointTrajectoryPoint", positions=positions, time_from_start=since)
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-F64 = npt.NDArray[np.float64]
+from so101_core.arrays import F64
 
 
 @dataclass(frozen=True)

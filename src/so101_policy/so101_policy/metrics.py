@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from so101_core.arrays import F64
 
-F64 = npt.NDArray[np.float64]
 FRAME_VERSION = "robometric-frame 0.3.0 definitions"
 
 

@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Node
+from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.config import load_task_config
 from so101_core.sim.task import SuccessDetector
 from so101_core.sim.twin import Twin
-
-F64 = npt.NDArray[np.float64]
 
 
 def _workshop_rule(twin: Twin) -> Any | None:

@@ -14,8 +14,6 @@ import numpy.typing as npt
 
 from .protocol import check_observation
 
-F32 = npt.NDArray[np.float32]
-
 
 class ReplayPolicy:
     """Replay ``actions`` (N, 6) in chunks of ``horizon`` (see the module docstring)."""

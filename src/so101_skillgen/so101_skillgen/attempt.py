@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.sim.config import TaskConfig
-from so101_core.sim.geometry import F64
 from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.task import SuccessDetector, geometric_filter
 from so101_core.sim.twin import Twin

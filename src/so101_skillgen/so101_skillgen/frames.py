@@ -7,7 +7,8 @@ child-frame points to the parent (world = robot base) frame. Batched functions t
 from __future__ import annotations
 
 import numpy as np
-from so101_core.sim.geometry import F64, quat_to_mat
+from so101_core.arrays import F64
+from so101_core.sim.geometry import quat_to_mat
 
 
 def pose_to_matrix(pose: F64) -> F64:

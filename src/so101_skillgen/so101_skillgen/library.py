@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo
-from so101_core.sim.geometry import F64
 
 from . import se3
 from .config import SkillGenConfig

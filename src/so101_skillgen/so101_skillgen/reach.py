@@ -17,7 +17,8 @@ extreme, as before, refused ranges the pipeline generates well in: twice the SPE
 from __future__ import annotations
 
 import numpy as np
-from so101_core.sim.geometry import F64, yaw_quat
+from so101_core.arrays import F64
+from so101_core.sim.geometry import yaw_quat
 from so101_core.sim.randomization import DRConfig
 from so101_core.sim.scene import RACK, VIAL, vial_lying_quat
 from so101_core.sim.twin import Twin

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo
-from so101_core.sim.geometry import F64
 
 from .config import SegmentationConfig
 from .errors import SegmentationError

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from so101_core.sim.geometry import F64
+from so101_core.arrays import F64
 
 from .errors import SelectionError
 from .frames import rotation_angle

@@ -7,8 +7,8 @@ bit-identical. Edges use the polynomial fitted to the first / last full window (
 from __future__ import annotations
 
 import numpy as np
+from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
-from so101_core.sim.geometry import F64
 
 from .errors import SkillGenConfigError
 

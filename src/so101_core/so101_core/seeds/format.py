@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 
-F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
 _OBJECT_PREFIX = "object_pose/"
 

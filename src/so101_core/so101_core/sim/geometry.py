@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
-F64 = NDArray[np.float64]
+from so101_core.arrays import F64
 
 
 def quat_from_axis_angle(axis: F64 | tuple[float, float, float], angle: float) -> F64:

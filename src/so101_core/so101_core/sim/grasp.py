@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from .geometry import F64, mat_to_quat
+from so101_core.arrays import F64
+
+from .geometry import mat_to_quat
 from .scene import SceneIndex
 
 

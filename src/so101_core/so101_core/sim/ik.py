@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .geometry import F64
+from so101_core.arrays import F64
 
 
 @dataclass(frozen=True)

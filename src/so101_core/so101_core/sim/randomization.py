@@ -17,11 +17,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from so101_core.arrays import F64
 from so101_core.config.fields import Fields, load_yaml
 
 from .config import SimConfig, default_config_dir
 from .errors import ConfigError
-from .geometry import F64, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
+from .geometry import mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
 from .scene import SceneIndex
 
 Interval = tuple[float, float]

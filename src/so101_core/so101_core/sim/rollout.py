@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from so101_core.arrays import F64
+
 from .config import TaskConfig, load_task_config
-from .geometry import F64
 from .scene import RACK, VIAL
 from .scripted_expert import ScriptedExpert
 from .task import SuccessDetector

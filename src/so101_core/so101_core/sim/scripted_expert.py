@@ -17,10 +17,12 @@ from enum import Enum
 import mujoco
 import numpy as np
 
+from so101_core.arrays import F64
+
 from . import GRIPPER_INDEX
 from .config import SimConfig
 from .errors import PlanningError
-from .geometry import F64, quat_to_mat
+from .geometry import quat_to_mat
 from .grasp import GraspGeometry
 from .ik import ArmIK, AxisTarget
 from .scene import RACK, VIAL, SceneIndex

@@ -14,10 +14,12 @@ import mujoco
 import numpy as np
 from numpy.typing import ArrayLike
 
+from so101_core.arrays import F64
+
 from . import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 from .config import SimConfig, load_sim_config
 from .errors import InvalidCommandError, UnknownNameError
-from .geometry import F64, yaw_quat
+from .geometry import yaw_quat
 from .grasp import GraspGeometry, grasp_geometry
 from .ik import ArmIK, AxisTarget
 from .randomization import DRConfig, EpisodeSample, ModelRandomizer, load_dr_config, sample_episode

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Node
+from so101_core.arrays import F64
 from so101_core.joints import twin_ranges
 from so101_core.lerobot_units import from_lerobot, to_lerobot
 from so101_core.robot_spec import JOINT_NAMES
@@ -43,7 +44,6 @@ from so101_policy.config import PolicyNodeConfig, load_policy_config
 from so101_policy.errors import PolicyError, ServerTimeout
 from so101_policy.protocol import chunk_to_array, observation
 
-F64 = npt.NDArray[np.float64]
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 
 

@@ -27,8 +27,8 @@ import math
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import torch
+from so101_core.arrays import F64
 from torch import Tensor
 
 from ..kinematics import ArmKinematics
@@ -37,7 +37,6 @@ from .scalar import ScalarChain, scalar_attempt
 
 __all__ = ["JacobianIK"]
 
-F64 = npt.NDArray[np.float64]
 SingleSolution = tuple[F64, bool, float, float, int]
 """``(q (5,) rad, success, position_error m, rotation_error rad, iterations)`` of one target."""
 
