@@ -44,9 +44,10 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             f"[bold]sim success {summary['success_rate']:.0%}[/bold] ({summary['successes']}/{summary['episodes']}, "
             f"95 % Wilson {summary['wilson_low']:.0%}–{summary['wilson_high']:.0%})"
         )
-    console.print(f"wall time {summary['wall_s']:.1f} s; summary: {Path(summary['outputs']['root']) / 'summary.json'}")
+    summary_path = Path(summary["outputs"]["root"]) / "summary.json"
+    console.print(f"wall time {summary['wall_s']:.1f} s; summary: {summary_path}", soft_wrap=True)  # paths unbroken
     if summary.get("report_html"):
-        console.print(f"[bold]report:[/bold] {summary['report_html']}")
+        console.print(f"[bold]report:[/bold] {summary['report_html']}", soft_wrap=True)
 
 
 @app.command()
