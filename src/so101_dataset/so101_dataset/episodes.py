@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.seeds.format import FAILED_DIR
 
 from .config import DatasetConfig
 from .errors import DatasetError, DemoFileError
@@ -49,10 +50,16 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def find_demos(demos_dir: Path) -> list[Path]:
-    """Kept demo files (``*.npz``, sorted, temporaries excluded); raises naming the directory when none."""
+    """Kept demo files (``*.npz``, sorted; temporaries and ``failed/`` attempts excluded).
+
+    Raises naming the directory when there are none."""
     if not demos_dir.is_dir():
         raise DemoFileError(str(demos_dir), "no such demo directory")
-    files = sorted(p for p in demos_dir.glob("**/*.npz") if ".tmp" not in p.name)
+    files = sorted(
+        p
+        for p in demos_dir.glob("**/*.npz")
+        if ".tmp" not in p.name and FAILED_DIR not in p.relative_to(demos_dir).parts[:-1]
+    )
     if not files:
         raise DemoFileError(str(demos_dir), "no demo files (*.npz)")
     return files

@@ -164,9 +164,15 @@ def _demo(arrays: Mapping[str, Any], meta: Mapping[str, Any]) -> SeedDemo:
     )
 
 
+FAILED_DIR = "failed"
+"""Folder name under which failed attempts' trajectories are kept; never read as demos."""
+
+
 def load_seeds(directory: str | Path) -> list[SeedDemo]:
-    """Every ``*.npz`` seed under ``directory`` (sorted by name); raises when there are none."""
-    files = sorted(Path(directory).glob("**/*.npz"))
+    """Every ``*.npz`` seed under ``directory`` (sorted by name), except failed attempts kept for inspection
+    under a ``failed/`` folder (SkillGen's layout); raises when there are none."""
+    root = Path(directory)
+    files = sorted(f for f in root.glob("**/*.npz") if FAILED_DIR not in f.relative_to(root).parts[:-1])
     if not files:
         raise SeedFormatError(f"{directory}: no seed files (*.npz)")
     return [load_seed(f) for f in files]
