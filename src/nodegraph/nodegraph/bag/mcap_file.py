@@ -123,6 +123,7 @@ class McapBagFile:
         if self._file.tell() != before:  # a chunk was completed
             self._file.flush()
             self._mark_durable()
+            self.durable = self.written
 
     def sync(self) -> None:
         """Close the open chunk, sync the file and rewrite metadata.yaml with what is durable."""
@@ -132,6 +133,7 @@ class McapBagFile:
             os.fsync(self._file.fileno())
         self._mark_durable()
         self._write_metadata(durable=True)
+        self.durable = self.written  # counted once metadata.yaml says so too
 
     def finish(self) -> None:
         """Write the summary and the ``rosbag2`` metadata record, close the file, write the final metadata."""
@@ -145,6 +147,7 @@ class McapBagFile:
         self._file.close()
         self._mark_durable()
         self._write_metadata(durable=False)
+        self.durable = self.written
 
     def abandon(self) -> None:
         """Close the file after a failure: it stays a truncated MCAP that ``recover()`` can repair."""
@@ -153,7 +156,7 @@ class McapBagFile:
                 self._file.close()
 
     def _mark_durable(self) -> None:
-        self.durable = self.written
+        """Snapshot the counts the provisional metadata reports (``durable`` is published by the caller)."""
         self._durable_counts = dict(self._counts)
         if self._start_ns is not None:
             self._durable_span = (self._start_ns, self._end_ns)

@@ -33,7 +33,10 @@ class Dispatchable(Protocol):
 
 
 class Entity:
-    """Common part: resolved name, type, token, GID, and the owning node."""
+    """Common part: resolved name, type, token, GID, and the owning node.
+
+    Each subclass declares its data-plane entity first and then calls ``announce()``: a peer that sees the
+    liveliness token (``wait_for_service``, graph queries) can then rely on the publisher/queryable being routed."""
 
     def __init__(self, node: ZenohNode, kind: EntityKind, name: str, info: InterfaceInfo, qos: QoS) -> None:
         self.node = node
@@ -46,15 +49,20 @@ class Entity:
         token = EndpointToken(node.token, ctx.next_entity_id(), kind, name, info.dds_name, info.type_hash, qos)
         self.token_key = token.key()
         self.gid = gid(self.token_key)
-        self._token = ctx.session.liveliness().declare_token(self.token_key)
+        self._token: Any = None
         self._sequence = itertools.count(1)
+
+    def announce(self) -> None:
+        """Declare the liveliness token: the entity becomes visible in the graph."""
+        self._token = self.node.context.session.liveliness().declare_token(self.token_key)
 
     def attachment(self, sequence: int | None = None, gid_: bytes | None = None) -> bytes:
         seq = next(self._sequence) if sequence is None else sequence
         return Attachment(seq, time.time_ns(), gid_ or self.gid).encode()
 
     def close(self) -> None:
-        self._token.undeclare()
+        if self._token is not None:
+            self._token.undeclare()
 
 
 class ZenohPublisher(Entity):
@@ -79,6 +87,7 @@ class ZenohPublisher(Entity):
             self._publisher = session.declare_publisher(
                 self.key, congestion_control=congestion, reliability=reliability
             )
+        self.announce()
 
     def publish(self, msg: Any) -> None:
         self.publish_raw(serialize(msg, self.type_name))
@@ -125,6 +134,7 @@ class ZenohSubscription(Entity):
             )
         else:
             self._subscriber = session.declare_subscriber(self.key, self._on_sample)
+        self.announce()
 
     def _on_sample(self, sample: zenoh.Sample) -> None:
         with self._lock:
@@ -174,6 +184,7 @@ class ZenohService(Entity):
         self._pending: collections.deque[zenoh.Query] = collections.deque()
         self._lock = threading.Lock()
         self._queryable = node.context.session.declare_queryable(self.key, self._on_query, complete=True)
+        self.announce()
 
     def _on_query(self, query: zenoh.Query) -> None:
         with self._lock:
@@ -230,6 +241,7 @@ class ZenohClient(Entity):
         super().__init__(node, "SC", name, interface_info(type_name), qos)
         if not self.info.is_service:
             raise MessageError(f"{type_name} is not a service type")
+        self.announce()
 
     def wait_for_service(self, timeout_s: float) -> bool:
         def has_server(tokens: list[Any]) -> bool:
