@@ -184,3 +184,27 @@ def policy(
         full_resolution=full_resolution,
     )
     _report(f"policy_{label}", result, as_json, save)
+
+
+@app.command()
+def train(
+    dataset: Path = typer.Option(
+        ..., "--dataset", help="LeRobot v3.0 dataset (e.g. <out>/lerobot_v3 of so101 dataset build)"
+    ),
+    steps: int = typer.Option(0, "--steps", help="also train this many optimizer steps per source (0 = data only)"),
+    batches: int = typer.Option(50, "--batches", help="batches pulled per source for the data rate"),
+    device: str = typer.Option("auto", "--device"),
+    config: Path | None = typer.Option(None, "--config", help="train YAML (default config/train.yaml)"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: train_<label>.json"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/train_<label>.json"),
+) -> None:
+    """ACT training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader."""
+    from so101_policy.bench_train import run_train_benchmark
+    from so101_policy.config import load_train_config
+
+    result = run_train_benchmark(dataset, steps, device, load_train_config(config), batches)
+    result["command"] = (
+        f"so101 bench train --dataset {dataset} --steps {steps} --batches {batches} --device {device} --label {label}"
+    )
+    _report(f"train_{label}", result, as_json, save)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import threading
 import time
 from collections import deque
@@ -48,6 +47,7 @@ from so101_hardware.errors import ConfigError
 
 from so101_nodes import camera_messages as cm
 from so101_nodes.diagnostics import DIAGNOSTICS_QOS, diagnostic_array, status_message
+from so101_nodes.params import check_bounds
 
 # the parameters that make a camera config, per backend (the rest of a config entry, e.g. k, comes from the file)
 CAMERA_PARAMETERS = {
@@ -125,12 +125,9 @@ class CameraParams:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid parameter."""
-        for name in ("reconnect_period_s", "diagnostics_period_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"camera: parameter {name!r} must be > 0, got {value}")
-        if not (math.isfinite(self.error_after_s) and self.error_after_s >= 0):
-            raise ValueError(f"camera: parameter 'error_after_s' must be >= 0, got {self.error_after_s}")
+        check_bounds(
+            "camera", self, positive=("reconnect_period_s", "diagnostics_period_s"), non_negative=("error_after_s",)
+        )
 
 
 def _field_defaults() -> dict[str, Any]:

@@ -45,7 +45,6 @@ the watchdog is refused).
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -73,7 +72,7 @@ from so101_nodes.diagnostics import (
     status_message,
 )
 from so101_nodes.joint_messages import joint_state_message, joint_vector
-from so101_nodes.params import declare_params
+from so101_nodes.params import check_bounds, declare_params
 from so101_nodes.trajectory import (
     ACTION_NAME,
     FJT,
@@ -110,14 +109,10 @@ class DriverParams:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid parameter."""
-        for name in ("diagnostics_period_s", "reconnect_period_s", "goal_tolerance_rad"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"driver: {name} must be > 0, got {value}")
-        for name in ("goal_time_tolerance_s", "rate_hz"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"driver: {name} must be >= 0, got {value}")
+        check_bounds(
+            "driver", self, positive=("diagnostics_period_s", "reconnect_period_s", "goal_tolerance_rad"),
+            non_negative=("goal_time_tolerance_s", "rate_hz"),
+        )  # fmt: skip
         if self.max_consecutive_failures < 1:
             raise ValueError(f"driver: max_consecutive_failures must be >= 1, got {self.max_consecutive_failures}")
         if self.shutdown and self.shutdown not in SHUTDOWN_BEHAVIORS:

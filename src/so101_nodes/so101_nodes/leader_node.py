@@ -15,7 +15,6 @@ Parameters: ``robot_config`` (robot.yaml; "" = the config directory's), ``port``
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 
 from nodegraph.graph.api import Message, Node
@@ -24,7 +23,7 @@ from so101_hardware.robot import SO101Leader
 from so101_nodes.arm_link import ArmLink, load_arm
 from so101_nodes.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, diagnostic_array, status_message
 from so101_nodes.joint_messages import joint_state_message
-from so101_nodes.params import declare_params
+from so101_nodes.params import check_bounds, declare_params
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,7 @@ class LeaderParams:
     @classmethod
     def declare(cls, node: Node) -> LeaderParams:
         params = declare_params(node, cls)
-        for name in ("rate_hz", "diagnostics_period_s", "reconnect_period_s"):
-            value = getattr(params, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"leader: {name} must be > 0, got {value}")
+        check_bounds("leader", params, positive=("rate_hz", "diagnostics_period_s", "reconnect_period_s"))
         if params.max_consecutive_failures < 1:
             raise ValueError(f"leader: max_consecutive_failures must be >= 1, got {params.max_consecutive_failures}")
         return params

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from nodegraph.graph.api import Node
@@ -24,3 +25,15 @@ def declare_params[T](node: Node, cls: type[T]) -> T:
         else:
             values[field.name] = node.declare_parameter(field.name, default, read_only=True)
     return cls(**values)
+
+
+def check_bounds(
+    node_name: str, params: object, *, positive: tuple[str, ...] = (), non_negative: tuple[str, ...] = ()
+) -> None:
+    """Raise ``ValueError`` naming the first of ``positive`` fields not finite and > 0, or of ``non_negative``
+    fields not finite and >= 0 (e.g. ``sim: parameter 'camera_rate_hz' must be > 0, got 0.0``)."""
+    for names, bound, ok in ((positive, "> 0", lambda v: v > 0), (non_negative, ">= 0", lambda v: v >= 0)):
+        for name in names:
+            value = getattr(params, name)
+            if not (math.isfinite(value) and ok(value)):
+                raise ValueError(f"{node_name}: parameter {name!r} must be {bound}, got {value}")

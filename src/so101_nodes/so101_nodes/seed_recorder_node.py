@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import shutil
 import threading
 import time
@@ -64,6 +63,7 @@ from so101_core.sim.config import load_sim_config, load_task_config
 from so101_core.sim.scene import OBJECT_NAMES, RACK, VIAL
 from so101_core.sim.task import SuccessDetector
 
+from so101_nodes.params import check_bounds
 from so101_nodes.seed_episode import SeedEpisode, StreamHistory
 
 MODES = ("scripted", "teleop")
@@ -146,10 +146,7 @@ class SeedRecorderParams:
                 raise ValueError(f"seed_recorder: parameter {name!r} must be >= 0, got {getattr(self, name)}")
         if self.mode == "scripted" and self.episodes == 0:
             raise ValueError("seed_recorder: parameter 'episodes' must be > 0 in scripted mode")
-        for name in ("episode_timeout_s", "service_timeout_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"seed_recorder: parameter {name!r} must be > 0, got {value}")
+        check_bounds("seed_recorder", self, positive=("episode_timeout_s", "service_timeout_s"))
 
     @property
     def resolved_action_topic(self) -> str:

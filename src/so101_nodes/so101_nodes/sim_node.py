@@ -45,7 +45,6 @@ step), ``cameras`` (list, default ``[ego, side, top]``; ``[]`` = no rendering), 
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import dataclass
@@ -68,6 +67,7 @@ from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
 
 from so101_nodes import camera_messages
 from so101_nodes.joint_messages import joint_vector
+from so101_nodes.params import check_bounds
 from so101_nodes.sim_rendering import SimCameras
 from so101_nodes.trajectory import (
     ACTION_NAME,
@@ -132,14 +132,10 @@ class SimParams:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first invalid parameter."""
-        for name in ("camera_rate_hz", "diagnostics_period_s", "goal_tolerance_rad"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"sim: parameter {name!r} must be > 0, got {value}")
-        for name in ("real_time_factor", "joint_state_rate_hz", "goal_time_tolerance_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"sim: parameter {name!r} must be >= 0, got {value}")
+        check_bounds(
+            "sim", self, positive=("camera_rate_hz", "diagnostics_period_s", "goal_tolerance_rad"),
+            non_negative=("real_time_factor", "joint_state_rate_hz", "goal_time_tolerance_s"),
+        )  # fmt: skip
         for name in ("width", "height"):
             value = getattr(self, name)
             if value != 0 and not 8 <= value <= 4096:

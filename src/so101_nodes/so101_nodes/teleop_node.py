@@ -30,7 +30,7 @@ from so101_core.robot_spec import JOINT_NAMES
 
 from so101_nodes.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, WARN, diagnostic_array, status_message
 from so101_nodes.joint_messages import joint_vector
-from so101_nodes.params import declare_params
+from so101_nodes.params import check_bounds, declare_params
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,7 @@ class TeleopParams:
     @classmethod
     def declare(cls, node: Node) -> TeleopParams:
         params = declare_params(node, cls)
-        for name in ("rate_hz", "stale_timeout_s", "diagnostics_period_s"):
-            value = getattr(params, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"teleop: {name} must be > 0, got {value}")
+        check_bounds("teleop", params, positive=("rate_hz", "stale_timeout_s", "diagnostics_period_s"))
         for name in ("scale", "offset_rad"):
             values = getattr(params, name)
             if len(values) != len(JOINT_NAMES) or not all(math.isfinite(v) for v in values):

@@ -378,7 +378,7 @@ def test_driver_benchmark_reports_loop_and_latency() -> None:
     ("params", "message"),
     [
         (DriverParams(shutdown="drop"), "shutdown must be '' or one of"),
-        (DriverParams(rate_hz=-1.0), "rate_hz must be >= 0"),
+        (DriverParams(rate_hz=-1.0), "parameter 'rate_hz' must be >= 0"),
         (DriverParams(max_consecutive_failures=0), "max_consecutive_failures must be >= 1"),
     ],
 )

@@ -136,7 +136,20 @@ class _EpochSampler:
             epoch += 1
 
 
-def _batches(
+def open_dataset(dataset_dir: Path, chunk_size: int) -> Any:
+    """The v3.0 dataset as LeRobot reads it for ACT: each item carries the next ``chunk_size`` actions."""
+    from lerobot.datasets import LeRobotDataset, LeRobotDatasetMetadata
+
+    fps = LeRobotDatasetMetadata(REPO_ID, root=dataset_dir).fps
+    return LeRobotDataset(
+        REPO_ID,
+        root=dataset_dir,
+        delta_timestamps={ACTION: [i / fps for i in range(chunk_size)]},
+        video_backend="pyav",
+    )
+
+
+def batch_stream(
     dataset: Any, images: list[str], cfg: TrainConfig, start_step: int, device: str
 ) -> tuple[str, Iterator[dict[str, Any]]]:
     """(source name, an endless stream of shuffled batches): from the decoded frames in memory when they fit in
@@ -252,7 +265,7 @@ def train_policy(
     """
     import torch
     from lerobot.common.train_utils import load_training_state, save_training_state
-    from lerobot.datasets import LeRobotDataset, LeRobotDatasetMetadata
+    from lerobot.datasets import LeRobotDatasetMetadata
     from lerobot.policies import make_pre_post_processors
     from lerobot.policies.act.modeling_act import ACTPolicy
 
@@ -291,12 +304,7 @@ def train_policy(
         torch.manual_seed(config.seed + start_step)
 
     fps = meta.fps
-    dataset = LeRobotDataset(
-        REPO_ID,
-        root=dataset_dir,
-        delta_timestamps={ACTION: [i / fps for i in range(config.chunk_size)]},
-        video_backend="pyav",
-    )
+    dataset = open_dataset(dataset_dir, config.chunk_size)
     params = {
         **{f"train.{k}": _norm(v) for k, v in dataclasses.asdict(config).items()},
         "dataset": str(dataset_dir.resolve()),
@@ -308,7 +316,7 @@ def train_policy(
         "parameters": sum(p.numel() for p in policy.parameters()),
     }
     t_load = time.perf_counter()
-    source, batches = _batches(dataset, images, config, start_step, device)
+    source, batches = batch_stream(dataset, images, config, start_step, device)
     params["data_source"] = source
     params["data_load_s"] = round(time.perf_counter() - t_load, 2)
     tracker = _Tracker(out_dir, config, params)
