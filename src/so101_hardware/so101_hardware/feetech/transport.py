@@ -29,8 +29,6 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-import serial
-
 from ..errors import PortError
 
 
@@ -99,7 +97,9 @@ def _make_port_handler(scs: Any, port: str, timeout_ms: float) -> Any:
     return _PortHandler(port)
 
 
-_PORT_FAILURES = (OSError, serial.SerialException, termios.error)
+# pyserial's SerialException is an OSError; not importing pyserial here keeps this module (and the twin's nodes,
+# which share the safety and config modules) importable where only the SDK's ports need it
+_PORT_FAILURES = (OSError, termios.error)
 
 _COMM_CODES = {0: Comm.SUCCESS, -1: Comm.BUSY, -2: Comm.TX_FAIL, -6: Comm.TIMEOUT, -7: Comm.CORRUPT}
 
