@@ -98,7 +98,7 @@ class UnitResult:
 class UnitRenderer:
     """Per process: one :class:`EpisodeRenderer` reused for every episode this process renders."""
 
-    def __init__(self, cfg: DatasetConfig, frames_per_pass: int = 1) -> None:
+    def __init__(self, cfg: DatasetConfig, frames_per_pass: int | None = None) -> None:
         from so101_core.sim.config import load_task_config
 
         from .render import EpisodeRenderer, select_gl
@@ -112,7 +112,8 @@ class UnitRenderer:
             cfg.cameras,
             visual_dr=cfg.render.visual_dr,
             shadows=cfg.render.shadows,
-            frames_per_pass=frames_per_pass,
+            frames_per_pass=frames_per_pass or cfg.render.frames_per_pass,
+            readback=cfg.render.readback,
         )
 
     def render_unit(self, index: int, demo_path: Path, root: Path, demos_dir: Path) -> UnitResult:
@@ -235,7 +236,7 @@ def render_fingerprint(cfg: DatasetConfig) -> dict[str, Any]:
         "cameras": list(cfg.cameras),
         "robot_type": cfg.robot_type,
         "task": cfg.task,
-        "render": asdict(cfg.render),
+        "render": {k: v for k, v in asdict(cfg.render).items() if k != "readback"},
         "video": {k: v for k, v in asdict(cfg.video).items() if k not in ("encoder_threads", "queue_frames")},
     }
 

@@ -9,7 +9,8 @@ is what gets recorded beside the episode.
 Why not ``mujoco.Renderer``: it renders one camera per call, with one ``glReadPixels`` each (a GPU→CPU sync),
 so three cameras cost three round trips. :class:`TiledRenderer` draws every camera of ``frames_per_pass``
 consecutive frames into viewports of one offscreen buffer (a grid: cameras across, frames down) and reads
-it back once. The scene's geometry is built once per frame (``mjv_updateScene``); per camera only the camera
+it back once (``render.readback: pbo``: asynchronously, into pixel-pack buffers, while the next pass is
+drawn and the previous one encoded). The scene's geometry is built once per frame (``mjv_updateScene``); per camera only the camera
 and the head light are updated. Same model, same data, same pixels on the same machine (deterministic).
 
 OpenGL: ``MUJOCO_GL`` (egl: NVIDIA EGL on the GPU machine, Mesa llvmpipe on CPU; or osmesa) is fixed when
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +53,7 @@ class RenderTimes:
 
     scene_s: float = 0.0  # state write + kinematics + mjv_updateScene / updateCamera
     draw_s: float = 0.0  # mjr_render calls (GL command submission)
-    readback_s: float = 0.0  # mjr_readPixels (waits for the GPU) + vertical flip
+    readback_s: float = 0.0  # starting the read (sync: mjr_readPixels, waits for the GPU) + collecting it
     frames: int = 0
 
     def add(self, other: RenderTimes) -> None:
@@ -89,14 +91,23 @@ def resample(t: F64, q: F64, action: F64, objects: dict[str, F64], hz: float, fp
     return Replay(ft, q[idx], action[idx], {k: v[idx] for k, v in objects.items()})
 
 
+READBACKS = ("sync", "pbo")
+
+
 class TiledRenderer:
     """Renders ``cameras`` (twin camera ids) of up to ``frames_per_pass`` frames into one offscreen buffer.
 
     ``frames_per_pass`` may be lowered later (never above the capacity it was built with).
 
-    The buffer is (frames_per_pass·H, ncam·W, 3) uint8; :meth:`render` returns it as a top-down view
-    ``(n, H, ncam·W, 3)``; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is reused
-    by the next call: copy what must outlive it.
+    The buffer is (frames_per_pass·H, ncam·W) px; a pass comes back as a top-down view
+    ``(n, H, ncam·W, 3)`` uint8; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is
+    reused by a later pass: copy what must outlive it.
+
+    ``readback``: ``sync`` = ``mjr_readPixels`` (RGB; the call waits for the GPU and the copy), the pass
+    returned as a flipped view of the read buffer (no extra copy); ``pbo`` = ``glReadPixels`` of RGBA into one
+    of two pixel-pack buffers, which returns at once (the GPU copies while the CPU goes on); :meth:`collect`
+    maps the oldest pass and copies it out (flip and RGBA→RGB in one strided copy). Same pixels either way.
+    Use :meth:`submit` / :meth:`collect` to keep up to :attr:`depth` passes in flight, or :meth:`render`.
     """
 
     def __init__(
@@ -108,18 +119,24 @@ class TiledRenderer:
         *,
         shadows: bool = True,
         frames_per_pass: int = 1,
+        readback: str = "sync",
     ) -> None:
         import mujoco
 
+        if readback not in READBACKS:
+            raise RenderError(f"readback must be one of {READBACKS}, got {readback!r}")
         self._mj = mujoco
         self.model = model
         self.width, self.height = width, height
         self.ncam = len(camera_ids)
         self.frames_per_pass = frames_per_pass  # frames per pass now (≤ capacity)
         self.capacity = frames_per_pass  # rows of the buffer
+        self.readback = readback
         bw, bh = width * self.ncam, height * frames_per_pass
         model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), bw)
         model.vis.global_.offheight = max(int(model.vis.global_.offheight), bh)
+        self._gl: Any = None
+        self._ctx: Any = None
         try:
             self._gl = mujoco.GLContext(bw, bh)
             self._gl.make_current()
@@ -145,16 +162,30 @@ class TiledRenderer:
             [mujoco.MjrRect(k * width, (frames_per_pass - 1 - i) * height, width, height) for k in range(self.ncam)]
             for i in range(frames_per_pass)
         ]
-        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)
-        self._out = np.empty((bh, bw, 3), dtype=np.uint8)
+        self._pending: deque[tuple[int, int]] = deque()  # (slot, count) of passes submitted, oldest first
+        self._pbo: PixelPackBuffers | None = None
+        if readback == "pbo":
+            self.depth = 2
+            self._pbo = PixelPackBuffers(self.depth, bw * bh * 4)
+            self._out = np.empty((bh, bw, 3), dtype=np.uint8)
+        else:
+            self.depth = 1
+            self._buf = np.empty((bh, bw, 3), dtype=np.uint8)
         self.times = RenderTimes()
 
-    def render(self, data: Any, set_state: Any, count: int) -> U8:
-        """Render ``count`` (≤ frames_per_pass) frames; ``set_state(i)`` writes frame i's state into ``data``
-        (kinematics included). Returns (count, H, ncam·W, 3) uint8, top row first."""
+    @property
+    def pending(self) -> int:
+        """Passes submitted and not yet collected."""
+        return len(self._pending)
+
+    def submit(self, data: Any, set_state: Any, count: int) -> None:
+        """Draw ``count`` (≤ frames_per_pass) frames and start their readback; ``set_state(i)`` writes frame
+        i's state into ``data`` (kinematics included). At most :attr:`depth` passes may be pending."""
         mj = self._mj
         if not 1 <= count <= self.capacity:
             raise RenderError(f"count must be 1..{self.capacity}, got {count}")
+        if len(self._pending) >= self.depth:
+            raise RenderError(f"{self.depth} passes already pending: collect one first")
         self._gl.make_current()
         t0 = time.perf_counter()
         draw = 0.0
@@ -172,23 +203,113 @@ class TiledRenderer:
                 mj.mjr_render(self._rects[i][k], self._scene, self._ctx)
                 draw += time.perf_counter() - d0
         t1 = time.perf_counter()
-        h = count * self.height
-        rect = mj.MjrRect(0, (self.capacity - count) * self.height, self.width * self.ncam, h)
-        buf = self._buf[:h]
-        mj.mjr_readPixels(buf, None, rect, self._ctx)
-        out = self._out[:h]
-        np.copyto(out, buf[::-1])
+        slot = 0
+        if self._pbo is not None:
+            slot = self._pbo.free_slot([s for s, _ in self._pending])
+            self._pbo.read(slot, self._ctx, self._pass_rect(count))
+        else:
+            mj.mjr_readPixels(self._buf[: count * self.height], None, self._pass_rect(count), self._ctx)
+        self._pending.append((slot, count))
         t2 = time.perf_counter()
         self.times.add(RenderTimes(t1 - t0 - draw, draw, t2 - t1, count))
-        return out.reshape(count, self.height, self.width * self.ncam, 3)
+
+    def collect(self) -> U8:
+        """The oldest pending pass: (count, H, ncam·W, 3) uint8, top row first (valid until the next collect)."""
+        if not self._pending:
+            raise RenderError("no pass pending")
+        slot, count = self._pending.popleft()
+        h, bw = count * self.height, self.width * self.ncam
+        t0 = time.perf_counter()
+        if self._pbo is not None:
+            self._gl.make_current()
+            out = self._out[:h]
+            self._pbo.copy_out(slot, h, bw, out)
+        else:
+            out = self._buf[:h][::-1]
+        self.times.readback_s += time.perf_counter() - t0
+        return out.reshape(count, self.height, bw, 3)
+
+    def render(self, data: Any, set_state: Any, count: int) -> U8:
+        """:meth:`submit` then :meth:`collect` one pass (nothing else pending)."""
+        self.submit(data, set_state, count)
+        return self.collect()
+
+    def _pass_rect(self, count: int) -> Any:
+        return self._mj.MjrRect(0, (self.capacity - count) * self.height, self.width * self.ncam, count * self.height)
 
     def close(self) -> None:
+        self._pending.clear()
+        if self._gl is not None:
+            self._gl.make_current()
+        if self._pbo is not None:
+            self._pbo.free()
+            self._pbo = None
         if self._ctx is not None:
             self._ctx.free()
             self._ctx = None
         if self._gl is not None:
             self._gl.free()
             self._gl = None
+
+
+class PixelPackBuffers:
+    """``n`` OpenGL pixel-pack buffers of ``size`` bytes each (in the current context) for async RGBA reads."""
+
+    def __init__(self, n: int, size: int) -> None:
+        from OpenGL import GL
+
+        self._gl = GL
+        self.size = size
+        self.ids = [int(b) for b in np.atleast_1d(GL.glGenBuffers(n))]
+        for b in self.ids:
+            GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, b)
+            GL.glBufferData(GL.GL_PIXEL_PACK_BUFFER, size, None, GL.GL_STREAM_READ)
+        GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
+
+    def free_slot(self, busy: Sequence[int]) -> int:
+        return next(i for i in range(len(self.ids)) if i not in busy)
+
+    def read(self, slot: int, ctx: Any, rect: Any) -> None:
+        """Start reading ``rect`` of mujoco's offscreen colour buffer (resolved if multisampled) into ``slot``."""
+        import ctypes
+
+        from OpenGL.raw.GL.VERSION.GL_1_0 import glReadPixels
+
+        gl = self._gl
+        x, y, w, h = rect.left, rect.bottom, rect.width, rect.height
+        gl.glBindFramebuffer(gl.GL_READ_FRAMEBUFFER, ctx.offFBO)
+        if ctx.offSamples:  # resolve the multisampled buffer first (as mjr_readPixels does)
+            gl.glBindFramebuffer(gl.GL_DRAW_FRAMEBUFFER, ctx.offFBO_r)
+            gl.glBlitFramebuffer(x, y, x + w, y + h, x, y, x + w, y + h, gl.GL_COLOR_BUFFER_BIT, gl.GL_NEAREST)
+            gl.glBindFramebuffer(gl.GL_READ_FRAMEBUFFER, ctx.offFBO_r)
+        gl.glReadBuffer(gl.GL_COLOR_ATTACHMENT0)
+        gl.glPixelStorei(gl.GL_PACK_ALIGNMENT, 1)
+        gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, self.ids[slot])
+        glReadPixels(x, y, w, h, gl.GL_RGBA, gl.GL_UNSIGNED_BYTE, ctypes.c_void_p(0))
+        gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, 0)
+        gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, ctx.offFBO)
+
+    def copy_out(self, slot: int, h: int, w: int, out: U8) -> None:
+        """Wait for ``slot``'s read of (h, w) px and copy it into ``out`` (h, w, 3) top row first, RGB."""
+        import ctypes
+
+        gl = self._gl
+        gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, self.ids[slot])
+        n = h * w * 4
+        ptr = gl.glMapBufferRange(gl.GL_PIXEL_PACK_BUFFER, 0, n, gl.GL_MAP_READ_BIT)
+        if not ptr:
+            gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, 0)
+            raise RenderError("glMapBufferRange of the pixel-pack buffer failed")
+        try:
+            src = np.frombuffer((ctypes.c_ubyte * n).from_address(int(ptr)), dtype=np.uint8).reshape(h, w, 4)
+            np.copyto(out, src[::-1, :, :3])
+        finally:
+            gl.glUnmapBuffer(gl.GL_PIXEL_PACK_BUFFER)
+            gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, 0)
+
+    def free(self) -> None:
+        self._gl.glDeleteBuffers(len(self.ids), self.ids)
+        self.ids = []
 
 
 def visual_dr_record(sample: Any, camera_names_by_id: dict[int, str]) -> dict[str, Any]:
@@ -219,6 +340,7 @@ class EpisodeRenderer:
         visual_dr: bool = True,
         shadows: bool = True,
         frames_per_pass: int = 1,
+        readback: str = "sync",
     ) -> None:
         from dataclasses import replace
 
@@ -241,6 +363,7 @@ class EpisodeRenderer:
             [self.twin.index.cameras[c] for c in cameras],
             shadows=shadows,
             frames_per_pass=frames_per_pass,
+            readback=readback,
         )
 
     def prepare(self, seed: int | None) -> dict[str, Any]:
@@ -253,29 +376,45 @@ class EpisodeRenderer:
         return self.twin.camera_intrinsics(camera, self.width, self.height)
 
     def frames(self, replay: Replay) -> Iterator[dict[str, U8]]:
-        """Yield per frame ``{camera: (H, W, 3) uint8}`` (views, valid until the next item)."""
+        """Yield per frame ``{camera: (H, W, 3) uint8}`` (views, valid until the next item).
+
+        Up to ``renderer.depth`` passes are in flight: pass k+1 is drawn and its readback started before
+        pass k's frames are handed out, so the GPU works while the caller encodes."""
         import mujoco
 
         tw = self.twin
         m, d = tw.model, tw.data
         jadr = tw.index.qpos_adr
         objs = [(tw.index.object_qpos_adr[n], p) for n, p in replay.objects.items() if n in tw.index.object_qpos_adr]
-        n, fpp, w = replay.frames, self.renderer.frames_per_pass, self.width
-        for start in range(0, n, fpp):
-            count = min(fpp, n - start)
+        r = self.renderer
+        n, fpp, w = replay.frames, r.frames_per_pass, self.width
+        cams = list(enumerate(self.cameras))
 
-            def set_state(i: int, start: int = start) -> None:
-                j = start + i
-                d.qpos[jadr] = replay.q[j]
-                for adr, poses in objs:
-                    d.qpos[adr : adr + 7] = poses[j]
-                mujoco.mj_kinematics(m, d)
-                mujoco.mj_comPos(m, d)
-                mujoco.mj_camlight(m, d)
+        def emit() -> Iterator[dict[str, U8]]:
+            block = r.collect()
+            for i in range(block.shape[0]):
+                yield {c: block[i, :, k * w : (k + 1) * w] for k, c in cams}
 
-            block = self.renderer.render(d, set_state, count)
-            for i in range(count):
-                yield {c: block[i, :, k * w : (k + 1) * w] for k, c in enumerate(self.cameras)}
+        try:
+            for start in range(0, n, fpp):
+
+                def set_state(i: int, start: int = start) -> None:
+                    j = start + i
+                    d.qpos[jadr] = replay.q[j]
+                    for adr, poses in objs:
+                        d.qpos[adr : adr + 7] = poses[j]
+                    mujoco.mj_kinematics(m, d)
+                    mujoco.mj_comPos(m, d)
+                    mujoco.mj_camlight(m, d)
+
+                if r.pending >= r.depth:
+                    yield from emit()
+                r.submit(d, set_state, min(fpp, n - start))
+            while r.pending:
+                yield from emit()
+        finally:  # a consumer that stops early leaves nothing pending for the next episode
+            while r.pending:
+                r.collect()
 
     def close(self) -> None:
         self.renderer.close()
