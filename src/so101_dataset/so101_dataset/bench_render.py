@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .config import DatasetConfig, load_dataset_config
+from .render import READBACKS
 
 
 def _replay(twin: Any, episode: int, frames: int, fps: int) -> Any:
@@ -93,6 +94,7 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
     import mujoco as _mj
 
     er.renderer.frames_per_pass = ph.get("frames_per_pass", 1)
+    er.renderer.set_readback(ph.get("readback", cfg.render.readback))
     er.renderer._scene.flags[_mj.mjtRndFlag.mjRND_SHADOW] = ph.get("shadows", cfg.render.shadows)
     before = replace(er.renderer.times)
     ep_counter = rank * 100000 + abs(hash(ph["name"])) % 10000 * 10
@@ -148,11 +150,12 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
     return out
 
 
-DEFAULT_PHASES = "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast"
+DEFAULT_PHASES = "stock:1,tiled:1:4:sync,tiled:1:4:pbo,dataset:1:4:ultrafast:sync,dataset:1:4:ultrafast:pbo"
 
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
-    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``."""
+    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``,
+    a readback (``sync`` | ``pbo``; default ``render.readback``)."""
     phases = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
@@ -162,6 +165,8 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
         b = int(rest[1]) if len(rest) > 1 else 1
         extras = rest[2:]
         ph: dict[str, Any] = {"mode": mode, "processes": p, "frames_per_pass": b if mode != "stock" else 1}
+        if mode != "stock":
+            ph["readback"] = base.render.readback
         name = f"{mode}_p{p}" + (f"_b{b}" if mode != "stock" else "")
         preset = base.video.preset
         for e in extras:
@@ -170,8 +175,12 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
                 name += "_noshadow"
             elif e.startswith("s="):
                 ph["seconds"] = float(e[2:])
+            elif e in READBACKS:
+                ph["readback"] = e
             else:
                 preset = e
+        if mode != "stock":
+            name += f"_{ph['readback']}"
         if mode == "dataset":
             vc = replace(base.video, preset=preset, encoder_threads=encoder_threads)
             ph["cfg"] = replace(base, video=vc)
@@ -236,6 +245,7 @@ def run_render_benchmark(
                 "mode": ph["mode"],
                 "processes": ph["processes"],
                 "frames_per_pass": ph.get("frames_per_pass", 1),
+                "readback": ph.get("readback"),
                 "three_cam_frames": n,
                 "wall_s": round(wall, 3),
                 "three_cam_fps": round(fps, 1),
@@ -313,6 +323,18 @@ def gpu_name() -> str | None:
         return None
 
 
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _machine() -> dict[str, Any]:
+    import platform
+
+    return {"host": platform.node(), "cores": os.cpu_count(), "python": platform.python_version()}
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m so101_dataset.bench_render`` (the GPU machine runs it without the CLI's other deps)."""
     import argparse
@@ -321,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--width", type=int, default=640)
     ap.add_argument("--height", type=int, default=480)
-    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|s=SEC]],...")
+    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|sync|pbo|s=SEC]],...")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--encoder-threads", type=int, default=2)
@@ -336,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         width=a.width, height=a.height, phases_spec=a.phases, seconds=a.seconds, frames=a.frames, cfg=cfg,
         encoder_threads=a.encoder_threads, partial_out=Path(a.out) if a.out else None,
     )  # fmt: skip
-    rec["machine"] = {"gpu": gpu_name()}
+    rec = {"benchmark": f"render_{a.label}", "date": _now(), **rec, "machine": {**_machine(), "gpu": gpu_name()}}
     text = json.dumps(rec, indent=2)
     print(text)
     if a.out:

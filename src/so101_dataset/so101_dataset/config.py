@@ -16,7 +16,7 @@ VCODECS = ("h264", "hevc", "libsvtav1", "libaom-av1")
 
 @dataclass(frozen=True)
 class VideoConfig:
-    """Encoder settings (lerobot ``RGBEncoderConfig`` fields); ``encoder_threads`` 0 = codec default."""
+    """Encoder settings (lerobot ``RGBEncoderConfig`` fields); ``encoder_threads`` 0 = cores // (workers × cameras)."""
 
     vcodec: str = "h264"
     pix_fmt: str = "yuv420p"

@@ -266,6 +266,19 @@ def complete_units(root: Path) -> dict[int, Path]:
     return out
 
 
+def share_encoder_threads(cfg: DatasetConfig, workers: int, cores: int | None = None) -> DatasetConfig:
+    """``video.encoder_threads`` 0 (codec default) → the cores shared by every encoder of every worker.
+
+    libx264's default is 1.5 threads per core *per encoder*: with W workers × C cameras encoding at once
+    that is W·C·1.5·cores threads fighting for the cores (and for the render processes' time)."""
+    if cfg.video.encoder_threads:
+        return cfg
+    from dataclasses import replace
+
+    share = max(1, (cores or os.cpu_count() or 1) // (workers * max(1, len(cfg.cameras))))
+    return replace(cfg, video=replace(cfg.video, encoder_threads=share))
+
+
 def render_episodes(
     demos_dir: Path,
     out_dir: Path,
@@ -292,6 +305,7 @@ def render_episodes(
     if progress:
         progress("render", finished, total)
     n = max(1, min(workers or cfg.workers, len(todo) or 1))
+    cfg = share_encoder_threads(cfg, n)
 
     ok_this_run = 0
 

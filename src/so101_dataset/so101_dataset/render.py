@@ -10,8 +10,9 @@ Why not ``mujoco.Renderer``: it renders one camera per call, with one ``glReadPi
 so three cameras cost three round trips. :class:`TiledRenderer` draws every camera of ``frames_per_pass``
 consecutive frames into viewports of one offscreen buffer (a grid: cameras across, frames down) and reads
 it back once (``render.readback: pbo``: asynchronously, into pixel-pack buffers, while the next pass is
-drawn and the previous one encoded). The scene's geometry is built once per frame (``mjv_updateScene``); per camera only the camera
-and the head light are updated. Same model, same data, same pixels on the same machine (deterministic).
+drawn and the previous one encoded). The scene's geometry is built once per frame (``mjv_updateScene``);
+per camera only the camera and the head light are updated. Same model, same data, same pixels on the same
+machine (deterministic).
 
 OpenGL: ``MUJOCO_GL`` (egl: NVIDIA EGL on the GPU machine, Mesa llvmpipe on CPU; or osmesa) is fixed when
 ``mujoco`` is first imported, so worker processes set it before importing (see :func:`select_gl`).
@@ -123,15 +124,12 @@ class TiledRenderer:
     ) -> None:
         import mujoco
 
-        if readback not in READBACKS:
-            raise RenderError(f"readback must be one of {READBACKS}, got {readback!r}")
         self._mj = mujoco
         self.model = model
         self.width, self.height = width, height
         self.ncam = len(camera_ids)
         self.frames_per_pass = frames_per_pass  # frames per pass now (≤ capacity)
         self.capacity = frames_per_pass  # rows of the buffer
-        self.readback = readback
         bw, bh = width * self.ncam, height * frames_per_pass
         model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), bw)
         model.vis.global_.offheight = max(int(model.vis.global_.offheight), bh)
@@ -164,14 +162,23 @@ class TiledRenderer:
         ]
         self._pending: deque[tuple[int, int]] = deque()  # (slot, count) of passes submitted, oldest first
         self._pbo: PixelPackBuffers | None = None
-        if readback == "pbo":
-            self.depth = 2
-            self._pbo = PixelPackBuffers(self.depth, bw * bh * 4)
-            self._out = np.empty((bh, bw, 3), dtype=np.uint8)
-        else:
-            self.depth = 1
-            self._buf = np.empty((bh, bw, 3), dtype=np.uint8)
+        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)  # sync: mjr_readPixels target; pbo: copied-out pass
+        self.readback = ""
+        self.depth = 1
+        self.set_readback(readback)
         self.times = RenderTimes()
+
+    def set_readback(self, readback: str) -> None:
+        """Switch between ``sync`` and ``pbo`` (nothing may be pending); the pixels stay the same."""
+        if readback not in READBACKS:
+            raise RenderError(f"readback must be one of {READBACKS}, got {readback!r}")
+        if self._pending:
+            raise RenderError("cannot switch the readback with passes pending")
+        if readback == "pbo" and self._pbo is None:
+            self._gl.make_current()
+            self._pbo = PixelPackBuffers(2, self._buf.size // 3 * 4)
+        self.readback = readback
+        self.depth = 2 if readback == "pbo" else 1
 
     @property
     def pending(self) -> int:
@@ -204,7 +211,7 @@ class TiledRenderer:
                 draw += time.perf_counter() - d0
         t1 = time.perf_counter()
         slot = 0
-        if self._pbo is not None:
+        if self.readback == "pbo" and self._pbo is not None:
             slot = self._pbo.free_slot([s for s, _ in self._pending])
             self._pbo.read(slot, self._ctx, self._pass_rect(count))
         else:
@@ -220,9 +227,9 @@ class TiledRenderer:
         slot, count = self._pending.popleft()
         h, bw = count * self.height, self.width * self.ncam
         t0 = time.perf_counter()
-        if self._pbo is not None:
+        if self.readback == "pbo" and self._pbo is not None:
             self._gl.make_current()
-            out = self._out[:h]
+            out = self._buf[:h]
             self._pbo.copy_out(slot, h, bw, out)
         else:
             out = self._buf[:h][::-1]

@@ -92,3 +92,22 @@ def test_tiled_viewports_match_each_camera_rendered_alone() -> None:
             assert np.abs(a[cam].astype(int) - b[cam].astype(int)).mean() < 0.5, cam
     for other in ("side", "top"):  # each viewport holds its own camera
         assert np.any(tiled[0]["ego"] != tiled[0][other], axis=-1).mean() > 0.2
+
+
+def test_encoder_threads_share_the_cores_among_workers_and_cameras() -> None:
+    from dataclasses import replace
+
+    from so101_dataset.config import load_dataset_config
+    from so101_dataset.episodes import render_fingerprint, share_encoder_threads
+
+    cfg = load_dataset_config()
+    assert cfg.video.encoder_threads == 0 and len(cfg.cameras) == 3
+    assert share_encoder_threads(cfg, 16, cores=16).video.encoder_threads == 1  # not 16 × 3 × 24 threads
+    assert share_encoder_threads(cfg, 1, cores=16).video.encoder_threads == 5
+    assert share_encoder_threads(cfg, 4, cores=2).video.encoder_threads == 1
+    fixed = replace(cfg, video=replace(cfg.video, encoder_threads=3))
+    assert share_encoder_threads(fixed, 16, cores=16).video.encoder_threads == 3  # an explicit value stays
+    # the readback does not change pixels, so an output directory may be resumed with the other one
+    other = replace(cfg, render=replace(cfg.render, readback="sync"))
+    assert render_fingerprint(other) == render_fingerprint(cfg)
+    assert render_fingerprint(replace(cfg, render=replace(cfg.render, frames_per_pass=1))) != render_fingerprint(cfg)
