@@ -115,7 +115,7 @@ def ik(
 @app.command()
 def render(
     phases: str = typer.Option(
-        "", "--phases", help="mode:P[:B[:preset|noshadow|sync|pbo|s=SEC]],... ('' = the benchmark's default)"
+        "", "--phases", help="mode:P[:B[:preset|noshadow|sync|pbo|pbo_bgra|s=SEC]],... ('' = the benchmark's default)"
     ),
     seconds: float = typer.Option(10.0, "--seconds", help="time per phase, s"),
     frames: int = typer.Option(60, "--frames", help="frames per episode"),

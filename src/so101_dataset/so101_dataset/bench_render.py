@@ -155,7 +155,7 @@ DEFAULT_PHASES = "stock:1,tiled:1:4:sync,tiled:1:4:pbo,dataset:1:4:ultrafast:syn
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
     """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``,
-    a readback (``sync`` | ``pbo``; default ``render.readback``)."""
+    a readback (``sync`` | ``pbo`` | ``pbo_bgra``; default ``render.readback``)."""
     phases = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--width", type=int, default=640)
     ap.add_argument("--height", type=int, default=480)
-    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|sync|pbo|s=SEC]],...")
+    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|sync|pbo|pbo_bgra|s=SEC]],...")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--encoder-threads", type=int, default=2)

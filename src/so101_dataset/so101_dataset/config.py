@@ -33,7 +33,7 @@ class RenderConfig:
     visual_dr: bool = True
     shadows: bool = True
     random_seed: int = 0
-    readback: str = "pbo"  # sync (mjr_readPixels) | pbo (async pixel-pack buffers); same pixels
+    readback: str = "pbo"  # sync (mjr_readPixels) | pbo | pbo_bgra (async pixel-pack buffers); same pixels
     frames_per_pass: int = 4  # frames drawn into one buffer and read back together
 
 
@@ -115,7 +115,7 @@ def load_dataset_config(path: Path | None = None) -> DatasetConfig:
             visual_dr=_bool(r, "visual_dr", d.render.visual_dr),
             shadows=_bool(r, "shadows", d.render.shadows),
             random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
-            readback=r.text("readback", d.render.readback, choices=("sync", "pbo")),
+            readback=r.text("readback", d.render.readback, choices=("sync", "pbo", "pbo_bgra")),
             frames_per_pass=r.integer("frames_per_pass", d.render.frames_per_pass, lo=1, hi=64),
         ),
         video=VideoConfig(

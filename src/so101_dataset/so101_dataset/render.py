@@ -9,10 +9,10 @@ is what gets recorded beside the episode.
 Why not ``mujoco.Renderer``: it renders one camera per call, with one ``glReadPixels`` each (a GPU→CPU sync),
 so three cameras cost three round trips. :class:`TiledRenderer` draws every camera of ``frames_per_pass``
 consecutive frames into viewports of one offscreen buffer (a grid: cameras across, frames down) and reads
-it back once (``render.readback: pbo``: asynchronously, into pixel-pack buffers, while the next pass is
-drawn and the previous one encoded). The scene's geometry is built once per frame (``mjv_updateScene``);
-per camera only the camera and the head light are updated. Same model, same data, same pixels on the same
-machine (deterministic).
+it back once (``render.readback: pbo``: asynchronously, into pixel-pack buffers, see :mod:`.readback`,
+while the next pass is drawn and the previous one encoded). The scene's geometry is built once per frame
+(``mjv_updateScene``); per camera only the camera and the head light are updated. Same model, same data,
+same pixels on the same machine (deterministic).
 
 OpenGL: ``MUJOCO_GL`` (egl: NVIDIA EGL on the GPU machine, Mesa llvmpipe on CPU; or osmesa) is fixed when
 ``mujoco`` is first imported, so worker processes set it before importing (see :func:`select_gl`).
@@ -33,6 +33,7 @@ import numpy.typing as npt
 from so101_core.arrays import F64
 
 from .errors import RenderError
+from .readback import PixelPackBuffers
 
 U8 = npt.NDArray[np.uint8]
 
@@ -92,7 +93,7 @@ def resample(t: F64, q: F64, action: F64, objects: dict[str, F64], hz: float, fp
     return Replay(ft, q[idx], action[idx], {k: v[idx] for k, v in objects.items()})
 
 
-READBACKS = ("sync", "pbo")
+READBACKS = ("sync", "pbo", "pbo_bgra")
 
 
 class TiledRenderer:
@@ -104,10 +105,10 @@ class TiledRenderer:
     ``(n, H, ncam·W, 3)`` uint8; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is
     reused by a later pass: copy what must outlive it.
 
-    ``readback``: ``sync`` = ``mjr_readPixels`` (RGB; the call waits for the GPU and the copy), the pass
-    returned as a flipped view of the read buffer (no extra copy); ``pbo`` = ``glReadPixels`` of RGBA into one
-    of two pixel-pack buffers, which returns at once (the GPU copies while the CPU goes on); :meth:`collect`
-    maps the oldest pass and copies it out (flip and RGBA→RGB in one strided copy). Same pixels either way.
+    ``readback``: ``sync`` = ``mjr_readPixels`` (RGB; the call waits for the GPU and the copy); ``pbo`` /
+    ``pbo_bgra`` = an asynchronous read into one of two pixel-pack buffers (:mod:`.readback`, RGB or BGRA),
+    :meth:`collect` maps the oldest pass. A pass is always a flipped *view* (lerobot copies each frame
+    anyway): no CPU copy for ``sync`` and ``pbo``, one BGRA→RGB pass for ``pbo_bgra``. Same pixels.
     Use :meth:`submit` / :meth:`collect` to keep up to :attr:`depth` passes in flight, or :meth:`render`.
     """
 
@@ -162,23 +163,26 @@ class TiledRenderer:
         ]
         self._pending: deque[tuple[int, int]] = deque()  # (slot, count) of passes submitted, oldest first
         self._pbo: PixelPackBuffers | None = None
-        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)  # sync: mjr_readPixels target; pbo: copied-out pass
+        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)  # sync: mjr_readPixels target; pbo_bgra: converted
         self.readback = ""
         self.depth = 1
         self.set_readback(readback)
         self.times = RenderTimes()
 
     def set_readback(self, readback: str) -> None:
-        """Switch between ``sync`` and ``pbo`` (nothing may be pending); the pixels stay the same."""
+        """Switch the readback (one of :data:`READBACKS`; nothing may be pending); the pixels stay the same."""
         if readback not in READBACKS:
             raise RenderError(f"readback must be one of {READBACKS}, got {readback!r}")
         if self._pending:
             raise RenderError("cannot switch the readback with passes pending")
-        if readback == "pbo" and self._pbo is None:
+        fmt = "bgra" if readback == "pbo_bgra" else "rgb"
+        if readback != "sync" and (self._pbo is None or self._pbo.fmt != fmt):
             self._gl.make_current()
-            self._pbo = PixelPackBuffers(2, self._buf.size // 3 * 4)
+            if self._pbo is not None:
+                self._pbo.free()
+            self._pbo = PixelPackBuffers(2, self._buf.size // 3, fmt)
         self.readback = readback
-        self.depth = 2 if readback == "pbo" else 1
+        self.depth = 1 if readback == "sync" else 2
 
     @property
     def pending(self) -> int:
@@ -211,26 +215,28 @@ class TiledRenderer:
                 draw += time.perf_counter() - d0
         t1 = time.perf_counter()
         slot = 0
-        if self.readback == "pbo" and self._pbo is not None:
+        if self.readback != "sync" and self._pbo is not None:
             slot = self._pbo.free_slot([s for s, _ in self._pending])
             self._pbo.read(slot, self._ctx, self._pass_rect(count))
         else:
+            if self._pbo is not None:
+                self._pbo.release()
             mj.mjr_readPixels(self._buf[: count * self.height], None, self._pass_rect(count), self._ctx)
         self._pending.append((slot, count))
         t2 = time.perf_counter()
         self.times.add(RenderTimes(t1 - t0 - draw, draw, t2 - t1, count))
 
     def collect(self) -> U8:
-        """The oldest pending pass: (count, H, ncam·W, 3) uint8, top row first (valid until the next collect)."""
+        """The oldest pending pass: (count, H, ncam·W, 3) uint8 view, top row first (valid until the next
+        submit or collect)."""
         if not self._pending:
             raise RenderError("no pass pending")
         slot, count = self._pending.popleft()
         h, bw = count * self.height, self.width * self.ncam
         t0 = time.perf_counter()
-        if self.readback == "pbo" and self._pbo is not None:
+        if self.readback != "sync" and self._pbo is not None:
             self._gl.make_current()
-            out = self._buf[:h]
-            self._pbo.copy_out(slot, h, bw, out)
+            out = self._pbo.fetch(slot, h, bw, self._buf)[::-1]
         else:
             out = self._buf[:h][::-1]
         self.times.readback_s += time.perf_counter() - t0
@@ -257,66 +263,6 @@ class TiledRenderer:
         if self._gl is not None:
             self._gl.free()
             self._gl = None
-
-
-class PixelPackBuffers:
-    """``n`` OpenGL pixel-pack buffers of ``size`` bytes each (in the current context) for async RGBA reads."""
-
-    def __init__(self, n: int, size: int) -> None:
-        from OpenGL import GL
-
-        self._gl = GL
-        self.size = size
-        self.ids = [int(b) for b in np.atleast_1d(GL.glGenBuffers(n))]
-        for b in self.ids:
-            GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, b)
-            GL.glBufferData(GL.GL_PIXEL_PACK_BUFFER, size, None, GL.GL_STREAM_READ)
-        GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
-
-    def free_slot(self, busy: Sequence[int]) -> int:
-        return next(i for i in range(len(self.ids)) if i not in busy)
-
-    def read(self, slot: int, ctx: Any, rect: Any) -> None:
-        """Start reading ``rect`` of mujoco's offscreen colour buffer (resolved if multisampled) into ``slot``."""
-        import ctypes
-
-        from OpenGL.raw.GL.VERSION.GL_1_0 import glReadPixels
-
-        gl = self._gl
-        x, y, w, h = rect.left, rect.bottom, rect.width, rect.height
-        gl.glBindFramebuffer(gl.GL_READ_FRAMEBUFFER, ctx.offFBO)
-        if ctx.offSamples:  # resolve the multisampled buffer first (as mjr_readPixels does)
-            gl.glBindFramebuffer(gl.GL_DRAW_FRAMEBUFFER, ctx.offFBO_r)
-            gl.glBlitFramebuffer(x, y, x + w, y + h, x, y, x + w, y + h, gl.GL_COLOR_BUFFER_BIT, gl.GL_NEAREST)
-            gl.glBindFramebuffer(gl.GL_READ_FRAMEBUFFER, ctx.offFBO_r)
-        gl.glReadBuffer(gl.GL_COLOR_ATTACHMENT0)
-        gl.glPixelStorei(gl.GL_PACK_ALIGNMENT, 1)
-        gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, self.ids[slot])
-        glReadPixels(x, y, w, h, gl.GL_RGBA, gl.GL_UNSIGNED_BYTE, ctypes.c_void_p(0))
-        gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, 0)
-        gl.glBindFramebuffer(gl.GL_FRAMEBUFFER, ctx.offFBO)
-
-    def copy_out(self, slot: int, h: int, w: int, out: U8) -> None:
-        """Wait for ``slot``'s read of (h, w) px and copy it into ``out`` (h, w, 3) top row first, RGB."""
-        import ctypes
-
-        gl = self._gl
-        gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, self.ids[slot])
-        n = h * w * 4
-        ptr = gl.glMapBufferRange(gl.GL_PIXEL_PACK_BUFFER, 0, n, gl.GL_MAP_READ_BIT)
-        if not ptr:
-            gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, 0)
-            raise RenderError("glMapBufferRange of the pixel-pack buffer failed")
-        try:
-            src = np.frombuffer((ctypes.c_ubyte * n).from_address(int(ptr)), dtype=np.uint8).reshape(h, w, 4)
-            np.copyto(out, src[::-1, :, :3])
-        finally:
-            gl.glUnmapBuffer(gl.GL_PIXEL_PACK_BUFFER)
-            gl.glBindBuffer(gl.GL_PIXEL_PACK_BUFFER, 0)
-
-    def free(self) -> None:
-        self._gl.glDeleteBuffers(len(self.ids), self.ids)
-        self.ids = []
 
 
 def visual_dr_record(sample: Any, camera_names_by_id: dict[int, str]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
 def test_resample_takes_the_latest_sample_at_or_before_each_frame() -> None:
@@ -66,15 +67,43 @@ def _sweep(readback: str, cameras: tuple[str, ...], frames_per_pass: int, n: int
 CAMS = ("ego", "side", "top")
 
 
-def test_pbo_readback_is_bit_identical_to_sync_readback() -> None:
+@pytest.mark.parametrize("readback", ["pbo", "pbo_bgra"])
+def test_pbo_readback_is_bit_identical_to_sync_readback(readback: str) -> None:
     sync = _sweep("sync", CAMS, 2)
-    pbo = _sweep("pbo", CAMS, 2)  # 5 frames in passes of 2, 2, 1: two passes in flight, a short last one
+    pbo = _sweep(readback, CAMS, 2)  # 5 frames in passes of 2, 2, 1: two passes in flight, a short last one
     assert len(sync) == len(pbo) == 5
     for a, b in zip(sync, pbo, strict=True):
         for cam in CAMS:
             assert a[cam].shape == (48, 64, 3) and a[cam].dtype == np.uint8
             np.testing.assert_array_equal(a[cam], b[cam])
     assert not np.array_equal(sync[0]["ego"], sync[4]["ego"])  # the frames do change
+
+
+def test_switching_readback_mid_run_keeps_the_pixels_and_rejects_bad_use() -> None:
+    from so101_dataset.errors import RenderError
+    from so101_dataset.render import EpisodeRenderer, Replay
+
+    r = EpisodeRenderer(32, 24, CAMS, frames_per_pass=2, readback="pbo")
+    try:
+        r.prepare(5)
+        tw = r.twin
+        q = np.tile(tw.joint_positions(), (3, 1))
+        q[:, 1] += np.linspace(0.0, 0.3, 3)
+        rep = Replay(np.arange(3) / 30.0, q, q, {})
+        runs = []
+        for mode in ("pbo", "sync", "pbo_bgra", "pbo"):
+            r.renderer.set_readback(mode)
+            runs.append([f["side"].copy() for f in r.frames(rep)])
+        for other in runs[1:]:
+            assert all(np.array_equal(a, b) for a, b in zip(runs[0], other, strict=True))
+        with pytest.raises(RenderError, match="readback must be"):
+            r.renderer.set_readback("fast")
+        with pytest.raises(RenderError, match="no pass pending"):
+            r.renderer.collect()
+        with pytest.raises(RenderError, match="count must be"):
+            r.renderer.submit(tw.data, lambda i: None, 3)
+    finally:
+        r.close()
 
 
 def test_tiled_viewports_match_each_camera_rendered_alone() -> None:
