@@ -180,7 +180,13 @@ class TiledRenderer:
             self._gl.make_current()
             if self._pbo is not None:
                 self._pbo.free()
-            self._pbo = PixelPackBuffers(2, self._buf.size // 3, fmt)
+                self._pbo = None
+            try:
+                self._pbo = PixelPackBuffers(2, self._buf.size // 3, fmt)
+            except RenderError:
+                raise
+            except Exception as exc:  # PyOpenGL missing or no GL entry points: name the way out
+                raise RenderError(f"readback {readback}: no pixel-pack buffers ({exc!r}); use readback sync") from exc
         self.readback = readback
         self.depth = 1 if readback == "sync" else 2
 
