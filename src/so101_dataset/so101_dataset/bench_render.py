@@ -251,6 +251,7 @@ def run_render_benchmark(
                 "three_cam_fps": round(fps, 1),
                 "worker_time_s": shares,
                 "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
+                "readback_ms_per_frame": round(1e3 * shares["readback_s"] / n, 3) if n else None,
             }
             if ph["mode"] == "dataset":
                 shards = [Path(s) for r in rows for s in r["shards"]]
@@ -289,13 +290,19 @@ def run_render_benchmark(
             if pr.is_alive():
                 pr.kill()
         shutil.rmtree(work, ignore_errors=True)
-    stock = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "stock"]
-    tiled = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "tiled"]
+    stock = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "stock" and "three_cam_fps" in v]
+    tiled = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "tiled" and "three_cam_fps" in v]
+    best_tiled = max(
+        (k for k, v in record["phases"].items() if v["mode"] == "tiled" and "three_cam_fps" in v),
+        key=lambda k: record["phases"][k]["three_cam_fps"],
+        default=None,
+    )
     record.update(
         three_cam_fps_to_dataset=round(best, 1),
         best_phase=best_name,
         stock_ceiling_fps=max(stock) if stock else None,
         tiled_render_fps=max(tiled) if tiled else None,
+        best_tiled_phase=best_tiled,
         ratio_tiled_to_stock=round(max(tiled) / max(stock), 2) if stock and tiled and max(stock) > 0 else None,
         ratio_dataset_to_stock=round(best / max(stock), 2) if stock and max(stock) > 0 else None,
         cold_start_s={"mean": round(float(np.mean(cold)), 2), "max": round(float(np.max(cold)), 2)} if cold else None,
