@@ -20,6 +20,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,6 +73,19 @@ def _fallback_render(demos_dir: Path, out: Path, width: int, height: int, max_de
     return root
 
 
+def _copy_results(a: argparse.Namespace) -> None:
+    """Copy the small result files (summary, bench JSON, eval results, report, first plot and video) to --results."""
+    if a.results is None:
+        return
+    a.results.mkdir(parents=True, exist_ok=True)
+    files = [a.out / "summary.json", a.out / f"policy_{a.label}.json", a.out / "eval" / "results.json",
+             a.out / "eval" / "report.html", a.out / "eval" / "episodes.jsonl", a.out / "eval" / "tracking_000.png",
+             a.out / "eval" / "episode_000.mp4", a.out / "train" / "metrics.jsonl"]  # fmt: skip
+    for f in files:
+        if f.is_file() and f.stat().st_size < 15 * 2**20:
+            shutil.copy(f, a.results / f.name)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", type=Path, required=True)
@@ -94,6 +108,9 @@ def main() -> int:
     p.add_argument("--bench-width", type=int, default=640)
     p.add_argument("--bench-height", type=int, default=480)
     p.add_argument("--label", default="h200")
+    p.add_argument("--amp", action="store_true", help="train under bf16 autocast")
+    p.add_argument("--until", choices=("render", "all"), default="all",
+                   help="render: stop once the dataset is built (a later call with the same --out trains on it)")
     a = p.parse_args()
     t_start = time.monotonic()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +123,24 @@ def main() -> int:
         summary["times_s"] = times
         (a.out / "summary.json").write_text(json.dumps(summary, indent=2))
 
+    built_marker = a.out / "dataset_built.json"
+    if built_marker.is_file():  # an earlier call built the dataset: train and evaluate on it
+        prior = json.loads(built_marker.read_text())
+        summary.update({**prior["summary"], "args": summary["args"], "build_args": prior["summary"]["args"]})
+        times.update(prior["times_s"])
+        v3_dir, kept = Path(prior["v3_dir"]), int(prior["kept"])
+    else:
+        v3_dir, kept = _build(a, summary, stage)
+        built_marker.write_text(json.dumps({"summary": summary, "times_s": times, "v3_dir": str(v3_dir),
+                                            "kept": kept}))  # fmt: skip
+    if a.until == "render":
+        print(json.dumps(summary, indent=2))
+        return 0
+    return _train_eval(a, summary, stage, times, t_start, v3_dir, kept)
+
+
+def _build(a: argparse.Namespace, summary: dict, stage: Any) -> tuple[Path, int]:
+    """Stages 1–3: scripted seeds, SkillGen, the v3.0 dataset. Returns (dataset dir, kept demos)."""
     # 1. scripted seeds
     t0 = time.monotonic()
     from so101_core.seeds.format import save_seed
@@ -151,6 +186,13 @@ def main() -> int:
         v3_dir = _fallback_render(a.out / "skillgen", a.out, a.width, a.height, max_demos=30)
         summary["dataset"] = {"fallback_renderer": True, "error": f"{type(exc).__name__}: {exc}"}
     stage("render", t0)
+    return v3_dir, kept
+
+
+def _train_eval(
+    a: argparse.Namespace, summary: dict, stage: Any, times: dict, t_start: float, v3_dir: Path, kept: int
+) -> int:
+    """Stages 4–6: ACT training, evaluation in the twin, the benchmark figures."""
 
     # 4. ACT training
     t0 = time.monotonic()
@@ -165,6 +207,7 @@ def main() -> int:
         lr=a.lr,
         lr_backbone=a.lr,
         time_limit_s=a.train_s,
+        use_amp=a.amp,
         save_freq=10**9,
         log_freq=100,
     )
@@ -205,6 +248,7 @@ def main() -> int:
         "workshop_rate": ev.workshop_rate,
     }
     stage("eval", t0)
+    _copy_results(a)  # the evaluation comes back even if the benchmark runs out of time
 
     # 6. benchmark figures
     t0 = time.monotonic()
@@ -231,14 +275,7 @@ def main() -> int:
     stage("bench", t0)
     summary["wall_s"] = round(time.monotonic() - t_start, 1)
     (a.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    if a.results is not None:
-        a.results.mkdir(parents=True, exist_ok=True)
-        files = [a.out / "summary.json", a.out / f"policy_{a.label}.json", a.out / "eval" / "results.json",
-                 a.out / "eval" / "report.html", a.out / "eval" / "episodes.jsonl", a.out / "eval" / "tracking_000.png",
-                 a.out / "eval" / "episode_000.mp4"]  # fmt: skip
-        for f in files:
-            if f.is_file() and f.stat().st_size < 15 * 2**20:
-                shutil.copy(f, a.results / f.name)
+    _copy_results(a)
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -21,6 +21,7 @@ CONFIG = typer.Option(None, "--config", help="dataset YAML (default config/datas
 WIDTH = typer.Option(None, "--width", help="px (overrides the config)")
 HEIGHT = typer.Option(None, "--height", help="px (overrides the config)")
 WORKERS = typer.Option(None, "--workers", help="render processes (overrides the config)")
+ADDRESS = typer.Option("", "--address", help="render on Ray: 'local' or a cluster address (default: processes here)")
 
 
 def _config(config: Path | None, **overrides: Any) -> Any:
@@ -63,6 +64,7 @@ def build(
     height: int | None = HEIGHT,
     workers: int | None = WORKERS,
     episodes: int | None = typer.Option(None, "--episodes", min=1, help="only the first N demos"),
+    address: str = ADDRESS,
     config: Path | None = CONFIG,
 ) -> None:
     """Render and export: <out>/lerobot_v3, <out>/lerobot_v21, <out>/bags, <out>/report (resumable)."""
@@ -71,7 +73,9 @@ def build(
     with _errors():
         cfg = _config(config, width=width, height=height, workers=workers)
         with _progress() as progress:
-            r = build_dataset(demos, out, cfg, workers=cfg.workers, progress=progress, max_episodes=episodes)
+            r = build_dataset(
+                demos, out, cfg, workers=cfg.workers, progress=progress, max_episodes=episodes, address=address
+            )
     typer.echo(f"{r.episodes} episodes, {r.frames} frames -> {r.v3_dir}, {r.v21_dir}, {r.bags_dir}, {r.report_dir}")
     if r.failed:
         typer.echo(f"{len(r.failed)} demo(s) failed (not in the datasets): see {out / 'episodes' / 'failures.json'}")
@@ -85,6 +89,7 @@ def render(
     height: int | None = HEIGHT,
     workers: int | None = WORKERS,
     episodes: int | None = typer.Option(None, "--episodes", min=1, help="only the first N demos"),
+    address: str = ADDRESS,
     config: Path | None = CONFIG,
 ) -> None:
     """Replay each demo through the ego/side/top cameras into one-episode LeRobot v3.0 units."""
@@ -93,7 +98,9 @@ def render(
     with _errors():
         cfg = _config(config, width=width, height=height, workers=workers)
         with _progress() as progress:
-            s = render_episodes(demos, out, cfg, workers=cfg.workers, max_episodes=episodes, progress=progress)
+            s = render_episodes(
+                demos, out, cfg, workers=cfg.workers, max_episodes=episodes, progress=progress, address=address
+            )
     typer.echo(f"{s['rendered']} of {s['requested']} episodes rendered, {len(s['failed'])} failed, {s['wall_s']:.1f} s")
 
 

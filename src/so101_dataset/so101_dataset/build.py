@@ -75,11 +75,15 @@ def build_dataset(
     workers: int = 1,
     progress: Progress | None = None,
     max_episodes: int | None = None,
+    address: str = "",
 ) -> BuildResult:
-    """Render every kept demo under ``demos_dir`` and export all datasets into ``out_dir`` (resumable)."""
+    """Render every kept demo under ``demos_dir`` and export all datasets into ``out_dir`` (resumable); rendering
+    on Ray actors when ``address`` is given ("local" or a cluster address)."""
     times: dict[str, float] = {}
     t0 = time.perf_counter()
-    summary = render_episodes(demos_dir, out_dir, config, workers=workers, max_episodes=max_episodes, progress=progress)
+    summary = render_episodes(
+        demos_dir, out_dir, config, workers=workers, max_episodes=max_episodes, progress=progress, address=address
+    )
     times["render_s"] = time.perf_counter() - t0
     if not summary["units"]:
         raise DatasetError(f"{demos_dir}: no demo rendered successfully ({len(summary['failed'])} failed)")

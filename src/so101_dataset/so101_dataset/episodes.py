@@ -287,8 +287,10 @@ def render_episodes(
     workers: int | None = None,
     max_episodes: int | None = None,
     progress: Progress | None = None,
+    address: str = "",
 ) -> dict[str, Any]:
-    """Render every kept demo (or the first ``max_episodes``) not yet rendered; returns a summary."""
+    """Render every kept demo (or the first ``max_episodes``) not yet rendered; returns a summary. ``workers``
+    processes here, or Ray actors when ``address`` is given ("local" or a cluster: :mod:`.ray_render`)."""
     demos = find_demos(demos_dir)
     if max_episodes is not None:
         demos = demos[:max_episodes]
@@ -324,7 +326,11 @@ def render_episodes(
             progress("render", finished, total)
 
     t0 = time.perf_counter()
-    if n == 1:
+    if address and todo:
+        from .ray_render import render_on_ray
+
+        render_on_ray(todo, cfg, root, demos_dir, record, workers=n, address=address)
+    elif n == 1:
         if todo:
             worker = UnitRenderer(cfg)
             try:

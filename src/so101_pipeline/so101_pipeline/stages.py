@@ -227,7 +227,10 @@ def run_dataset(ctx: StageContext) -> dict[str, Any]:
     demos_dir = resolve(ctx.inputs["skillgen"], "dir")
     progress = progress_adapter(ctx.progress, "rendering and exporting")
     cfg = ctx.section["config"]
-    result = build.build_dataset(demos_dir, ctx.out_dir, cfg, workers=int(cfg.workers), progress=progress)
+    address = str(ctx.options.get("address") or "")
+    result = build.build_dataset(
+        demos_dir, ctx.out_dir, cfg, workers=int(cfg.workers), progress=progress, address=address
+    )
     return {
         "episodes": int(result.episodes),
         "frames": int(result.frames),

@@ -2,6 +2,10 @@
 ``skipped=true``), through :class:`mlflow.MlflowClient` (no fluent "active run", so a stage library that logs
 with the fluent API into its own store, as ``so101_policy.train`` does, cannot collide with it).
 
+A run whose process died (SIGKILL, power loss) stays RUNNING in MLflow; the next invocation on the same store
+marks such runs of this host KILLED (runs carry ``so101.host`` and ``so101.pid`` tags) and tags its own run
+``so101.after_killed`` with their ids.
+
 Local sqlite store under the output directory by default (``<out>/mlflow.db``, artifacts in ``<out>/mlruns``);
 any tracking URI (a server) when configured. View: ``mlflow ui --backend-store-uri sqlite:///<out>/mlflow.db``.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -41,6 +46,20 @@ def flatten(value: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     _flat("", canonical(value), out)
     return out
+
+
+def _owner_tags() -> dict[str, str]:
+    return {"so101.host": socket.gethostname(), "so101.pid": str(os.getpid())}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 class MlflowTrack:
@@ -94,16 +113,35 @@ class MlflowTracker:
             self.experiment_id = self.client.create_experiment(self.experiment, artifact_location=location)
         else:
             self.experiment_id = exp.experiment_id
-        run = self.client.create_run(self.experiment_id, run_name=self.run_name, tags={"so101.kind": "pipeline"})
+        killed = self._close_orphans()
+        tags = {"so101.kind": "pipeline", **_owner_tags()}
+        if killed:
+            tags["so101.after_killed"] = ",".join(killed)
+        run = self.client.create_run(self.experiment_id, run_name=self.run_name, tags=tags)
         self.run_id = run.info.run_id
         return self
+
+    def _close_orphans(self) -> list[str]:
+        """Mark KILLED the RUNNING pipeline and stage runs whose process on this host is gone; their ids."""
+        host = socket.gethostname()
+        runs = self.client.search_runs(
+            [self.experiment_id], filter_string="attributes.status = 'RUNNING' and tags.`so101.host` = '" + host + "'"
+        )
+        killed = []
+        for run in runs:
+            pid = int(run.data.tags.get("so101.pid", "0") or 0)
+            if pid and not _alive(pid):
+                self.client.set_terminated(run.info.run_id, "KILLED")
+                if run.data.tags.get("so101.kind") == "pipeline":
+                    killed.append(run.info.run_id)
+        return killed
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.client.set_terminated(self.run_id, "FINISHED" if kind is None else "FAILED")
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[MlflowTrack]:
-        tags = {"mlflow.parentRunId": self.run_id, "so101.kind": "stage"}
+        tags = {"mlflow.parentRunId": self.run_id, "so101.kind": "stage", **_owner_tags()}
         run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
         status = "FAILED"
         try:

@@ -3,6 +3,10 @@
 The checkpoint's config names its cameras (``observation.images.<cam>``) and image size; incoming frames of
 another size are resized (bilinear) to it. ``get_action`` returns the whole predicted chunk
 (``chunk_size`` steps); the policy node executes the first ``horizon`` of them.
+
+Frames travel to the device as uint8 and are converted and resized there. ``precision`` "bf16"/"fp16" runs the
+model under CUDA autocast (normalisation and the returned actions stay float32); ``compile_mode`` (e.g.
+"reduce-overhead": CUDA graphs against kernel-launch overhead) wraps the model in ``torch.compile``.
 """
 
 from __future__ import annotations
@@ -17,17 +21,28 @@ from .errors import CheckpointError
 from .protocol import check_observation
 from .train import IMAGE_PREFIX, STATE, resolve_device
 
+PRECISIONS = ("fp32", "bf16", "fp16")
+
 
 class ActPolicy:
     """Load ``checkpoint`` (run dir, checkpoint dir or pretrained_model dir) onto ``device``."""
 
-    def __init__(self, checkpoint: str | Path, device: str = "auto") -> None:
+    def __init__(
+        self, checkpoint: str | Path, device: str = "auto", precision: str = "fp32", compile_mode: str = ""
+    ) -> None:
         import torch
         from lerobot.policies import make_pre_post_processors
         from lerobot.policies.act.modeling_act import ACTPolicy
 
         path = pretrained_dir(Path(checkpoint))
         self.device = resolve_device(device)
+        if precision not in PRECISIONS:
+            raise CheckpointError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision != "fp32" and not self.device.startswith("cuda"):
+            raise CheckpointError(f"precision {precision} needs CUDA (device is {self.device})")
+        self.precision = precision
+        if self.device.startswith("cuda"):
+            torch.backends.cudnn.benchmark = True  # fixed input shapes: pick the fastest convolutions once
         try:
             policy = ACTPolicy.from_pretrained(str(path))
         except Exception as exc:
@@ -39,6 +54,8 @@ class ActPolicy:
             pretrained_path=str(path),
             preprocessor_overrides={"device_processor": {"device": self.device}},
         )
+        if compile_mode:
+            policy.model = torch.compile(policy.model, mode=compile_mode)
         self.torch = torch
         images = list(policy.config.image_features)
         self.cameras = tuple(k.removeprefix(IMAGE_PREFIX) for k in images)
@@ -58,6 +75,7 @@ class ActPolicy:
         for cam in self.cameras:
             key = IMAGE_PREFIX + cam
             frames = torch.as_tensor(np.ascontiguousarray(obs["video"][cam][:, -1]))  # (B, H, W, 3) uint8
+            frames = frames.to(self.device, non_blocking=False)
             img = frames.permute(0, 3, 1, 2).to(torch.float32) / 255.0
             _, h, w = self.image_shapes[key]
             if img.shape[-2:] != (h, w):
@@ -70,7 +88,10 @@ class ActPolicy:
         _, task = check_observation(observation, self.cameras)
         with self.torch.inference_mode():
             batch = self.pre(self._batch(observation, task))
-            chunk = self.policy.predict_action_chunk(batch)  # (B, H, 6) normalised
+            half = {"bf16": self.torch.bfloat16, "fp16": self.torch.float16}.get(self.precision)
+            with self.torch.autocast("cuda", dtype=half or self.torch.float32, enabled=half is not None):
+                chunk = self.policy.predict_action_chunk(batch)  # (B, H, 6) normalised
+            chunk = chunk.float()
             actions = self.post(chunk).to("cpu", self.torch.float32).numpy()
         return {"single_arm": actions[:, :, :5], "gripper": actions[:, :, 5:]}, {}
 

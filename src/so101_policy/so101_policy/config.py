@@ -29,7 +29,10 @@ class TrainConfig:
     ``chunk_size``: actions per predicted chunk (30 Hz steps); ``cameras``: which dataset cameras the policy
     sees ([] = every ``observation.images.*`` feature); ``save_freq`` / ``log_freq`` in steps;
     ``tracking_uri`` "" = ``sqlite:///<out>/mlflow.db``; ``system_metrics``: MLflow CPU/GPU/memory sampling;
-    ``time_limit_s``: stop (with a checkpoint) after this much training time in this invocation (0 = none).
+    ``time_limit_s``: stop (with a checkpoint) after this much training time in this invocation (0 = none);
+    ``frame_cache_gb``: decode the whole dataset once into memory on the training device when its frames fit in
+    this many GiB (much faster than per-frame video decoding), else stream through LeRobot's DataLoader (0 = always);
+    ``use_amp``: the forward pass under bfloat16 autocast (no loss scaling needed).
     """
 
     steps: int = 20000
@@ -60,8 +63,11 @@ class TrainConfig:
     system_metrics: bool = True
     log_checkpoints: bool = True
     time_limit_s: float = 0.0
+    frame_cache_gb: float = 8.0
 
     def __post_init__(self) -> None:
+        if self.frame_cache_gb < 0:
+            raise ConfigError(f"train.frame_cache_gb must be >= 0 (0 = never), got {self.frame_cache_gb}")
         if self.time_limit_s < 0:
             raise ConfigError(f"train.time_limit_s must be >= 0 (0 = none), got {self.time_limit_s}")
         _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))

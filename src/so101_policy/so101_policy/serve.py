@@ -30,7 +30,7 @@ def build_backend(args: argparse.Namespace) -> PolicyBackend:
     if args.checkpoint:
         from .act_policy import ActPolicy
 
-        return ActPolicy(args.checkpoint, device=args.device)
+        return ActPolicy(args.checkpoint, device=args.device, precision=args.precision, compile_mode=args.compile)
     if args.gr00t:
         from .gr00t_policy import Gr00tPolicy
 
@@ -52,6 +52,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--token", default=None, help="api_token clients must send (also enables kill)")
     p.add_argument("--device", default="auto")
+    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"), help="ACT: autocast on CUDA")
+    p.add_argument("--compile", default="", help="ACT: torch.compile mode, e.g. reduce-overhead (CUDA graphs)")
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     return p
 

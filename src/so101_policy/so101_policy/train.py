@@ -24,6 +24,7 @@ from typing import Any
 from . import checkpoints as ckpt
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
+from .frame_cache import DecodedDataset, decoded_bytes
 
 REPO_ID = "local/so101"
 STATE, ACTION = "observation.state", "action"
@@ -135,21 +136,28 @@ class _EpochSampler:
             epoch += 1
 
 
-def _batches(dataset: Any, cfg: TrainConfig, start_step: int, device: str) -> Iterator[dict[str, Any]]:
-    """An endless stream of shuffled batches from one DataLoader (workers spawned once and kept)."""
+def _batches(
+    dataset: Any, images: list[str], cfg: TrainConfig, start_step: int, device: str
+) -> tuple[str, Iterator[dict[str, Any]]]:
+    """(source name, an endless stream of shuffled batches): from the decoded frames in memory when they fit in
+    ``cfg.frame_cache_gb``, else from one DataLoader (workers spawned once and kept). Both follow one order."""
     import torch
 
+    sampler = _EpochSampler(len(dataset), cfg.seed, start_step * cfg.batch_size)
+    if 0 < decoded_bytes(dataset.meta, images) <= cfg.frame_cache_gb * 2**30:
+        decoded = DecodedDataset(dataset, images, cfg.chunk_size, device)
+        return "memory", decoded.batches(iter(sampler), cfg.batch_size)
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=cfg.batch_size,
-        sampler=_EpochSampler(len(dataset), cfg.seed, start_step * cfg.batch_size),
+        sampler=sampler,
         num_workers=cfg.num_workers,
         pin_memory=device.startswith("cuda"),
         persistent_workers=cfg.num_workers > 0,
         multiprocessing_context="spawn" if cfg.num_workers > 0 else None,
         prefetch_factor=4 if cfg.num_workers > 0 else None,
     )
-    yield from loader
+    return "dataloader", iter(loader)
 
 
 def _system_metrics(device: str) -> dict[str, float]:
@@ -221,7 +229,7 @@ def _has_psutil() -> bool:
 def _same_model(saved: dict[str, Any], cfg: TrainConfig) -> None:
     """A resumed run must train the same model: every field but steps/frequencies/tracking must match."""
     free = {"steps", "save_freq", "log_freq", "num_workers", "tracking_uri", "system_metrics", "log_checkpoints"}
-    free |= {"time_limit_s"}
+    free |= {"time_limit_s", "frame_cache_gb"}
     now = dataclasses.asdict(cfg)
     diff = [k for k in now if k not in free and k in saved and _norm(saved[k]) != _norm(now[k])]
     if diff:
@@ -299,6 +307,10 @@ def train_policy(
         "device": device,
         "parameters": sum(p.numel() for p in policy.parameters()),
     }
+    t_load = time.perf_counter()
+    source, batches = _batches(dataset, images, config, start_step, device)
+    params["data_source"] = source
+    params["data_load_s"] = round(time.perf_counter() - t_load, 2)
     tracker = _Tracker(out_dir, config, params)
     status = "FAILED"
     final_loss = math.nan
@@ -307,13 +319,12 @@ def train_policy(
     last_dir = last
     step = start_step
     try:
-        batches = _batches(dataset, config, start_step, device)
         window_t, window_n = time.perf_counter(), 0
         stop_at = time.perf_counter() + config.time_limit_s if config.time_limit_s > 0 else math.inf
         while step < config.steps:
             t0 = time.perf_counter()
             batch = preprocessor(next(batches))
-            with torch.autocast(device_type=device.split(":")[0], enabled=config.use_amp):
+            with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=config.use_amp):
                 loss, parts = policy.forward(batch)
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip_norm)

@@ -1,0 +1,123 @@
+"""A LeRobot v3.0 dataset decoded once into memory, batched on the training device.
+
+LeRobot's ``__getitem__`` seeks and decodes each video frame on its own; on a GPU machine that, not the model,
+bounds ACT's training rate. When the decoded frames fit in ``budget_bytes``, :class:`DecodedDataset` reads the
+parquet rows through ``LeRobotDataset.hf_dataset``, decodes every camera's MP4 files front to back once (PyAV),
+keeps the frames as uint8 tensors on the device and builds batches by indexing: the same items LeRobot returns
+with ``delta_timestamps={"action": [0, 1/fps, ...]}`` (an action chunk padded with the episode's last action,
+``action_is_pad`` marking the padding) and images as float32 (C, H, W) in [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import PolicyError
+
+STATE, ACTION = "observation.state", "action"
+
+
+def decoded_bytes(meta: Any, image_keys: list[str]) -> int:
+    """Bytes the decoded uint8 frames of ``image_keys`` take (what :class:`DecodedDataset` would hold)."""
+    total = 0
+    for key in image_keys:
+        h, w, c = meta.features[key]["shape"]
+        total += int(meta.total_frames) * int(h) * int(w) * int(c)
+    return total
+
+
+def _decode_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Every frame of the first video stream of ``path``: (F, H, W, 3) uint8 RGB and (F,) presentation times s."""
+    import av
+
+    frames: list[np.ndarray] = []
+    times: list[float] = []
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        for frame in container.decode(stream):
+            frames.append(frame.to_ndarray(format="rgb24"))
+            times.append(float(frame.time if frame.time is not None else len(times) / float(stream.average_rate)))
+    if not frames:
+        raise PolicyError(f"{path}: no video frames")
+    return np.stack(frames), np.asarray(times)
+
+
+class DecodedDataset:
+    """All frames of ``dataset`` (a ``LeRobotDataset``) for ``image_keys``, on ``device``; action chunks of
+    ``chunk`` steps. Raises PolicyError when a video does not hold a frame for every parquet row."""
+
+    def __init__(self, dataset: Any, image_keys: list[str], chunk: int, device: str) -> None:
+        import torch
+
+        meta = dataset.meta
+        fps = float(meta.fps)
+        rows = dataset.hf_dataset.with_format("numpy")
+        state = np.asarray(rows[STATE], dtype=np.float32)
+        action = np.asarray(rows[ACTION], dtype=np.float32)
+        episode = np.asarray(rows["episode_index"], dtype=np.int64)
+        frame_index = np.asarray(rows["frame_index"], dtype=np.int64)
+        n = len(state)
+        # exclusive end row of each row's episode (rows of one episode are contiguous in a v3.0 dataset)
+        change = np.flatnonzero(np.diff(episode)) + 1
+        ends = np.append(change, n)
+        starts = np.insert(change, 0, 0)
+        self.episode_end = np.repeat(ends, ends - starts)
+        self.length = n
+        self.chunk = chunk
+        self.device = device
+        self.images: dict[str, Any] = {}
+        for key in image_keys:
+            h, w, _ = meta.features[key]["shape"]
+            out = np.empty((n, h, w, 3), dtype=np.uint8)
+            cache: dict[Path, tuple[np.ndarray, np.ndarray]] = {}
+            for s, e in zip(starts, ends, strict=True):
+                ep = int(episode[s])
+                path = Path(meta.root) / meta.get_video_file_path(ep, key)
+                if path not in cache:
+                    cache.clear()  # episodes of one file are consecutive: keep one decoded file at a time
+                    cache[path] = _decode_file(path)
+                frames, times = cache[path]
+                start_s = float(meta.episodes[ep][f"videos/{key}/from_timestamp"])
+                wanted = start_s + frame_index[s:e] / fps
+                nearest = np.clip(np.searchsorted(times, wanted - 0.5 / fps), 0, len(times) - 1)
+                if np.any(np.abs(times[nearest] - wanted) > 0.5 / fps) or frames.shape[1:3] != (h, w):
+                    raise PolicyError(f"{path}: episode {ep} has no frame for every row of {key}")
+                out[s:e] = frames[nearest]
+            self.images[key] = torch.from_numpy(out).to(device).permute(0, 3, 1, 2)  # (N, 3, H, W) uint8 view
+        self.state = torch.from_numpy(state).to(device)
+        self.action = torch.from_numpy(action).to(device)
+        self._end = torch.from_numpy(self.episode_end).to(device)
+        self._offsets = torch.arange(chunk, device=device)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def batch(self, index: Any) -> dict[str, Any]:
+        """Items ``index`` ((B,) int64): state (B, 6), action (B, chunk, 6), action_is_pad (B, chunk) bool,
+        each image key (B, 3, H, W) float32 in [0, 1]."""
+        import torch
+
+        index = torch.as_tensor(index, device=self.device)
+        steps = index[:, None] + self._offsets[None, :]
+        last = self._end[index][:, None] - 1
+        out: dict[str, Any] = {
+            STATE: self.state[index],
+            ACTION: self.action[torch.minimum(steps, last)],
+            "action_is_pad": steps > last,
+        }
+        for key, frames in self.images.items():
+            out[key] = frames[index].float().div_(255.0)
+        return out
+
+    def batches(self, sampler: Iterator[int], batch_size: int) -> Iterator[dict[str, Any]]:
+        """Endless batches of ``batch_size`` indices drawn from ``sampler``."""
+        import torch
+
+        it = iter(sampler)
+        while True:
+            yield self.batch(torch.tensor([next(it) for _ in range(batch_size)], dtype=torch.int64))
