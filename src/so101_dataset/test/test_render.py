@@ -180,3 +180,29 @@ def test_the_written_episode_is_the_same_with_either_readback(tmp_path) -> None:
         a, b = (np.stack(list(decode_frames(v))) for v in videos)
         assert a.shape == (9, 32, 48, 3)
         np.testing.assert_array_equal(a, b)  # same pixels in, same deterministic encoder → same frames out
+
+
+def test_pbo_resolves_a_multisampled_buffer_like_mjr_readpixels() -> None:
+    """With MSAA on (``offsamples`` 4; the twin's scene turns it off) both readbacks resolve the same way."""
+    import mujoco
+    from so101_dataset.render import TiledRenderer
+
+    xml = """<mujoco><visual><quality offsamples="4"/></visual><worldbody><light pos="0 0 2"/>
+      <geom type="plane" size="1 1 .1" rgba=".3 .5 .3 1"/><geom type="box" size=".1 .2 .1" pos="0 0 .1" euler="0 0 30"/>
+      <camera name="a" pos="0 -1 .6" xyaxes="1 0 0 0 .5 1"/><camera name="b" pos="1 0 .6" xyaxes="0 1 0 -.5 0 1"/>
+      </worldbody></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    out = {}
+    for mode in ("sync", "pbo"):
+        r = TiledRenderer(model, 40, 30, [0, 1], frames_per_pass=1, readback=mode)
+        try:
+            assert r._ctx.offSamples == 4
+            out[mode] = r.render(data, lambda i: None, 1).copy()
+        finally:
+            r.close()
+    assert out["sync"].shape == (1, 30, 80, 3)
+    np.testing.assert_array_equal(out["sync"], out["pbo"])
+    edge = out["sync"][0].astype(int)
+    assert len(np.unique(edge.reshape(-1, 3), axis=0)) > 20  # antialiased edges: blended colours, not a blank
