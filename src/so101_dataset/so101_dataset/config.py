@@ -10,6 +10,7 @@ from so101_core.config import Fields, config_dir, load_yaml
 from so101_core.robot_spec import CAMERA_NAMES
 
 from .errors import DatasetConfigError
+from .render import READBACKS
 
 VCODECS = ("h264", "hevc", "libsvtav1", "libaom-av1")
 
@@ -115,7 +116,7 @@ def load_dataset_config(path: Path | None = None) -> DatasetConfig:
             visual_dr=_bool(r, "visual_dr", d.render.visual_dr),
             shadows=_bool(r, "shadows", d.render.shadows),
             random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
-            readback=r.text("readback", d.render.readback, choices=("sync", "pbo", "pbo_bgra")),
+            readback=r.text("readback", d.render.readback, choices=READBACKS),
             frames_per_pass=r.integer("frames_per_pass", d.render.frames_per_pass, lo=1, hi=64),
         ),
         video=VideoConfig(

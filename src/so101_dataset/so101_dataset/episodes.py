@@ -267,7 +267,8 @@ def complete_units(root: Path) -> dict[int, Path]:
 
 
 def share_encoder_threads(cfg: DatasetConfig, workers: int, cores: int | None = None) -> DatasetConfig:
-    """``video.encoder_threads`` 0 (codec default) → the cores shared by every encoder of every worker.
+    """``video.encoder_threads`` 0 (codec default) → the cores (this process may run on) shared by every
+    encoder of every worker.
 
     libx264's default is 1.5 threads per core *per encoder*: with W workers × C cameras encoding at once
     that is W·C·1.5·cores threads fighting for the cores (and for the render processes' time)."""
@@ -275,7 +276,8 @@ def share_encoder_threads(cfg: DatasetConfig, workers: int, cores: int | None = 
         return cfg
     from dataclasses import replace
 
-    share = max(1, (cores or os.cpu_count() or 1) // (workers * max(1, len(cfg.cameras))))
+    cores = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    share = max(1, cores // (workers * max(1, len(cfg.cameras))))
     return replace(cfg, video=replace(cfg.video, encoder_threads=share))
 
 

@@ -142,6 +142,16 @@ def test_encoder_threads_share_the_cores_among_workers_and_cameras() -> None:
     assert render_fingerprint(replace(cfg, render=replace(cfg.render, frames_per_pass=1))) != render_fingerprint(cfg)
 
 
+def test_a_bad_readback_in_the_config_names_the_field(tmp_path) -> None:
+    from so101_dataset.config import load_dataset_config
+    from so101_dataset.errors import DatasetConfigError
+
+    path = tmp_path / "dataset.yaml"
+    path.write_text("render:\n  readback: fast\n")
+    with pytest.raises(DatasetConfigError, match="readback"):
+        load_dataset_config(path)
+
+
 def test_the_written_episode_is_the_same_with_either_readback(tmp_path) -> None:
     """One demo rendered into a v3.0 shard through lerobot with ``sync`` and with ``pbo``: the same
     features and shapes in ``info.json``, the same rows, the same decoded video frames."""
