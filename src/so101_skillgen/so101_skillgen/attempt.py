@@ -2,6 +2,11 @@
 transit + IK tracking → physics rollout at the control rate → task success; then Savitzky–Golay
 smoothing of the arm commands and a verification replay of exactly the commands that are kept.
 
+A grasp is tried in a few variants (:meth:`AttemptRunner.grasp_variants`: the seed's in-hand axis or its
+mirror, turned about the jaw line so the pads sweep no lower than in the seed, raised ≤ 5 mm;
+:mod:`.clearance` says why a 5-joint arm needs this) from a twin snapshot, and a place that cannot be tracked
+tries the other k-nearest sources; the recording keeps only what was finally executed, so replays stay exact.
+
 Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
