@@ -126,16 +126,18 @@ def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple
 
 @dataclass
 class _Backtrack:
-    """Where a grasp started (twin state, recording mark, command) and its variants, tried in order."""
+    """Where a grasp started (twin state, recording mark, command) and its variants, tried in order (those of
+    the drawn source, then of the other k-nearest sources)."""
 
     slot: int
     state: tuple[Any, int]
     mark: tuple[int, SuccessDetector, WorkshopRule]
     q_cmd: F64
-    variants: list[tuple[F64, float, float]]
+    variants: list[tuple[int, F64, float, float]]  # (source index, in-hand axis, turn rad, raise m)
     source: dict[str, Any]
     tried: int = 0
     first: AttemptError | None = None
+    pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
 
 
 class AttemptRunner:
@@ -320,12 +322,13 @@ class AttemptRunner:
                     if kind == GRASP and held is not None and held.name == obj:
                         i += 1
                         continue
-                    seg, points, axes, query = self._plan(i, plans, rng, sources)
+                    seg, _, _, query = self._plan(i, plans, rng, sources)
                     if kind == GRASP:
                         if back is None or back.slot != i:
-                            variants = self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, query[2, 3])
-                            back = _Backtrack(i, tw.snapshot(), rec.mark(), q_cmd, variants, sources[-1])
-                        q_cmd, held = self._grasp(rec, seg, points, axes, q_cmd, rack0, back)
+                            back = _Backtrack(i, tw.snapshot(), rec.mark(), q_cmd, [], sources[-1])
+                            back.pending = list(self._near[i])
+                        self._expand(back, q_cmd, query)
+                        q_cmd, held = self._grasp(rec, q_cmd, rack0, back, query)
                     else:
                         if held is None or held.name != seg.subtask.held:
                             raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
@@ -338,7 +341,7 @@ class AttemptRunner:
                 if back is None:
                     raise
                 back.first = back.first or fail
-                if back.tried >= len(back.variants):
+                if back.tried >= len(back.variants) and not back.pending:
                     raise back.first from None
                 tw.restore(back.state)
                 rec.rewind(back.mark)
@@ -403,21 +406,25 @@ class AttemptRunner:
         assert first is not None
         raise first
 
-    def _grasp(
-        self,
-        rec: _Recorder,
-        seg: SourceSegment,
-        points: F64,
-        axes: F64,
-        q_cmd: F64,
-        rack0: F64,
-        back: _Backtrack,
-    ) -> tuple[F64, HeldObject]:
+    def _expand(self, back: _Backtrack, q_cmd: F64, query: F64) -> None:
+        """Make sure ``back`` has an untried variant: the next k-nearest grasp source's variants when the
+        current source's are spent (the drawn source first, then the others in distance order)."""
+        while back.tried >= len(back.variants) and back.pending:
+            j = back.pending.pop(0)
+            seg = self.library.slots[back.slot][j]
+            points, axes = seg.retarget(query)
+            for v in self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, float(query[2, 3])):
+                back.variants.append((j, *v))
+
+    def _grasp(self, rec: _Recorder, q_cmd: F64, rack0: F64, back: _Backtrack, query: F64) -> tuple[F64, HeldObject]:
         """Transit to and run the next untried variant of a retargeted grasp; (last command (6,), held)."""
-        tw, obj = self.twin, seg.subtask.object
-        tool_a, turn, raise_z = back.variants[back.tried]
+        j, tool_a, turn, raise_z = back.variants[back.tried]
         back.tried += 1
-        back.source.update(grasp_turn_rad=round(turn, 3), grasp_raise_m=round(raise_z, 4), grasp_tries=back.tried)
+        seg = self.library.slots[back.slot][j]
+        tw, obj = self.twin, seg.subtask.object
+        back.source.update(seed=seg.seed_name, grasp_turn_rad=round(turn, 3), grasp_raise_m=round(raise_z, 4),
+                           grasp_tries=back.tried)  # fmt: skip
+        points, axes = seg.retarget(query)
         pts = points + np.array([0.0, 0.0, raise_z])
         z0 = tw.object_poses()[obj].position[2]
         q = self._subtask(rec, seg, pts, axes, seg.tool_points[0], tool_a, q_cmd, None, rack0)
