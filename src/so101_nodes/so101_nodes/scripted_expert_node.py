@@ -10,6 +10,9 @@ Topics (relative names):
   - ``joint_states`` (sensor_msgs/JointState, subscribed): measured joints, rad, by name.
   - ``sim/objects/vial/pose``, ``sim/objects/rack/pose`` (geometry_msgs/PoseStamped, subscribed): world
     frame (= robot base), m; the rack origin is its base-plate bottom centre.
+  - ``sim/target_slot`` (std_msgs/Int32, subscribed): the sim episode's target slot; the expert places the
+    vial there, as the library's :func:`~so101_core.sim.rollout.run_scripted_episode` does with the episode's
+    slot (the ``target_slot`` parameter overrides it; with neither, the centre slot).
   - ``joint_commands`` (sensor_msgs/JointState): the 6 targets, rad, canonical names; ``header.stamp`` is
     the stamp of the ``joint_states`` message answered (so consumers can pair state and action exactly).
   - ``~/done`` (std_msgs/Bool): after each answered state once started: false while the expert runs,
@@ -22,7 +25,8 @@ Services:
   - ``~/stop`` (std_srvs/Trigger): stop commanding (idle) until the next ``~/start``.
 
 Parameters: ``autostart`` (bool, true: start on the first state with both poses known), ``sim_config``
-(YAML path, "" = the config directory's sim.yaml), ``control_hz`` (Hz, 0 = sim.yaml's control rate).
+(YAML path, "" = the config directory's sim.yaml), ``control_hz`` (Hz, 0 = sim.yaml's control rate),
+``target_slot`` (int, -1 = the sim's ``sim/target_slot``; 0…slots²-1 = always that slot).
 """
 
 from __future__ import annotations
@@ -76,12 +80,15 @@ class ScriptedExpertParams:
     autostart: bool = True
     sim_config: str = ""
     control_hz: float = 0.0
+    target_slot: int = -1
 
     @classmethod
     def declare(cls, node: Node) -> ScriptedExpertParams:
         params = declare_params(node, cls)
         if not (math.isfinite(params.control_hz) and params.control_hz >= 0):
             raise ValueError(f"scripted_expert: parameter 'control_hz' must be >= 0, got {params.control_hz}")
+        if params.target_slot < -1:
+            raise ValueError(f"scripted_expert: parameter 'target_slot' must be -1 or a slot, got {params.target_slot}")
         return params
 
 
@@ -94,7 +101,16 @@ class ScriptedExpertNode:
         sim_cfg = load_sim_config(p.sim_config or None)
         twin = Twin(sim_cfg, DRConfig.disabled())  # kinematics only; the graph's sim owns the physics
         self._twin = twin
+        slots = sim_cfg.rack.slots**2
+        if p.target_slot >= slots:
+            twin.close()
+            raise ValueError(
+                f"scripted_expert: parameter 'target_slot' {p.target_slot} is not one of the {slots} slots"
+            )
         self.expert = ScriptedExpert.for_twin(twin)
+        self._slots = slots
+        self.sim_slot: int | None = None  # latest sim/target_slot
+        self.slot: int | None = None  # the slot of the running episode (None: centre)
         control_hz = p.control_hz or sim_cfg.physics.control_hz
         self.period_ns = round(1e9 / control_hz)
         self._lock = threading.Lock()
@@ -112,6 +128,7 @@ class ScriptedExpertNode:
             node.create_subscription(
                 "geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose", self._pose_callback(name), STATE_QOS
             )
+        node.create_subscription("std_msgs/msg/Int32", "sim/target_slot", self._on_target_slot, STATE_QOS)
         node.create_service("std_srvs/srv/Trigger", "~/start", self.on_start)
         node.create_service("std_srvs/srv/Trigger", "~/stop", self.on_stop)
         node.logger.info(
@@ -126,6 +143,18 @@ class ScriptedExpertNode:
                 self.poses[name] = pose
 
         return callback
+
+    def _on_target_slot(self, msg: Any) -> None:
+        slot = int(msg.data)
+        if not 0 <= slot < self._slots:
+            self.node.logger.warning(f"ignored sim/target_slot {slot}: not one of the {self._slots} slots")
+            return
+        with self._lock:
+            self.sim_slot = slot
+
+    def episode_slot(self) -> int | None:
+        """The slot an episode starting now goes to: the parameter, else the sim's, else None (centre)."""
+        return self.params.target_slot if self.params.target_slot >= 0 else self.sim_slot
 
     # ------------------------------------------------------------------ services
     def on_start(self, request: Any, response: Any) -> Any:
@@ -166,8 +195,11 @@ class ScriptedExpertNode:
                 self.state = ExpertState.RUNNING
                 self.episodes += 1
                 self.episode_commands = 0
+                self.slot = self.episode_slot()
                 try:
-                    self.expert.reset(q, poses)
+                    self.expert.reset(q, poses, self.slot)
+                    if self.expert.failure is not None:
+                        self.node.logger.error(f"expert cannot plan this episode: {self.expert.failure}")
                 except PlanningError as exc:
                     self.node.logger.error(f"expert cannot plan this episode: {exc}")
                     self.state = ExpertState.DONE

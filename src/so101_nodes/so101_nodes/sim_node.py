@@ -25,6 +25,9 @@ Topics (relative names; ``cameras`` lists which cameras render):
     0 = no hit) and ``cameras/<name>/depth/camera_info``. Frame id ``<name>_camera_optical_frame``.
   - ``sim/objects/<object>/pose`` (geometry_msgs/PoseStamped, frame ``world``, every step) for ``vial`` and
     ``rack`` (the rack origin is its base-plate bottom centre). ``world`` is the robot base on the mat.
+  - ``sim/target_slot`` (std_msgs/Int32, every step): the episode's target slot (index into the rack's
+    slots, row-major as ``RackConfig.slot_offsets()``; drawn per episode among the free slots with DR, the
+    centre slot without), which the scripted expert follows.
 
 Action: ``arm_controller/follow_joint_trajectory`` (control_msgs/FollowJointTrajectory), followed by the
 driver's :class:`~so101_nodes.trajectory.TrajectoryTracker`, timed in sim time,
@@ -158,6 +161,7 @@ class _Snapshot:
     velocities: F64
     efforts: F64
     objects: dict[str, tuple[F64, F64]]
+    target_slot: int = 0
 
 
 def safety_config(robot_config: str) -> SafetyConfig:
@@ -221,6 +225,7 @@ class SimNode:
             name: node.create_publisher("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose")
             for name in OBJECT_NAMES
         }
+        self.target_slot = node.create_publisher("std_msgs/msg/Int32", "sim/target_slot")
         self.cameras = (
             SimCameras(
                 node,
@@ -285,7 +290,10 @@ class SimNode:
     def _take_snapshot(self) -> _Snapshot:
         t = self.twin
         objects = {name: (pose.position, pose.quaternion) for name, pose in t.object_poses().items()}
-        return _Snapshot(self.sim_time_ns(), t.joint_positions(), t.joint_velocities(), t.joint_efforts(), objects)
+        slot = t.episode.target_slot if t.episode is not None else 0
+        return _Snapshot(
+            self.sim_time_ns(), t.joint_positions(), t.joint_velocities(), t.joint_efforts(), objects, slot
+        )
 
     # ------------------------------------------------------------------ stepping thread
     def _run(self) -> None:
@@ -380,6 +388,7 @@ class SimNode:
                 "geometry_msgs/msg/PoseStamped", header=self._header(snap.stamp_ns, WORLD_FRAME), pose=pose
             )
             self.object_poses[name].publish(msg)
+        self.target_slot.publish(node.message("std_msgs/msg/Int32", data=snap.target_slot))
 
     def _republish_joint_states(self) -> None:
         """Timer (``joint_state_rate_hz`` above the control rate): the latest state, the stamp advanced by the

@@ -2,6 +2,11 @@
 transit + IK tracking → physics rollout at the control rate → task success; then Savitzky–Golay
 smoothing of the arm commands and a verification replay of exactly the commands that are kept.
 
+A grasp is tried in a few variants (:meth:`AttemptRunner.grasp_variants`: the seed's in-hand axis or its
+mirror, turned about the jaw line so the pads sweep no lower than in the seed, raised ≤ 5 mm;
+:mod:`.clearance` says why a 5-joint arm needs this) from a twin snapshot, and a place that cannot be tracked
+tries the other k-nearest sources; the recording keeps only what was finally executed, so replays stay exact.
+
 Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
@@ -11,6 +16,7 @@ Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error a
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +29,11 @@ from so101_core.sim.task import SuccessDetector, geometric_filter
 from so101_core.sim.twin import Twin
 from so101_core.sim.workshop_rule import WorkshopRule
 
+from .clearance import JawClearance
 from .config import SkillGenConfig
 from .errors import SkillGenError
 from .frames import object_frame, pose_to_matrix, rigid_inverse, slot_frame
-from .library import SeedLibrary
+from .library import SeedLibrary, SourceSegment
 from .segmentation import GRASP
 from .selection import select_source
 from .smoothing import smooth_joints
@@ -37,6 +44,9 @@ FAILURE_REASONS: tuple[str, ...] = (
     "ik_divergence", "collision", "miss", "drop", "place_miss", "not_released", "filter", "replay_mismatch",
 )  # fmt: skip
 MAX_JOINT_JUMP = 0.35  # rad between consecutive commands: more is an IK branch flip (ik_divergence)
+MAX_GRASP_RAISE = 0.005  # m a grasp may be raised to keep the seed's jaw clearance (grasp_axis)
+GRASP_TRIES = 3  # grasp variants tried per grasp (grasp_variants)
+GRASP_TURNS = (0.0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5, 0.6, -0.6)  # rad, tried in order
 
 
 class AttemptError(SkillGenError):
@@ -85,6 +95,18 @@ class _Recorder:
         self.workshop.update(*state)
         return self.detector.update(*state)
 
+    def mark(self) -> tuple[int, SuccessDetector, WorkshopRule]:
+        """A point to :meth:`rewind` to (with :meth:`Twin.snapshot`): steps recorded and the rules' state."""
+        return len(self.acts), copy.deepcopy(self.detector), copy.deepcopy(self.workshop)
+
+    def rewind(self, mark: tuple[int, SuccessDetector, WorkshopRule]) -> None:
+        """Forget every step after ``mark``."""
+        n, det, ws = mark
+        del self.acts[n:], self.qs[n:]
+        for v in self.poses.values():
+            del v[n:]
+        self.detector, self.workshop = copy.deepcopy(det), copy.deepcopy(ws)
+
     def arrays(self) -> tuple[F64, F64, dict[str, F64]]:
         if not self.acts:
             z = np.zeros((0, 6))
@@ -102,6 +124,22 @@ def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple
     return ok, rec
 
 
+@dataclass
+class _Backtrack:
+    """Where a grasp started (twin state, recording mark, command) and its variants, tried in order (those of
+    the drawn source, then of the other k-nearest sources)."""
+
+    slot: int
+    state: tuple[Any, int]
+    mark: tuple[int, SuccessDetector, WorkshopRule]
+    q_cmd: F64
+    variants: list[tuple[int, F64, float, float]]  # (source index, in-hand axis, turn rad, raise m)
+    source: dict[str, Any]
+    tried: int = 0
+    first: AttemptError | None = None
+    pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
+
+
 class AttemptRunner:
     """Runs attempts on one twin with one library (not thread-safe: one twin per worker)."""
 
@@ -114,6 +152,9 @@ class AttemptRunner:
         self.checker = CollisionChecker(twin)
         self._hz = twin.config.physics.control_hz
         self._slot_offsets = np.asarray(twin.config.rack.slot_offsets(), dtype=np.float64)
+        self.jaws = JawClearance(twin)
+        self._near: dict[int, list[int]] = {}  # per subtask of the running attempt: drawn source, then the rest
+        self._query: dict[int, F64] = {}
 
     # ------------------------------------------------------------------ helpers
     def _ee(self, q_arm: F64) -> F64:
@@ -155,6 +196,65 @@ class AttemptRunner:
                 if res.pos_error + 0.05 * res.axis_error < best.pos_error + 0.05 * best.axis_error:
                     best = res
         return best.q, best.pos_error
+
+    def _close_pose(self, q0: F64, seg: SourceSegment, points: F64, axes: F64, tool_a: F64, k: int) -> F64 | None:
+        """EE frame (4, 4) at step ``k`` of the grasp tracked with in-hand axis ``tool_a`` (None: not trackable)."""
+        tool_p = seg.tool_points[0]
+        q, err = self._solve_multistart(q0, points[0], axes[0], tool_p, tool_a)
+        if err > self.cfg.ik.tolerance:
+            return None
+        for p, a in zip(points[1 : k + 1], axes[1 : k + 1], strict=True):
+            res = self.tracker.solve(q, p, a, tool_p, tool_a)
+            q = res.q
+        if res.pos_error > self.cfg.ik.tolerance or res.axis_error > 0.05:
+            return None
+        return self._ee(q)
+
+    def grasp_variants(
+        self, q0: F64, seg: SourceSegment, points: F64, axes: F64, object_z: float
+    ) -> list[tuple[F64, float, float]]:
+        """Grasp variants to try in order, each (in-hand axis (3,) EE frame, turn δ rad, raise m).
+
+        The seed's in-hand axis and its mirror (the jaws swapped about the cylinder, a roll by π: the moving
+        jaw then sweeps on the high side) are each fitted by :meth:`grasp_axis`; the one needing less turn,
+        then less raise, goes first, then the other, then the first raised 3 mm more."""
+        t = seg.tool_axes[0]
+        fits = [self.grasp_axis(q0, seg, points, axes, object_z, base) for base in (t, np.array([t[0], -t[1], t[2]]))]
+        fits.sort(key=lambda f: (abs(f[1]) > 0, f[2], abs(f[1])))
+        a, d, r = fits[0]
+        return [*fits, (a, d, r + 0.003)][:GRASP_TRIES]
+
+    def grasp_axis(
+        self, q0: F64, seg: SourceSegment, points: F64, axes: F64, object_z: float, tool_a: F64
+    ) -> tuple[F64, float, float]:
+        """The object axis in the hand (EE frame (3,)) to track for a retargeted grasp, the turn δ (rad) that
+        gave it and the height (m) to raise the grasp by; see :mod:`.clearance`.
+
+        A lying cylinder grasped across its diameter may sit at any angle about the jaw line (EE z), so
+        the seed's in-hand axis is turned about it by the smallest δ after which the pads sweep at most
+        ``MAX_GRASP_RAISE`` lower (relative to the object) than in the seed; the grasp is then raised by
+        what is left. Nothing changes when the tracked retarget already keeps the seed's clearance."""
+        closed = np.flatnonzero(seg.gripper < self.cfg.segmentation.gripper_closed_below)
+        if len(closed) == 0 or closed[0] == 0:
+            return tool_a, 0.0, 0.0
+        k = int(closed[0])
+        opening = float(np.max(seg.gripper[:k]))
+        seed_clear = self.jaws.lowest(seg.ee[k], opening) - float(seg.object_frame[2, 3])
+        best: tuple[F64, float, float] = (tool_a, 0.0, np.inf)
+        for d in GRASP_TURNS:
+            c, s = np.cos(d), np.sin(d)
+            a = np.array([c * tool_a[0] - s * tool_a[1], s * tool_a[0] + c * tool_a[1], tool_a[2]])
+            ee = self._close_pose(q0, seg, points, axes, a, k)
+            if ee is None:
+                continue
+            need = max(0.0, seed_clear - (self.jaws.lowest(ee, opening) - object_z))
+            if need <= MAX_GRASP_RAISE:
+                return a, float(d), need
+            if need < best[2]:
+                best = (a, float(d), need)
+        if not np.isfinite(best[2]):
+            return tool_a, 0.0, 0.0
+        return best[0], best[1], MAX_GRASP_RAISE
 
     def _transit(
         self, q0: F64, p0: F64, a0: F64, p1: F64, a1: F64, safe: float, tool_p: F64, tool_a: F64, kind: str
@@ -201,71 +301,179 @@ class AttemptRunner:
         return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws)
 
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
-        tw, cfg, lib = self.twin, self.cfg, self.library
-        sym = set(cfg.symmetric_objects)
+        """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
+        grasp's in-hand pose cannot reach or finish) returns the twin to that grasp's start and tries its
+        next variant (:meth:`grasp_variants`); the recording keeps only what was finally executed, and the
+        first variant's failure is raised when none succeeds."""
+        tw, lib = self.twin, self.library
         q_cmd = tw.joint_targets()
         rack0 = tw.object_poses()[RACK].position.copy()
         held: HeldObject | None = None
         if tw.jaw_contacts().both:  # partly-done start: the vial is already in the hand
             held = self._held(VIAL, tw.joint_positions()[:GRIPPER_INDEX])
-        for slot, (kind, obj, _held_name) in enumerate(lib.signature):
-            if kind == GRASP and held is not None and held.name == obj:
-                continue
-            pose = tw.object_poses()[obj]
-            query = object_frame(np.concatenate(pose), obj in sym)
-            target_slot = None
-            if kind != GRASP and obj == RACK:  # the episode's target slot, wherever the rack stands
-                assert tw.episode is not None
-                target_slot = tw.episode.target_slot
-                query = slot_frame(query, self._slot_offsets, target_slot)
-            j, near = select_source(lib.candidates(slot), query, cfg.selection.k, cfg.selection.rotation_weight, rng)
-            seg = lib.slots[slot][j]
-            sources.append(
-                {"slot": slot, "kind": kind, "object": obj, "seed": seg.seed_name,
-                 "candidates": [lib.slots[slot][i].seed_name for i in near],
-                 **({"target_slot": target_slot, "seed_slot": seg.slot} if target_slot is not None else {})}
-            )  # fmt: skip
+        plans: dict[int, tuple[SourceSegment, F64, F64, F64]] = {}
+        self._near, self._query = {}, {}
+        back: _Backtrack | None = None
+        i = 0
+        while True:
+            try:
+                while i < len(lib.signature):
+                    kind, obj, _ = lib.signature[i]
+                    if kind == GRASP and held is not None and held.name == obj:
+                        i += 1
+                        continue
+                    seg, _, _, query = self._plan(i, plans, rng, sources)
+                    if kind == GRASP:
+                        if back is None or back.slot != i:
+                            back = _Backtrack(i, tw.snapshot(), rec.mark(), q_cmd, [], sources[-1])
+                            back.pending = list(self._near[i])
+                        self._expand(back, q_cmd, query)
+                        q_cmd, held = self._grasp(rec, q_cmd, rack0, back, query)
+                    else:
+                        if held is None or held.name != seg.subtask.held:
+                            raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
+                        q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1])
+                        held = None
+                    i += 1
+                self._settle(rec, q_cmd)
+                return
+            except AttemptError as fail:
+                if back is None:
+                    raise
+                back.first = back.first or fail
+                if back.tried >= len(back.variants) and not back.pending:
+                    raise back.first from None
+                tw.restore(back.state)
+                rec.rewind(back.mark)
+                i, q_cmd, held = back.slot, back.q_cmd, None
+
+    def _plan(
+        self,
+        i: int,
+        plans: dict[int, tuple[SourceSegment, F64, F64, F64]],
+        rng: np.random.Generator,
+        sources: list[dict[str, Any]],
+    ) -> tuple[SourceSegment, F64, F64, F64]:
+        """Subtask ``i``'s source segment (drawn once per attempt, kept on a backtrack), its retargeted
+        tool points and axes (N, 3) and the query frame (4, 4)."""
+        if i in plans:
+            return plans[i]
+        tw, cfg, lib = self.twin, self.cfg, self.library
+        kind, obj, _ = lib.signature[i]
+        pose = tw.object_poses()[obj]
+        query = object_frame(np.concatenate(pose), obj in set(cfg.symmetric_objects))
+        target_slot = None
+        if kind != GRASP and obj == RACK:  # the episode's target slot, wherever the rack stands
+            assert tw.episode is not None
+            target_slot = tw.episode.target_slot
+            query = slot_frame(query, self._slot_offsets, target_slot)
+        j, near = select_source(lib.candidates(i), query, cfg.selection.k, cfg.selection.rotation_weight, rng)
+        seg = lib.slots[i][j]
+        sources.append(
+            {"slot": i, "kind": kind, "object": obj, "seed": seg.seed_name,
+             "candidates": [lib.slots[i][n].seed_name for n in near],
+             **({"target_slot": target_slot, "seed_slot": seg.slot} if target_slot is not None else {})}
+        )  # fmt: skip
+        points, axes = seg.retarget(query)
+        plans[i] = (seg, points, axes, query)
+        self._near[i] = [j, *(n for n in near if n != j)]
+        self._query[i] = query
+        return plans[i]
+
+    def _place(self, rec: _Recorder, i: int, held: HeldObject, q_cmd: F64, rack0: F64, source: dict[str, Any]) -> F64:
+        """Run place subtask ``i`` with the drawn source; when it cannot be tracked (``ik_divergence``) or
+        collides, the twin goes back to the place's start and the other k-nearest sources are tried in
+        turn (``source["place_tries"]``); the drawn source's failure is raised when none works."""
+        tw = self.twin
+        state, mark = tw.snapshot(), rec.mark()
+        first: AttemptError | None = None
+        for n, j in enumerate(self._near[i]):
+            if n:
+                tw.restore(state)
+                rec.rewind(mark)
+            seg = self.library.slots[i][j]
+            points, axes = seg.retarget(self._query[i])
+            source.update(seed=seg.seed_name, place_tries=n + 1, seed_slot=seg.slot)
+            h = self._held(held.name, tw.joint_positions()[:GRIPPER_INDEX])
+            try:
+                return self._subtask(
+                    rec, seg, points, axes, h.ee_to_object[:3, 3], h.ee_to_object[:3, 2], q_cmd, h, rack0
+                )
+            except AttemptError as fail:
+                if fail.reason not in ("ik_divergence", "collision"):
+                    raise
+                first = first or fail
+        assert first is not None
+        raise first
+
+    def _expand(self, back: _Backtrack, q_cmd: F64, query: F64) -> None:
+        """Make sure ``back`` has an untried variant: the next k-nearest grasp source's variants when the
+        current source's are spent (the drawn source first, then the others in distance order)."""
+        while back.tried >= len(back.variants) and back.pending:
+            j = back.pending.pop(0)
+            seg = self.library.slots[back.slot][j]
             points, axes = seg.retarget(query)
-            if kind == GRASP:
-                tool_p, tool_a = seg.tool_points[0], seg.tool_axes[0]
-            else:
-                if held is None or held.name != seg.subtask.held:
-                    raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
-                held = self._held(held.name, tw.joint_positions()[:GRIPPER_INDEX])
-                tool_p, tool_a = held.ee_to_object[:3, 3], held.ee_to_object[:3, 2]
-            ee = self._ee(q_cmd[:GRIPPER_INDEX])
-            p0, a0 = ee[:3, :3] @ tool_p + ee[:3, 3], ee[:3, :3] @ tool_a
-            safe = safe_height(tw, held, a0 if held is not None else None, cfg.transit.height)
-            grip = float(q_cmd[GRIPPER_INDEX]) if held is not None else float(seg.gripper[0])
-            q_tr = self._transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], safe, tool_p, tool_a, kind)
-            hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every)
-            if hit is not None:
-                raise AttemptError("collision", f"transit to {kind} of {obj} collides at step {hit}")
-            dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)
-            for q in np.concatenate([q_tr, dwell]):
-                q_cmd = np.array([*q, grip])
-                rec.step(q_cmd)
-                self._monitor(held, rack0)
-            if held is not None:  # servo sag / grasp offset: shift the targets by the measured miss
-                points = points - (tw.object_poses()[held.name].position - points[0])
-            q_seg = self._track(q_tr[-1], points, axes, tool_p, tool_a, f"{kind} of {obj}")
-            z0 = tw.object_poses()[obj].position[2]
-            closed_below = cfg.segmentation.gripper_closed_below
-            for q, g in zip(q_seg, seg.gripper, strict=True):
-                q_cmd = np.array([*q, g])
-                rec.step(q_cmd)
-                if kind == GRASP:
-                    self._monitor(None, rack0)
-                elif g < closed_below:
-                    self._monitor(held, None)
-            if kind == GRASP:
-                lifted = tw.object_poses()[obj].position[2] - z0 >= 0.5 * cfg.segmentation.lift_height
-                if not (lifted and tw.jaw_contacts().both):
-                    raise AttemptError("miss", f"grasp of {obj} did not lift it (source {seg.seed_name})")
-                held = self._held(obj, tw.joint_positions()[:GRIPPER_INDEX])
-            else:
-                held = None
-        self._settle(rec, q_cmd)
+            for v in self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, float(query[2, 3])):
+                back.variants.append((j, *v))
+
+    def _grasp(self, rec: _Recorder, q_cmd: F64, rack0: F64, back: _Backtrack, query: F64) -> tuple[F64, HeldObject]:
+        """Transit to and run the next untried variant of a retargeted grasp; (last command (6,), held)."""
+        j, tool_a, turn, raise_z = back.variants[back.tried]
+        back.tried += 1
+        seg = self.library.slots[back.slot][j]
+        tw, obj = self.twin, seg.subtask.object
+        back.source.update(seed=seg.seed_name, grasp_turn_rad=round(turn, 3), grasp_raise_m=round(raise_z, 4),
+                           grasp_tries=back.tried)  # fmt: skip
+        points, axes = seg.retarget(query)
+        pts = points + np.array([0.0, 0.0, raise_z])
+        z0 = tw.object_poses()[obj].position[2]
+        q = self._subtask(rec, seg, pts, axes, seg.tool_points[0], tool_a, q_cmd, None, rack0)
+        lifted = tw.object_poses()[obj].position[2] - z0 >= 0.5 * self.cfg.segmentation.lift_height
+        if not (lifted and tw.jaw_contacts().both):
+            raise AttemptError("miss", f"grasp of {obj} did not lift it (source {seg.seed_name})")
+        return q, self._held(obj, tw.joint_positions()[:GRIPPER_INDEX])
+
+    def _subtask(
+        self,
+        rec: _Recorder,
+        seg: SourceSegment,
+        points: F64,
+        axes: F64,
+        tool_p: F64,
+        tool_a: F64,
+        q_cmd: F64,
+        held: HeldObject | None,
+        rack0: F64,
+    ) -> F64:
+        """Transit (checked for collisions) + dwell + the tracked segment, stepped in the twin; returns the
+        last command (6,). ``held``: the object in the hand (a place), None for a grasp."""
+        tw, cfg = self.twin, self.cfg
+        kind, obj = seg.subtask.kind, seg.subtask.object
+        ee = self._ee(q_cmd[:GRIPPER_INDEX])
+        p0, a0 = ee[:3, :3] @ tool_p + ee[:3, 3], ee[:3, :3] @ tool_a
+        safe = safe_height(tw, held, a0 if held is not None else None, cfg.transit.height)
+        grip = float(q_cmd[GRIPPER_INDEX]) if held is not None else float(seg.gripper[0])
+        q_tr = self._transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], safe, tool_p, tool_a, kind)
+        hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every)
+        if hit is not None:
+            raise AttemptError("collision", f"transit to {kind} of {obj} collides at step {hit}")
+        dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)
+        for q in np.concatenate([q_tr, dwell]):
+            q_cmd = np.array([*q, grip])
+            rec.step(q_cmd)
+            self._monitor(held, rack0)
+        if held is not None:  # servo sag / grasp offset: shift the targets by the measured miss
+            points = points - (tw.object_poses()[held.name].position - points[0])
+        q_seg = self._track(q_tr[-1], points, axes, tool_p, tool_a, f"{kind} of {obj}")
+        closed_below = cfg.segmentation.gripper_closed_below
+        for q, g in zip(q_seg, seg.gripper, strict=True):
+            q_cmd = np.array([*q, g])
+            rec.step(q_cmd)
+            if held is None:
+                self._monitor(None, rack0)
+            elif g < closed_below:
+                self._monitor(held, None)
+        return q_cmd
 
     def _monitor(self, held: HeldObject | None, rack0: F64 | None) -> None:
         if held is not None and not self._in_hand(held):

@@ -205,7 +205,7 @@ def _cold(cfg: IKConfig, kin: ArmKinematics, checker: BatchedIK, n: int = 10_000
         times.append(time.perf_counter() - t0)
         qs.append(sol.q)
     got = kin.fk(torch.tensor(qs, dtype=torch.float64))
-    _, pe, re = pose_error(T, got, kin.approach_axis, True, plane_free=True)
+    _, pe, re = pose_error(T, got, kin.approach_axis, True)
     ok = (pe <= 1e-3) & (re <= math.radians(2.0))
     ms = sorted(t * 1e3 for t in times)
     res: dict[str, Any] = {

@@ -152,6 +152,9 @@ def _axis_rotation(d: F64, angle: float) -> F64:
     return np.asarray(np.eye(3) + np.sin(angle) * kx + (1 - np.cos(angle)) * kx @ kx)
 
 
+BRANCH_JUMP = 0.3  # rad (largest joint change): a solution that far from the last one is another IK branch
+
+
 class AnalyticTracker:
     """The ``analytic`` backend: closed-form IK (:class:`so101_skillgen.ik.AnalyticIK`) with the rotation about
     the tool axis — free in a point + axis target — searched for the value the arm can take exactly (the
@@ -166,6 +169,7 @@ class AnalyticTracker:
         self._ik = AnalyticIK(IKConfig(), ArmKinematics.from_urdf())
         self._mj = MujocoTracker(twin, cfg)
         self._psi = 0.0
+        self._tolerance = cfg.tolerance
 
     def fk(self, q: F64) -> F64:
         return self._mj.fk(q)
@@ -205,17 +209,29 @@ class AnalyticTracker:
                     fb = cost(b)
             return a if fa < fb else b
 
+        def result(psi: float) -> TrackResult:
+            q = np.asarray(self._try(r0, d, psi, point, tool_point, seed).q, dtype=np.float64)
+            got = self._mj.fk(q)[0]
+            pos_err = float(np.linalg.norm(point - (got[:3, :3] @ tool_point + got[:3, 3])))
+            ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ d, -1.0, 1.0)))
+            return TrackResult(q, pos_err, ang)
+
         psi = refine(self._psi - 0.15, self._psi + 0.15)
+        res = result(psi)
         if cost(psi) > 1e-3:  # lost the branch: sweep the full turn, then refine the best
             grid = np.linspace(-np.pi, np.pi, 25)[:-1]
             best = float(grid[int(np.argmin([cost(float(x)) for x in grid]))])
-            psi = refine(best - 0.3, best + 0.3)
+            psi_far = refine(best - 0.3, best + 0.3)
+            far = result(psi_far)
+            jump = float(np.max(np.abs(far.q - np.asarray(q_init, dtype=np.float64))))
+            # keep the local branch while it still tracks within tolerance: a far branch is a joint jump
+            local_ok = res.pos_error <= self._tolerance and res.axis_error <= 0.1
+            if not (local_ok and jump > BRANCH_JUMP) and (
+                far.pos_error + 0.05 * far.axis_error < res.pos_error + 0.05 * res.axis_error
+            ):
+                psi, res = psi_far, far
         self._psi = float(np.arctan2(np.sin(psi), np.cos(psi)))
-        q = np.asarray(self._try(r0, d, psi, point, tool_point, seed).q, dtype=np.float64)
-        got = self._mj.fk(q)[0]
-        pos_err = float(np.linalg.norm(point - (got[:3, :3] @ tool_point + got[:3, 3])))
-        ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ d, -1.0, 1.0)))
-        return TrackResult(q, pos_err, ang)
+        return res
 
 
 def make_tracker(twin: Twin, cfg: TrackingConfig, config_dir: Path | None = None) -> Tracker:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from so101_skillgen.ik import (
@@ -29,7 +30,7 @@ from so101_skillgen.ik import (
 )
 from so101_skillgen.ik.base import BACKENDS, default_ik_config_path
 from so101_skillgen.ik.batched import SphereModel, spd_solve
-from so101_skillgen.ik.pose_error import pose_error
+from so101_skillgen.ik.pose_error import free_rotation_np, pose_error, swing_axis
 from so101_skillgen.kinematics import ArmKinematics
 
 from so101_skillgen import se3
@@ -76,8 +77,9 @@ def achieved(kin: ArmKinematics, q: torch.Tensor, target: torch.Tensor) -> tuple
 
 
 def assert_round_trip(kin: ArmKinematics, res_q: torch.Tensor, ok: torch.Tensor, target: torch.Tensor) -> None:
+    """≥ 99 % solved; solved ones within 1 mm / 2° on the controllable axes and within the joint limits."""
     assert float(ok.float().mean()) >= 0.99, f"success {float(ok.float().mean()):.3f}"
-    pe, ae = achieved(kin, res_q, target)
+    _, pe, ae = pose_error(target.to(torch.float64), kin.fk(res_q.to(torch.float64)), kin.approach_axis, True)
     assert float(pe[ok].max()) <= POS_TOL and float(ae[ok].max()) <= ANG_TOL
     assert bool((res_q >= kin.lower - 1e-12).all() and (res_q <= kin.upper + 1e-12).all())
 
@@ -165,18 +167,64 @@ def test_input_shapes_are_checked(batched: BatchedIK) -> None:
 # ---------------------------------------------------------------------- pose error
 
 
-def test_partial_pose_error_ignores_only_roll_about_the_approach_axis(kin: ArmKinematics) -> None:
+def _about(axis: torch.Tensor, angle: float) -> torch.Tensor:
+    """(3, 3) rotation by ``angle`` rad about the unit base-frame ``axis`` (3,)."""
+    return se3.matrix_from_axis_angle(axis / axis.norm() * angle)
+
+
+def _swing_target(
+    pose: torch.Tensor, kin: ArmKinematics, swing: float, roll: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``pose`` (1, 4, 4) turned ``swing`` rad out of the arm's plane (about the free direction m of its approach
+    axis) and rolled ``roll`` rad about the approach axis; (target (1, 4, 4), m (3,))."""
+    R = pose[0, :3, :3]
+    m = swing_axis(R @ kin.approach_axis)
+    out = pose.clone()
+    out[0, :3, :3] = _about(m, swing) @ R @ _about(kin.approach_axis, roll)
+    return out, m
+
+
+def test_partial_pose_error_frees_only_the_out_of_plane_swing(kin: ArmKinematics) -> None:
     T = kin.fk(torch.tensor([[0.2, -0.4, 0.6, 0.3, -0.5]], dtype=torch.float64))
-    roll = se3.make_transform(se3.matrix_from_axis_angle(torch.tensor([0.0, 0.0, 1.2], dtype=torch.float64)),
-                              torch.zeros(3, dtype=torch.float64))  # fmt: skip
-    tilt = se3.make_transform(se3.matrix_from_axis_angle(torch.tensor([0.3, 0.0, 0.0], dtype=torch.float64)),
-                              torch.zeros(3, dtype=torch.float64))  # fmt: skip
-    _, pe, re = pose_error(T @ roll, T, kin.approach_axis, True)
-    assert float(pe) < 1e-12 and float(re) < 1e-9
-    _, _, re_full = pose_error(T @ roll, T, kin.approach_axis, False)
-    assert float(re_full) == pytest.approx(1.2)
-    _, _, re_tilt = pose_error(T @ tilt, T, kin.approach_axis, True)
-    assert float(re_tilt) == pytest.approx(0.3)
+    swung, m = _swing_target(T, kin, 0.3, 0.0)
+    _, pe, re = pose_error(swung, T, kin.approach_axis, True)
+    assert float(pe) < 1e-12 and float(re) < 1e-9  # the swing the arm cannot make is not an error
+    _, _, re_full = pose_error(swung, T, kin.approach_axis, False)
+    assert float(re_full) == pytest.approx(0.3)
+    rolled, _ = _swing_target(T, kin, 0.0, 1.2)
+    _, _, re_roll = pose_error(rolled, T, kin.approach_axis, True)
+    assert float(re_roll) == pytest.approx(1.2)  # roll about the approach axis is controlled: it counts
+    a = T[0, :3, :3] @ kin.approach_axis
+    pitched = T.clone()
+    pitched[0, :3, :3] = _about(torch.linalg.cross(a, m), 0.25) @ T[0, :3, :3]  # about the plane's normal
+    _, _, re_pitch = pose_error(pitched, T, kin.approach_axis, True)
+    assert float(re_pitch) == pytest.approx(0.25)
+    # the numpy twin (jacobian backend) is the same residual
+    e_full = se3.rotation_error(rolled[:, :3, :3], T[:, :3, :3]).numpy()
+    e_np, m_np = free_rotation_np(e_full, a.numpy()[None])
+    e_t, _, _ = pose_error(rolled, T, kin.approach_axis, True)
+    assert np.allclose(e_np, e_t[:, 3:].numpy(), atol=1e-12) and np.allclose(m_np[0], m.numpy())
+
+
+@pytest.mark.parametrize("backend", ["analytic", "jacobian", "batched"])
+def test_partial_pose_solves_a_target_turned_out_of_the_arm_plane(kin: ArmKinematics, backend: str) -> None:
+    """A target turned 0.2 rad out of the arm's plane and rolled 0.4 rad about its approach axis: partial pose
+    reaches the position and every controllable rotation (roll included), from the seed and cold. The old
+    residual (approach direction only, roll free) could not be met: no joint vector turns the approach axis
+    out of the plane, so the 0.2 rad stay (it reported such targets as failures: 1.7 % solved at 3°)."""
+    q = torch.tensor([[0.2, -0.4, 0.6, 0.3, -0.5]], dtype=torch.float64)
+    target, _ = _swing_target(kin.fk(q), kin, 0.2, 0.4)
+    solver = load_ik_solver({"backend": backend}, kinematics=kin)
+    for seed in (q, None):
+        res = solver.solve(target, seed)
+        assert bool(res.success.all()), (backend, seed is None, res.position_error, res.rotation_error)
+        got = kin.fk(res.q)
+        _, pe, re = pose_error(target, got, kin.approach_axis, True)
+        assert float(pe) <= POS_TOL and float(re) <= ANG_TOL
+        roll = se3.rotation_error(target[:, :3, :3], got[:, :3, :3])[0] @ (got[0, :3, :3] @ kin.approach_axis)
+        assert abs(float(roll)) <= ANG_TOL  # the roll was made, not left free
+        _, old = achieved(kin, res.q, target)
+        assert float(old) == pytest.approx(0.2, abs=0.01)  # the old residual's approach error cannot vanish
 
 
 # ---------------------------------------------------------------------- round trips
@@ -239,29 +287,6 @@ def test_unreachable_targets_fail_within_joint_limits(kin: ArmKinematics, backen
     assert bool((res.q >= kin.lower).all() and (res.q <= kin.upper).all())
 
 
-@pytest.mark.parametrize("backend", ["jacobian", "batched"])
-def test_partial_pose_solves_a_rolled_target_but_not_a_tilted_one(kin: ArmKinematics, backend: str) -> None:
-    q = torch.tensor([[0.2, -0.4, 0.6, 0.3, -0.5]], dtype=torch.float64)
-    T = kin.fk(q)
-    eye3 = torch.zeros(3, dtype=torch.float64)
-    roll = se3.make_transform(se3.matrix_from_axis_angle(torch.tensor([0.0, 0.0, 2.5], dtype=torch.float64)), eye3)
-    tilt = se3.make_transform(se3.matrix_from_axis_angle(torch.tensor([0.35, 0.0, 0.0], dtype=torch.float64)), eye3)
-    solver = load_ik_solver({"backend": backend}, kinematics=kin)
-    rolled = solver.solve(T @ roll, q)
-    assert bool(rolled.success.all())
-    pe, ae = achieved(kin, rolled.q, T @ roll)
-    assert float(pe) <= POS_TOL and float(ae) <= ANG_TOL
-    # a tilt of the approach axis is not ignored: either it is reached, or the solve reports the failure
-    tilted = solver.solve(T @ tilt, q)
-    pe, ae = achieved(kin, tilted.q, T @ tilt)
-    if bool(tilted.success.all()):
-        assert float(pe) <= POS_TOL and float(ae) <= ANG_TOL
-    else:
-        assert float(tilted.position_error) > 5e-4 or float(tilted.rotation_error) > 0.0175
-    _, ae_seed = achieved(kin, q, T @ tilt)
-    assert float(ae_seed) == pytest.approx(0.35, abs=1e-6)  # staying put would leave the tilt
-
-
 def test_sphere_model_gradient_matches_finite_differences(kin: ArmKinematics) -> None:
     spheres = SphereModel(kin, radius=0.2)  # big spheres: many pairs in contact
     q = kin.random_q(8, torch.Generator().manual_seed(9))
@@ -277,21 +302,6 @@ def test_sphere_model_gradient_matches_finite_differences(kin: ArmKinematics) ->
 
         fd = (dist(q + dq) - dist(q - dq)) / (2 * eps)
         torch.testing.assert_close(grad[..., j], fd, atol=1e-6, rtol=0)
-
-
-def test_scalar_fast_path_matches_the_numpy_iteration(
-    kin: ArmKinematics, targets: tuple[torch.Tensor, torch.Tensor]
-) -> None:
-    q, T = targets
-    seed = q + 0.05 * torch.randn(q.shape, generator=torch.Generator().manual_seed(11), dtype=q.dtype)
-    seed = torch.maximum(torch.minimum(seed, kin.upper), kin.lower)
-    ik = JacobianIK(load_ik_config(), kin)
-    for i in range(20):
-        Rt, pt, s0 = T[i, :3, :3].numpy(), T[i, :3, 3].numpy(), seed[i].numpy()
-        fast = ik._attempt(Rt, pt, s0, True, 150)
-        slow = ik._attempt_numpy(Rt, pt, s0, True, 150)
-        assert fast[3] == slow[3]
-        assert float(abs(fast[0] - slow[0]).max()) < 1e-9
 
 
 def test_spd_solve_matches_torch() -> None:

@@ -155,6 +155,18 @@ class Twin:
         mujoco.mj_step(self.model, self.data, nstep=self._substeps(self._ticks))
         self._ticks += 1
 
+    def snapshot(self) -> tuple[mujoco.MjData, int]:
+        """The simulation state now (a copy), for :meth:`restore`: stepping on from it is bit-identical."""
+        data = mujoco.MjData(self.model)
+        mujoco.mj_copyData(data, self.model, self.data)
+        return data, self._ticks
+
+    def restore(self, state: tuple[mujoco.MjData, int]) -> None:
+        """Return to a :meth:`snapshot` of this episode (the model's randomization is not part of it)."""
+        data, ticks = state
+        mujoco.mj_copyData(self.data, self.model, data)
+        self._ticks = ticks
+
     def joint_targets(self) -> F64:
         """Currently applied targets (6,) rad."""
         return self.data.ctrl[self.index.actuator_ids].copy()

@@ -1,5 +1,6 @@
 """The scripted expert node driving the sim node through a real zenoh router (both in this process, on two
-contexts; a third context watches): commands answer states stamp for stamp, ``~/start``/``~/stop``/``~/done``."""
+contexts; a third context watches): commands answer states stamp for stamp, ``~/start``/``~/stop``/``~/done``,
+the episode's target slot is honoured."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
 from so101_core.robot_spec import JOINT_NAMES
+from so101_core.sim.geometry import quat_to_mat
+from so101_core.sim.randomization import centre_slot
 from so101_nodes.scripted_expert_node import ScriptedExpertNode, ScriptedExpertParams, stamp_ns
 from so101_nodes.sim_node import SimNode
 
@@ -118,3 +122,34 @@ def test_invalid_control_rate_is_named(context: Context) -> None:
             ScriptedExpertParams.declare(node)
     finally:
         node.shutdown()
+
+
+def test_expert_places_the_vial_in_the_episodes_target_slot(graph: Graph) -> None:
+    """The sim publishes its episode's target slot (seed 2: slot 3, not the centre slot 4) and the expert
+    places the vial there; before, it always went to the centre."""
+    reset = graph.watch.create_client("so101_msgs/srv/ResetSim", "sim/reset")
+    assert reset.wait_for_service(5.0)
+    assert reset.call(graph.watch.message("so101_msgs/srv/ResetSim_Request", seed=2), 10.0).success
+    episode = graph.sim.twin.episode
+    assert episode is not None and episode.target_slot == 3 != centre_slot(graph.sim.twin.config)
+    wait_until(lambda: graph.expert.sim_slot == 3)
+    assert graph.trigger("/scripted_expert/start").success
+    wait_until(lambda: bool(graph.done) and graph.done[-1], 40.0)
+    assert graph.expert.slot == 3
+    time.sleep(0.5)  # the vial settles in the rack
+    poses = graph.sim.twin.object_poses()
+    rack, vial = poses["rack"], poses["vial"]
+    offsets = np.asarray(graph.sim.twin.config.rack.slot_offsets(), dtype=np.float64)
+    local = quat_to_mat(rack.quaternion).T @ (vial.position - rack.position)
+    dist = np.linalg.norm(offsets - local[:2], axis=1)
+    assert int(np.argmin(dist)) == 3 and float(dist[3]) < 0.013, dist
+
+
+def test_target_slot_parameter_is_checked(context: Context) -> None:
+    for bad, match in ((-2, "'target_slot' must be -1 or a slot"), (9, "'target_slot' 9 is not one of the 9 slots")):
+        node = ZenohNode("scripted_expert", args=[], context=context, parameter_overrides={"target_slot": bad})
+        try:
+            with pytest.raises(ValueError, match=match):
+                ScriptedExpertNode(node)
+        finally:
+            node.shutdown()

@@ -357,7 +357,7 @@ class AnalyticIK:
             tgt = tgt.clone()
             cur[:, :3, 3] = cur[:, :3, 3] + (cur[:, :3, :3] @ tp)
             tgt[:, :3, 3] = tgt[:, :3, 3] + (tgt[:, :3, :3] @ tp)
-        _, pe, re = pose_error(tgt, cur, kin.approach_axis, partial_pose, plane_free=True)
+        _, pe, re = pose_error(tgt, cur, kin.approach_axis, partial_pose)
         cfg = self.config
         ok = torch.tensor(oks, device=kin.device) & (pe <= cfg.position_tolerance) & (re <= cfg.rotation_tolerance)
         return IKBatchResult(q=q, success=ok, position_error=pe, rotation_error=re, iterations=1)

@@ -66,9 +66,9 @@ class IKBatchResult:
     """Best solution per target.
 
     ``q`` (B, 5) rad; ``success`` (B,) bool (within the configured tolerances, limits respected);
-    ``position_error`` (B,) m and ``rotation_error`` (B,) rad at ``q`` (the rotation error ignores roll about
-    the approach axis when solved with ``partial_pose``); ``iterations``: iterations run (the most over the
-    batch).
+    ``position_error`` (B,) m and ``rotation_error`` (B,) rad at ``q`` (the rotation error leaves out the
+    approach axis' swing out of the arm's plane when solved with ``partial_pose``, see :mod:`.pose_error`);
+    ``iterations``: iterations run (the most over the batch).
     """
 
     q: Tensor

@@ -2,7 +2,7 @@
 
 Every (target, seed) pair runs damped Gauss-Newton (Levenberg–Marquardt with fixed λ) on
 
-    cost(q) = ‖W·e(q)‖²            pose error, base frame, position first; partial pose drops roll
+    cost(q) = ‖W·e(q)‖²            pose error, base frame, position first; partial pose frees the swing (.pose_error)
             + w_l² Σ soft_limit(q)² joint-limit cost inside ``joint_limit_margin`` of each limit
             + w_c² Σ penetration²   self-collision between spheres on non-adjacent links
 

@@ -2,8 +2,9 @@
 
 One program per target, one lane per seed, everything in registers: FK of the 5-joint chain (fixed origin
 transform, then rotation about the joint's z axis), the geometric Jacobian (6×5, base frame), the pose error
-(position first; partial pose keeps only the swing of the approach axis z), the same adaptive rotation
-scaling, weights in EE axes, error-scaled LM damping and soft joint-limit cost as the torch step, the 5×5
+(position first; partial pose frees the approach axis' swing out of the arm's plane, as
+:mod:`.pose_error`), the same adaptive rotation scaling, weights in EE axes, error-scaled LM damping and soft
+joint-limit cost as the torch step, the 5×5
 normal equations (JᵀWJ + λ²I) Δq = JᵀW e by an unrolled Cholesky, the step clamp and the joint clip.
 
 Differences from the torch loop: a seed stops moving once it meets the tolerances, and a target stops at the
@@ -74,67 +75,65 @@ def _atan2_pos(y, x):
 
 
 @triton.jit
-def _rot_error(r00, r01, r02, r10, r11, r12, r20, r21, r22, t00, t01, t02, t10, t11, t12, t20, t21, t22,
-               PARTIAL: tl.constexpr):  # fmt: skip
-    """Rotation error (3, base) taking R to the target R*: the approach-axis (z) swing when ``PARTIAL``,
-    else log(R*·Rᵀ) through Shepperd's quaternion (as :func:`so101_skillgen.se3.rotation_error`)."""
-    if PARTIAL:
-        cx, cy, cz = r12 * t22 - r22 * t12, r22 * t02 - r02 * t22, r02 * t12 - r12 * t02
-        s = tl.sqrt(cx * cx + cy * cy + cz * cz)
-        d = r02 * t02 + r12 * t12 + r22 * t22
-        ang = _atan2_pos(s, d)
-        f = ang / tl.maximum(s, 1e-12)
-        big = s > 1e-9
-        flip = (d <= 0) & (s <= 1e-9)  # anti-parallel: turn about R's y axis (⟂ approach)
-        ex = tl.where(big, cx * f, tl.where(flip, r01 * ang, 0.0))
-        ey = tl.where(big, cy * f, tl.where(flip, r11 * ang, 0.0))
-        ez = tl.where(big, cz * f, tl.where(flip, r21 * ang, 0.0))
-    else:
-        m00, m01, m02 = (
-            t00 * r00 + t01 * r01 + t02 * r02,
-            t00 * r10 + t01 * r11 + t02 * r12,
-            t00 * r20 + t01 * r21 + t02 * r22,
-        )
-        m10, m11, m12 = (
-            t10 * r00 + t11 * r01 + t12 * r02,
-            t10 * r10 + t11 * r11 + t12 * r12,
-            t10 * r20 + t11 * r21 + t12 * r22,
-        )
-        m20, m21, m22 = (
-            t20 * r00 + t21 * r01 + t22 * r02,
-            t20 * r10 + t21 * r11 + t22 * r12,
-            t20 * r20 + t21 * r21 + t22 * r22,
-        )
-        tr = m00 + m11 + m22
-        d0, d1, d2, d3 = tr, 2 * m00 - tr, 2 * m11 - tr, 2 * m22 - tr
-        k0 = (d0 >= d1) & (d0 >= d2) & (d0 >= d3)
-        k1 = (d1 > d0) & (d1 >= d2) & (d1 >= d3)
-        k2 = (d2 > d0) & (d2 > d1) & (d2 >= d3)
-        # Shepperd's candidate quaternion (w, x, y, z) of the largest of (trace, m00, m11, m22), unnormalized
-        qw = tl.where(k0, 1.0 + d0, tl.where(k1, m21 - m12, tl.where(k2, m02 - m20, m10 - m01)))
-        qx = tl.where(k0, m21 - m12, tl.where(k1, 1.0 + d1, tl.where(k2, m01 + m10, m02 + m20)))
-        qy = tl.where(k0, m02 - m20, tl.where(k1, m01 + m10, tl.where(k2, 1.0 + d2, m12 + m21)))
-        qz = tl.where(k0, m10 - m01, tl.where(k1, m02 + m20, tl.where(k2, m12 + m21, 1.0 + d3)))
-        sign = tl.where(qw < 0, -1.0, 1.0) / tl.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-        qw, qx, qy, qz = qw * sign, qx * sign, qy * sign, qz * sign
-        s = tl.sqrt(qx * qx + qy * qy + qz * qz)
-        f = tl.where(s > 1e-7, 2.0 * _atan2_pos(s, qw) / tl.maximum(s, 1e-12), 2.0 / tl.maximum(qw, 1e-12))
-        ex, ey, ez = qx * f, qy * f, qz * f
+def _free_dir(ax, ay, az):
+    """The free rotation direction of partial pose for the approach direction (ax, ay, az) (base): world z
+    minus its approach component, normalized (x for a vertical approach), as :func:`.pose_error.swing_axis`."""
+    mx, my, mz = -az * ax, -az * ay, 1.0 - az * az
+    n = tl.sqrt(mx * mx + my * my + mz * mz)
+    ok = n > 1e-9
+    inv = 1.0 / tl.maximum(n, 1e-12)
+    return tl.where(ok, mx * inv, 1.0), tl.where(ok, my * inv, 0.0), tl.where(ok, mz * inv, 0.0)
+
+
+@triton.jit
+def _rot_error(r00, r01, r02, r10, r11, r12, r20, r21, r22, t00, t01, t02, t10, t11, t12, t20, t21, t22):  # fmt: skip
+    """Rotation error (3, base) taking R to the target R*: log(R*·Rᵀ) through Shepperd's quaternion (as
+    :func:`so101_skillgen.se3.rotation_error`); partial pose removes its free component in the caller."""
+    m00, m01, m02 = (
+        t00 * r00 + t01 * r01 + t02 * r02,
+        t00 * r10 + t01 * r11 + t02 * r12,
+        t00 * r20 + t01 * r21 + t02 * r22,
+    )
+    m10, m11, m12 = (
+        t10 * r00 + t11 * r01 + t12 * r02,
+        t10 * r10 + t11 * r11 + t12 * r12,
+        t10 * r20 + t11 * r21 + t12 * r22,
+    )
+    m20, m21, m22 = (
+        t20 * r00 + t21 * r01 + t22 * r02,
+        t20 * r10 + t21 * r11 + t22 * r12,
+        t20 * r20 + t21 * r21 + t22 * r22,
+    )
+    tr = m00 + m11 + m22
+    d0, d1, d2, d3 = tr, 2 * m00 - tr, 2 * m11 - tr, 2 * m22 - tr
+    k0 = (d0 >= d1) & (d0 >= d2) & (d0 >= d3)
+    k1 = (d1 > d0) & (d1 >= d2) & (d1 >= d3)
+    k2 = (d2 > d0) & (d2 > d1) & (d2 >= d3)
+    # Shepperd's candidate quaternion (w, x, y, z) of the largest of (trace, m00, m11, m22), unnormalized
+    qw = tl.where(k0, 1.0 + d0, tl.where(k1, m21 - m12, tl.where(k2, m02 - m20, m10 - m01)))
+    qx = tl.where(k0, m21 - m12, tl.where(k1, 1.0 + d1, tl.where(k2, m01 + m10, m02 + m20)))
+    qy = tl.where(k0, m02 - m20, tl.where(k1, m01 + m10, tl.where(k2, 1.0 + d2, m12 + m21)))
+    qz = tl.where(k0, m10 - m01, tl.where(k1, m02 + m20, tl.where(k2, m12 + m21, 1.0 + d3)))
+    sign = tl.where(qw < 0, -1.0, 1.0) / tl.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    qw, qx, qy, qz = qw * sign, qx * sign, qy * sign, qz * sign
+    s = tl.sqrt(qx * qx + qy * qy + qz * qz)
+    f = tl.where(s > 1e-7, 2.0 * _atan2_pos(s, qw) / tl.maximum(s, 1e-12), 2.0 / tl.maximum(qw, 1e-12))
+    ex, ey, ez = qx * f, qy * f, qz * f
     return ex, ey, ez
 
 
 @triton.jit
 def _column(zx, zy, zz, ox, oy, oz, px, py, pz, r00, r01, r02, r10, r11, r12, r20, r21, r22,
-            sp, s0, s1, s2, PARTIAL: tl.constexpr):  # fmt: skip
-    """Weighted Jacobian column √w ⊙ (z × (p − o), Rᵀz) of the joint with axis z through o (base); the
-    angular part in EE axes, its approach (z) component dropped when ``PARTIAL``."""
+            sp, s0, s1, s2, mx, my, mz):  # fmt: skip
+    """Weighted Jacobian column √w ⊙ (z × (p − o), Rᵀ(I − m mᵀ)z) of the joint with axis z through o (base);
+    the angular part in EE axes with its component along the free direction m removed (m = 0: full pose)."""
     dx, dy, dz = px - ox, py - oy, pz - oz
-    w2 = (r02 * zx + r12 * zy + r22 * zz) * s2
-    if PARTIAL:
-        w2 = w2 * 0.0
+    zm = zx * mx + zy * my + zz * mz
+    ux, uy, uz = zx - zm * mx, zy - zm * my, zz - zm * mz
     return (
         sp * (zy * dz - zz * dy), sp * (zz * dx - zx * dz), sp * (zx * dy - zy * dx),
-        s0 * (r00 * zx + r10 * zy + r20 * zz), s1 * (r01 * zx + r11 * zy + r21 * zz), w2,
+        s0 * (r00 * ux + r10 * uy + r20 * uz), s1 * (r01 * ux + r11 * uy + r21 * uz),
+        s2 * (r02 * ux + r12 * uy + r22 * uz),
     )  # fmt: skip
 
 
@@ -270,7 +269,13 @@ def _ik_kernel(q_ptr, tgt_ptr, prm_ptr, err_ptr, org_ptr, steps_ptr, n_targets, 
         # ---- pose error (base), adaptive rotation scaling, √W in EE axes
         epx, epy, epz = tpx - px, tpy - py, tpz - pz
         erx, ery, erz = _rot_error(r00, r01, r02, r10, r11, r12, r20, r21, r22,
-                                   t00, t01, t02, t10, t11, t12, t20, t21, t22, PARTIAL)  # fmt: skip
+                                   t00, t01, t02, t10, t11, t12, t20, t21, t22)  # fmt: skip
+        if PARTIAL:  # free the approach axis' swing out of the arm's plane (.pose_error)
+            mx, my, mz = _free_dir(r02, r12, r22)
+            dm = erx * mx + ery * my + erz * mz
+            erx, ery, erz = erx - dm * mx, ery - dm * my, erz - dm * mz
+        else:
+            mx, my, mz = r02 * 0.0, r02 * 0.0, r02 * 0.0
         pe = tl.sqrt(epx * epx + epy * epy + epz * epz)
         re = tl.sqrt(erx * erx + ery * ery + erz * erz)
         sc = tl.where(pe > THR, tl.maximum(THR / tl.maximum(pe, 1e-12), SMIN), 1.0)
@@ -281,15 +286,15 @@ def _ik_kernel(q_ptr, tgt_ptr, prm_ptr, err_ptr, org_ptr, steps_ptr, n_targets, 
         e5 = s2 * (r02 * erx + r12 * ery + r22 * erz)
         # ---- weighted normal equations
         a0, a1, a2, a3, a4, a5 = _column(z0x, z0y, z0z, o0x, o0y, o0z, px, py, pz, r00, r01, r02, r10, r11, r12,
-                                         r20, r21, r22, sp, s0, s1, s2, PARTIAL)  # fmt: skip
+                                         r20, r21, r22, sp, s0, s1, s2, mx, my, mz)  # fmt: skip
         b0, b1, b2, b3, b4, b5 = _column(z1x, z1y, z1z, o1x, o1y, o1z, px, py, pz, r00, r01, r02, r10, r11, r12,
-                                         r20, r21, r22, sp, s0, s1, s2, PARTIAL)  # fmt: skip
+                                         r20, r21, r22, sp, s0, s1, s2, mx, my, mz)  # fmt: skip
         c0, c1, c2, c3, c4, c5 = _column(z2x, z2y, z2z, o2x, o2y, o2z, px, py, pz, r00, r01, r02, r10, r11, r12,
-                                         r20, r21, r22, sp, s0, s1, s2, PARTIAL)  # fmt: skip
+                                         r20, r21, r22, sp, s0, s1, s2, mx, my, mz)  # fmt: skip
         d0, d1, d2, d3, d4, d5 = _column(z3x, z3y, z3z, o3x, o3y, o3z, px, py, pz, r00, r01, r02, r10, r11, r12,
-                                         r20, r21, r22, sp, s0, s1, s2, PARTIAL)  # fmt: skip
+                                         r20, r21, r22, sp, s0, s1, s2, mx, my, mz)  # fmt: skip
         f0, f1, f2, f3, f4, f5 = _column(z4x, z4y, z4z, o4x, o4y, o4z, px, py, pz, r00, r01, r02, r10, r11, r12,
-                                         r20, r21, r22, sp, s0, s1, s2, PARTIAL)  # fmt: skip
+                                         r20, r21, r22, sp, s0, s1, s2, mx, my, mz)  # fmt: skip
         if ADAPTIVE:
             werr = tl.sqrt(e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3 + e4 * e4 + e5 * e5)
             lam2 = LAM2 * tl.minimum(tl.maximum(werr / THR, 1e-4 * one), 1.0)

@@ -1,16 +1,17 @@
-"""Damped-least-squares IK (SPEC step 2), single seed per target; a numpy fast path on the CPU.
+"""Damped-least-squares IK (SPEC step 2), single seed per target, numpy on the CPU.
 
 Per iteration, base frame, position first::
 
-    e  = (p* − p, rotation error)          (partial pose: swing of the approach axis only)
+    e  = (p* − p, rotation error)          (partial pose: the out-of-plane swing removed, see .pose_error)
     Δq = Jᵀ (J Jᵀ + λ² I)⁻¹ · W · e        λ = 0.05, W = diag(1, 1, 1, 0.5, 0.5, 0.2)
     rotation weights × max(0.01 / |e_p|, 0.05) while |e_p| > 1 cm      (adaptive rotation scaling)
     Δq ← Δq · min(1, 0.1 / max|Δq_i|)     (clamp: no joint moves more than 0.1 rad, direction kept)
     q  ← clip(q + Δq, lower, upper)        (joint limits hold after every step)
 
 The rotation weights act along the EE axes (x, y, approach), so 0.2 is the weight of roll about the jaws
-(moot with partial pose, where that component is removed). With ``adaptive_damping`` (default) λ is 0.05
-while the weighted error exceeds 1 cm and shrinks in proportion below it (floor λ/100): in partial pose the
+(controlled in partial pose, which frees the approach axis' swing out of the arm's plane instead). With
+``adaptive_damping`` (default) λ is 0.05 while the weighted error exceeds 1 cm and shrinks in proportion below
+it (floor λ/100): in partial pose the
 wrist roll only moves the jaw centre on its ~8 mm lever off the roll axis, a direction a fixed λ = 0.05
 damps ~40× and leaves stalled at the millimetre level. A target that fails from its seed is retried from
 ``restarts`` random joint vectors iterated together (vectorized numpy, reproducible); the best is returned.
@@ -33,7 +34,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from .base import IKBatchResult, IKConfig, IKError
-from .scalar import ScalarChain, scalar_attempt
+from .pose_error import free_rotation_np
 
 __all__ = ["JacobianIK"]
 
@@ -73,8 +74,6 @@ class JacobianIK:
         self._tailp = np.ascontiguousarray(tail[:3, 3])
         self._lo, self._hi = lower, upper
         self._approach = approach
-        self._chain = ScalarChain.of(origins, axes, tail, lower, upper, approach)
-        self._perp = np.asarray(self._chain.perp)
         a = axes
         zero = np.zeros(len(a))
         self._K = np.stack(
@@ -85,7 +84,6 @@ class JacobianIK:
         self._I6 = np.eye(6)
         self._w = np.asarray(config.weights, dtype=np.float64)
         self._n = len(a)
-        self.scalar_fast_path = True  # plain-float iteration for partial pose (same math; see .scalar)
 
     # ------------------------------------------------------------------ numpy kinematics
     def fk_jacobian_np(self, q: F64) -> tuple[F64, F64, F64]:
@@ -135,23 +133,15 @@ class JacobianIK:
         return R_ee, p_ee, J
 
     def _error_many(self, Rt: F64, pt: F64, R: F64, p: F64, partial: bool) -> tuple[F64, F64, F64, F64]:
-        """Batched :meth:`_error`: (e (S, 6), |e_p| (S,), |e_r| (S,), approach directions (S, 3))."""
+        """Batched :meth:`_error`: (e (S, 6), |e_p| (S,), |e_r| (S,), free directions (S, 3))."""
         e = np.empty((len(p), 6))
         e[:, :3] = pt - p
-        a_cur = R @ self._approach
+        e_full = np.stack([_log_rotation(Rt @ r.T) for r in R])
         if partial:
-            a_tgt = Rt @ self._approach
-            cr = np.cross(a_cur, a_tgt)
-            sn = np.linalg.norm(cr, axis=-1)
-            angle = np.arctan2(sn, a_cur @ a_tgt)
-            unit = np.where(
-                (sn > 1e-9)[:, None], cr / np.maximum(sn, 1e-12)[:, None],
-                np.where((a_cur @ a_tgt > 0)[:, None], 0.0, R @ self._perp),
-            )  # fmt: skip
-            e[:, 3:] = unit * angle[:, None]
+            e[:, 3:], m = free_rotation_np(e_full, R @ self._approach)
         else:
-            e[:, 3:] = np.stack([_log_rotation(Rt @ r.T) for r in R])
-        return e, np.linalg.norm(e[:, :3], axis=-1), np.linalg.norm(e[:, 3:], axis=-1), a_cur
+            e[:, 3:], m = e_full, np.zeros((len(p), 3))
+        return e, np.linalg.norm(e[:, :3], axis=-1), np.linalg.norm(e[:, 3:], axis=-1), m
 
     def _attempt_many(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
         """The DLS iteration run from S starts (S, 5) at once; stops when one converges; the best one."""
@@ -187,55 +177,18 @@ class JacobianIK:
         return q[k], float(ep[k]), float(er[k]), it
 
     def _error(self, Rt: F64, pt: F64, R: F64, p: F64, partial: bool) -> tuple[F64, float, float, F64]:
-        """(e (6,), |e_p|, |e_r|, current approach direction (3,))."""
+        """(e (6,), |e_p|, |e_r|, the free rotation direction (3,); zeros for the full pose)."""
         e = np.empty(6)
         e[:3] = pt - p
-        a_cur = R @ self._approach
+        e_full = _log_rotation(Rt @ R.T)
         if partial:
-            a_tgt = Rt @ self._approach
-            cr = np.array(
-                [
-                    a_cur[1] * a_tgt[2] - a_cur[2] * a_tgt[1],
-                    a_cur[2] * a_tgt[0] - a_cur[0] * a_tgt[2],
-                    a_cur[0] * a_tgt[1] - a_cur[1] * a_tgt[0],
-                ]
-            )
-            s = math.sqrt(float(cr @ cr))
-            d = float(a_cur @ a_tgt)
-            angle = math.atan2(s, d)
-            if s > 1e-9:
-                e[3:] = cr * (angle / s)
-            elif d > 0:
-                e[3:] = 0.0
-            else:
-                e[3:] = (R @ self._perp) * angle
+            e[3:], m = free_rotation_np(e_full, R @ self._approach)
         else:
-            e[3:] = _log_rotation(Rt @ R.T)
-        return e, math.sqrt(float(e[:3] @ e[:3])), math.sqrt(float(e[3:] @ e[3:])), a_cur
+            e[3:], m = e_full, np.zeros(3)
+        return e, math.sqrt(float(e[:3] @ e[:3])), math.sqrt(float(e[3:] @ e[3:])), m
 
     def _attempt(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
-        """One DLS run from ``q`` (5,): plain-float fast path for partial pose, numpy otherwise."""
-        if not (partial and self.scalar_fast_path):
-            return self._attempt_numpy(Rt, pt, q, partial, iterations)
-        cfg = self.config
-        qs, ep, er, it = scalar_attempt(
-            self._chain,
-            (Rt[0, 0], Rt[0, 1], Rt[0, 2], Rt[1, 0], Rt[1, 1], Rt[1, 2], Rt[2, 0], Rt[2, 1], Rt[2, 2]),
-            (pt[0], pt[1], pt[2]),
-            q.tolist(),
-            weights=cfg.weights,
-            damping=cfg.damping,
-            max_step=cfg.max_step,
-            threshold=cfg.rotation_scaling_threshold,
-            min_scale=cfg.rotation_scaling_min,
-            adaptive_damping=cfg.adaptive_damping,
-            tol_p=cfg.position_tolerance,
-            tol_r=cfg.rotation_tolerance,
-            iterations=iterations,
-        )
-        return np.asarray(qs, dtype=np.float64), ep, er, it
-
-    def _attempt_numpy(self, Rt: F64, pt: F64, q: F64, partial: bool, iterations: int) -> tuple[F64, float, float, int]:
+        """One DLS run from ``q`` (5,)."""
         cfg = self.config
         lam2 = cfg.damping**2
         tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance

@@ -1,20 +1,26 @@
-"""Pose error, weighting and the partial-pose projection used by the IK backends (torch, batched).
+"""Pose error, weighting and the partial-pose projection: the ONE definition of the IK residual, used by
+every backend (torch: analytic's check, batched, curobo's check; numpy twins for the jacobian backend; the
+fused Triton kernel mirrors it line by line).
 
 All vectors are in the robot base frame, position first: ``e = (e_p, e_r)`` with ``e_p = p* − p`` (m) and
 ``e_r`` the axis-angle (rad) of the rotation taking the current EE orientation to the target one.
 
-Partial pose (5-DOF arm): the rotation about the approach axis ``a`` (EE frame; URDF z along the jaws) is
-not controllable, so ``e_r`` is the *swing* part only — the rotation taking the current approach direction
-``R·a`` onto the target one ``R*·a`` — which is perpendicular to ``R·a`` (the projection of the error onto
-the plane ⟂ approach axis, exact even for large roll), and the angular Jacobian rows are projected onto that
-plane too, so the solver neither chases nor resists roll.
+Partial pose (5-DOF arm, ``ik.yaml`` ``partial_pose.free_axis: out_of_plane_swing``): the approach axis
+``a`` (EE frame; URDF z along the jaws) always lies in the arm's vertical plane, so its swing out of that
+plane — the rotation about ``m`` = world z minus its component along the current approach direction
+(:func:`swing_axis`) — is the one rotation the arm cannot make; ``e_r`` is the full rotation error with its
+``m`` component removed, and the angular Jacobian rows are projected onto the plane ⟂ ``m``
+(:func:`project_angular`), so the solver neither chases nor resists that swing. Roll about ``a`` and pitch
+in the plane stay controlled.
 """
 
 # ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from so101_core.arrays import F64
 from torch import Tensor
 
 from ..se3 import mm, rotation_error
@@ -24,7 +30,15 @@ def _mv(R: Tensor, v: Tensor) -> Tensor:
     return mm(R, v[..., None])[..., 0]
 
 
-__all__ = ["perpendicular_unit", "pose_error", "project_angular", "swing_axis", "weight_error"]
+__all__ = [
+    "free_rotation_np",
+    "perpendicular_unit",
+    "pose_error",
+    "project_angular",
+    "swing_axis",
+    "swing_axis_np",
+    "weight_error",
+]
 
 
 def perpendicular_unit(axis: Tensor) -> Tensor:
@@ -59,33 +73,18 @@ def pose_error(
     approach_axis: Tensor,
     partial_pose: bool,
     perp: Tensor | None = None,
-    *,
-    plane_free: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(e (..., 6), position_error (...) m, rotation_error (...) rad)`` of ``current`` (..., 4, 4)
-    relative to ``target`` (..., 4, 4), base frame, position first. ``perp``: a precomputed
-    :func:`perpendicular_unit` of the approach axis (keeps the function free of tensor creation, for CUDA
-    graph capture). ``plane_free`` (with ``partial_pose``): free the out-of-plane swing of the approach axis
-    (:func:`swing_axis`, the arm's real missing direction) instead of the roll about it."""
+    relative to ``target`` (..., 4, 4), base frame, position first. With ``partial_pose`` the rotation
+    error leaves the out-of-plane swing free (module docstring). ``perp`` is accepted for call
+    compatibility (graph-captured callers precompute tensors) and unused."""
+    del perp
     e_p = target[..., :3, 3] - current[..., :3, 3]
     R, Rt = current[..., :3, :3], target[..., :3, :3]
-    if partial_pose and plane_free:
-        e_full = rotation_error(Rt, R)
+    e_r = rotation_error(Rt, R)
+    if partial_pose:
         m = swing_axis(_mv(R, approach_axis))
-        e_r = e_full - (e_full * m).sum(-1, keepdim=True) * m
-    elif partial_pose:
-        a_cur = _mv(R, approach_axis)
-        a_tgt = _mv(Rt, approach_axis)
-        c = torch.linalg.cross(a_cur, a_tgt, dim=-1)
-        s = torch.linalg.vector_norm(c, dim=-1, keepdim=True)
-        d = (a_cur * a_tgt).sum(-1, keepdim=True)
-        angle = torch.atan2(s, d)
-        # anti-parallel approach axes: any axis ⟂ the current approach direction will do
-        fallback = _mv(R, perpendicular_unit(approach_axis) if perp is None else perp)
-        unit = torch.where(s > 1e-9, c / torch.clamp(s, min=1e-12), torch.where(d > 0, torch.zeros_like(c), fallback))
-        e_r = unit * angle
-    else:
-        e_r = rotation_error(Rt, R)
+        e_r = e_r - (e_r * m).sum(-1, keepdim=True) * m
     e = torch.cat([e_p, e_r], dim=-1)
     return e, torch.linalg.vector_norm(e_p, dim=-1), torch.linalg.vector_norm(e_r, dim=-1)
 
@@ -108,7 +107,28 @@ def weight_error(
 
 
 def project_angular(J: Tensor, R: Tensor, approach_axis: Tensor) -> Tensor:
-    """Jacobian (..., 6, n) with its angular rows projected onto the plane ⟂ the approach direction."""
-    a = _mv(R, approach_axis)  # (..., 3)
-    P = torch.eye(3, dtype=J.dtype, device=J.device) - a[..., :, None] * a[..., None, :]
+    """Jacobian (..., 6, n) with its angular rows projected onto the plane ⟂ the free direction
+    :func:`swing_axis` of the current approach direction ``R·a``."""
+    m = swing_axis(_mv(R, approach_axis))  # (..., 3)
+    P = torch.eye(3, dtype=J.dtype, device=J.device) - m[..., :, None] * m[..., None, :]
     return torch.cat([J[..., :3, :], mm(P, J[..., 3:, :])], dim=-2)
+
+
+def swing_axis_np(a: F64) -> F64:
+    """numpy twin of :func:`swing_axis`: the free rotation direction (..., 3) for approach directions ``a``."""
+    a = np.asarray(a, dtype=np.float64)
+    m = np.zeros_like(a)
+    m[..., 2] = 1.0
+    m = m - a[..., 2:3] * a
+    n = np.linalg.norm(m, axis=-1, keepdims=True)
+    fallback = np.zeros_like(a)
+    fallback[..., 0] = 1.0
+    return np.where(n > 1e-9, m / np.maximum(n, 1e-12), fallback)
+
+
+def free_rotation_np(e_full: F64, a_cur: F64) -> tuple[F64, F64]:
+    """numpy twin of the partial-pose step of :func:`pose_error`: ``(e_r (..., 3), m (..., 3))`` — the full
+    rotation error ``e_full`` with its component along the free direction ``m`` (of the current approach
+    directions ``a_cur``) removed; project the angular Jacobian rows with ``I − m mᵀ``."""
+    m = swing_axis_np(a_cur)
+    return e_full - np.sum(e_full * m, axis=-1, keepdims=True) * m, m
