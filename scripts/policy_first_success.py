@@ -109,8 +109,12 @@ def main() -> int:
     p.add_argument("--bench-height", type=int, default=480)
     p.add_argument("--label", default="h200")
     p.add_argument("--amp", action="store_true", help="train under bf16 autocast")
-    p.add_argument("--until", choices=("render", "all"), default="all",
-                   help="render: stop once the dataset is built (a later call with the same --out trains on it)")
+    p.add_argument(
+        "--until",
+        choices=("render", "all"),
+        default="all",
+        help="render: stop once the dataset is built (a later call with the same --out trains on it)",
+    )
     a = p.parse_args()
     t_start = time.monotonic()
     a.out.mkdir(parents=True, exist_ok=True)
