@@ -51,8 +51,15 @@ def run_train_benchmark(
 ) -> dict[str, Any]:
     """``{"sources": {name: {...}}, "data_speedup_memory_vs_dataloader", "train_samples_per_s"}``."""
     base = dataclasses.replace(config or load_train_config(), device=device)
+    import json
+
+    info = json.loads((Path(dataset) / "meta" / "info.json").read_text())
+    images = {k: v["shape"] for k, v in info["features"].items() if k.startswith("observation.images.")}
     out: dict[str, Any] = {
         "dataset": str(dataset),
+        "dataset_episodes": info["total_episodes"],
+        "dataset_frames": info["total_frames"],
+        "dataset_images": images,
         "device": resolve_device(device),
         "batch_size": base.batch_size,
         "num_workers": base.num_workers,
