@@ -55,8 +55,9 @@ def render_on_ray(
         raise RenderError("Ray is not installed (pip install ray); render with local processes instead") from exc
     own = not ray.is_initialized()
     if own:
-        kw: dict[str, Any] = {"num_cpus": workers} if address == "local" else {"address": address}
-        ray.init(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False, **kw)
+        local = {"num_cpus": workers, "include_dashboard": False}
+        kw: dict[str, Any] = local if address == "local" else {"address": address}
+        ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
     actor_cls = ray.remote(num_cpus=1, max_restarts=0)(_RenderActor)
     cfg_ref = ray.put(cfg)
     actors: list[Any] = [actor_cls.remote(cfg_ref) for _ in range(max(1, min(workers, len(todo))))]
