@@ -14,17 +14,7 @@ setup(
     ],
     include_package_data=True,
     # lerobot with its [dataset] extra (datasets, av): requirements/runtime.txt
-    # PyOpenGL (mujoco's EGL/OSMesa backends need it too): the PBO readback; opencv only for pbo_bgra
-    install_requires=[
-        "numpy",
-        "pandas",
-        "pyarrow",
-        "matplotlib",
-        "PyOpenGL",
-        "so101_core",
-        "nodegraph",
-        "so101_skillgen",
-    ],
+    install_requires=["numpy", "pandas", "pyarrow", "matplotlib", "so101_core", "nodegraph", "so101_skillgen"],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",

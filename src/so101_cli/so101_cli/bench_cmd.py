@@ -115,7 +115,7 @@ def ik(
 @app.command()
 def render(
     phases: str = typer.Option(
-        "", "--phases", help="mode:P[:B[:preset|noshadow|sync|pbo|pbo_bgra|s=SEC]],... ('' = the benchmark's default)"
+        "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast", "--phases", help="mode:P[:B[:preset|noshadow|s=SEC]],..."
     ),
     seconds: float = typer.Option(10.0, "--seconds", help="time per phase, s"),
     frames: int = typer.Option(60, "--frames", help="frames per episode"),
@@ -127,17 +127,11 @@ def render(
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/render_<label>.json"),
 ) -> None:
     """Three-camera frames/s rendered and written to a LeRobot v3.0 dataset (three_cam_fps_to_dataset)."""
-    from so101_dataset.bench_render import DEFAULT_PHASES, gpu_name, run_render_benchmark
+    from so101_dataset.bench_render import run_render_benchmark
 
     result = run_render_benchmark(
-        width=width,
-        height=height,
-        phases_spec=phases or DEFAULT_PHASES,
-        seconds=seconds,
-        frames=frames,
-        encoder_threads=encoder_threads,
+        width=width, height=height, phases_spec=phases, seconds=seconds, frames=frames, encoder_threads=encoder_threads
     )
-    result["machine"] = {"gpu": gpu_name()}
     _report(f"render_{label}", result, as_json, save)
 
 

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from .config import DatasetConfig, load_dataset_config
-from .render import READBACKS
 
 
 def _replay(twin: Any, episode: int, frames: int, fps: int) -> Any:
@@ -94,7 +93,6 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
     import mujoco as _mj
 
     er.renderer.frames_per_pass = ph.get("frames_per_pass", 1)
-    er.renderer.set_readback(ph.get("readback", cfg.render.readback))
     er.renderer._scene.flags[_mj.mjtRndFlag.mjRND_SHADOW] = ph.get("shadows", cfg.render.shadows)
     before = replace(er.renderer.times)
     ep_counter = rank * 100000 + abs(hash(ph["name"])) % 10000 * 10
@@ -150,12 +148,11 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
     return out
 
 
-DEFAULT_PHASES = "stock:1,tiled:1:4:sync,tiled:1:4:pbo,dataset:1:4:ultrafast:sync,dataset:1:4:ultrafast:pbo"
+DEFAULT_PHASES = "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast"
 
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
-    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``,
-    a readback (``sync`` | ``pbo`` | ``pbo_bgra``; default ``render.readback``)."""
+    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``."""
     phases = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
@@ -165,8 +162,6 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
         b = int(rest[1]) if len(rest) > 1 else 1
         extras = rest[2:]
         ph: dict[str, Any] = {"mode": mode, "processes": p, "frames_per_pass": b if mode != "stock" else 1}
-        if mode != "stock":
-            ph["readback"] = base.render.readback
         name = f"{mode}_p{p}" + (f"_b{b}" if mode != "stock" else "")
         preset = base.video.preset
         for e in extras:
@@ -175,12 +170,8 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
                 name += "_noshadow"
             elif e.startswith("s="):
                 ph["seconds"] = float(e[2:])
-            elif e in READBACKS:
-                ph["readback"] = e
             else:
                 preset = e
-        if mode != "stock":
-            name += f"_{ph['readback']}"
         if mode == "dataset":
             vc = replace(base.video, preset=preset, encoder_threads=encoder_threads)
             ph["cfg"] = replace(base, video=vc)
@@ -245,13 +236,11 @@ def run_render_benchmark(
                 "mode": ph["mode"],
                 "processes": ph["processes"],
                 "frames_per_pass": ph.get("frames_per_pass", 1),
-                "readback": ph.get("readback"),
                 "three_cam_frames": n,
                 "wall_s": round(wall, 3),
                 "three_cam_fps": round(fps, 1),
                 "worker_time_s": shares,
                 "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
-                "readback_ms_per_frame": round(1e3 * shares["readback_s"] / n, 3) if n else None,
             }
             if ph["mode"] == "dataset":
                 shards = [Path(s) for r in rows for s in r["shards"]]
@@ -290,19 +279,13 @@ def run_render_benchmark(
             if pr.is_alive():
                 pr.kill()
         shutil.rmtree(work, ignore_errors=True)
-    stock = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "stock" and "three_cam_fps" in v]
-    tiled = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "tiled" and "three_cam_fps" in v]
-    best_tiled = max(
-        (k for k, v in record["phases"].items() if v["mode"] == "tiled" and "three_cam_fps" in v),
-        key=lambda k: record["phases"][k]["three_cam_fps"],
-        default=None,
-    )
+    stock = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "stock"]
+    tiled = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "tiled"]
     record.update(
         three_cam_fps_to_dataset=round(best, 1),
         best_phase=best_name,
         stock_ceiling_fps=max(stock) if stock else None,
         tiled_render_fps=max(tiled) if tiled else None,
-        best_tiled_phase=best_tiled,
         ratio_tiled_to_stock=round(max(tiled) / max(stock), 2) if stock and tiled and max(stock) > 0 else None,
         ratio_dataset_to_stock=round(best / max(stock), 2) if stock and max(stock) > 0 else None,
         cold_start_s={"mean": round(float(np.mean(cold)), 2), "max": round(float(np.max(cold)), 2)} if cold else None,
@@ -330,18 +313,6 @@ def gpu_name() -> str | None:
         return None
 
 
-def _now() -> str:
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _machine() -> dict[str, Any]:
-    import platform
-
-    return {"host": platform.node(), "cores": os.cpu_count(), "python": platform.python_version()}
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m so101_dataset.bench_render`` (the GPU machine runs it without the CLI's other deps)."""
     import argparse
@@ -350,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--width", type=int, default=640)
     ap.add_argument("--height", type=int, default=480)
-    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|sync|pbo|pbo_bgra|s=SEC]],...")
+    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|s=SEC]],...")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--encoder-threads", type=int, default=2)
@@ -365,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         width=a.width, height=a.height, phases_spec=a.phases, seconds=a.seconds, frames=a.frames, cfg=cfg,
         encoder_threads=a.encoder_threads, partial_out=Path(a.out) if a.out else None,
     )  # fmt: skip
-    rec = {"benchmark": f"render_{a.label}", "date": _now(), **rec, "machine": {**_machine(), "gpu": gpu_name()}}
+    rec["machine"] = {"gpu": gpu_name()}
     text = json.dumps(rec, indent=2)
     print(text)
     if a.out:

@@ -10,14 +10,13 @@ from so101_core.config import Fields, config_dir, load_yaml
 from so101_core.robot_spec import CAMERA_NAMES
 
 from .errors import DatasetConfigError
-from .render import READBACKS
 
 VCODECS = ("h264", "hevc", "libsvtav1", "libaom-av1")
 
 
 @dataclass(frozen=True)
 class VideoConfig:
-    """Encoder settings (lerobot ``RGBEncoderConfig`` fields); ``encoder_threads`` 0 = cores // (workers × cameras)."""
+    """Encoder settings (lerobot ``RGBEncoderConfig`` fields); ``encoder_threads`` 0 = codec default."""
 
     vcodec: str = "h264"
     pix_fmt: str = "yuv420p"
@@ -34,8 +33,6 @@ class RenderConfig:
     visual_dr: bool = True
     shadows: bool = True
     random_seed: int = 0
-    readback: str = "sync"  # sync (mjr_readPixels) | pbo | pbo_bgra (async pixel-pack buffers); same pixels
-    frames_per_pass: int = 4  # frames drawn into one buffer and read back together
 
 
 @dataclass(frozen=True)
@@ -116,8 +113,6 @@ def load_dataset_config(path: Path | None = None) -> DatasetConfig:
             visual_dr=_bool(r, "visual_dr", d.render.visual_dr),
             shadows=_bool(r, "shadows", d.render.shadows),
             random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
-            readback=r.text("readback", d.render.readback, choices=READBACKS),
-            frames_per_pass=r.integer("frames_per_pass", d.render.frames_per_pass, lo=1, hi=64),
         ),
         video=VideoConfig(
             vcodec=v.text("vcodec", d.video.vcodec, choices=VCODECS),

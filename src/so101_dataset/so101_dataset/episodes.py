@@ -98,7 +98,7 @@ class UnitResult:
 class UnitRenderer:
     """Per process: one :class:`EpisodeRenderer` reused for every episode this process renders."""
 
-    def __init__(self, cfg: DatasetConfig, frames_per_pass: int | None = None) -> None:
+    def __init__(self, cfg: DatasetConfig, frames_per_pass: int = 1) -> None:
         from so101_core.sim.config import load_task_config
 
         from .render import EpisodeRenderer, select_gl
@@ -112,8 +112,7 @@ class UnitRenderer:
             cfg.cameras,
             visual_dr=cfg.render.visual_dr,
             shadows=cfg.render.shadows,
-            frames_per_pass=frames_per_pass or cfg.render.frames_per_pass,
-            readback=cfg.render.readback,
+            frames_per_pass=frames_per_pass,
         )
 
     def render_unit(self, index: int, demo_path: Path, root: Path, demos_dir: Path) -> UnitResult:
@@ -236,7 +235,7 @@ def render_fingerprint(cfg: DatasetConfig) -> dict[str, Any]:
         "cameras": list(cfg.cameras),
         "robot_type": cfg.robot_type,
         "task": cfg.task,
-        "render": {k: v for k, v in asdict(cfg.render).items() if k != "readback"},
+        "render": asdict(cfg.render),
         "video": {k: v for k, v in asdict(cfg.video).items() if k not in ("encoder_threads", "queue_frames")},
     }
 
@@ -264,21 +263,6 @@ def complete_units(root: Path) -> dict[int, Path]:
         if d.is_dir() and (d / "episode.json").is_file():
             out[int(d.name.split("_")[1])] = d
     return out
-
-
-def share_encoder_threads(cfg: DatasetConfig, workers: int, cores: int | None = None) -> DatasetConfig:
-    """``video.encoder_threads`` 0 (codec default) → the cores (this process may run on) shared by every
-    encoder of every worker.
-
-    libx264's default is 1.5 threads per core *per encoder*: with W workers × C cameras encoding at once
-    that is W·C·1.5·cores threads fighting for the cores (and for the render processes' time)."""
-    if cfg.video.encoder_threads:
-        return cfg
-    from dataclasses import replace
-
-    cores = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    share = max(1, cores // (workers * max(1, len(cfg.cameras))))
-    return replace(cfg, video=replace(cfg.video, encoder_threads=share))
 
 
 def render_episodes(
@@ -309,7 +293,6 @@ def render_episodes(
     if progress:
         progress("render", finished, total)
     n = max(1, min(workers or cfg.workers, len(todo) or 1))
-    cfg = share_encoder_threads(cfg, n)
 
     ok_this_run = 0
 

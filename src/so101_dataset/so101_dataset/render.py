@@ -9,10 +9,8 @@ is what gets recorded beside the episode.
 Why not ``mujoco.Renderer``: it renders one camera per call, with one ``glReadPixels`` each (a GPU→CPU sync),
 so three cameras cost three round trips. :class:`TiledRenderer` draws every camera of ``frames_per_pass``
 consecutive frames into viewports of one offscreen buffer (a grid: cameras across, frames down) and reads
-it back once (``render.readback: pbo``: asynchronously, into pixel-pack buffers, see :mod:`.readback`,
-while the next pass is drawn and the previous one encoded). The scene's geometry is built once per frame
-(``mjv_updateScene``); per camera only the camera and the head light are updated. Same model, same data,
-same pixels on the same machine (deterministic).
+it back once. The scene's geometry is built once per frame (``mjv_updateScene``); per camera only the camera
+and the head light are updated. Same model, same data, same pixels on the same machine (deterministic).
 
 OpenGL: ``MUJOCO_GL`` (egl: NVIDIA EGL on the GPU machine, Mesa llvmpipe on CPU; or osmesa) is fixed when
 ``mujoco`` is first imported, so worker processes set it before importing (see :func:`select_gl`).
@@ -23,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +30,6 @@ import numpy.typing as npt
 from so101_core.arrays import F64
 
 from .errors import RenderError
-from .readback import PixelPackBuffers
 
 U8 = npt.NDArray[np.uint8]
 
@@ -55,7 +51,7 @@ class RenderTimes:
 
     scene_s: float = 0.0  # state write + kinematics + mjv_updateScene / updateCamera
     draw_s: float = 0.0  # mjr_render calls (GL command submission)
-    readback_s: float = 0.0  # starting the read (sync: mjr_readPixels, waits for the GPU) + collecting it
+    readback_s: float = 0.0  # mjr_readPixels (waits for the GPU) + vertical flip
     frames: int = 0
 
     def add(self, other: RenderTimes) -> None:
@@ -93,23 +89,14 @@ def resample(t: F64, q: F64, action: F64, objects: dict[str, F64], hz: float, fp
     return Replay(ft, q[idx], action[idx], {k: v[idx] for k, v in objects.items()})
 
 
-READBACKS = ("sync", "pbo", "pbo_bgra")
-
-
 class TiledRenderer:
     """Renders ``cameras`` (twin camera ids) of up to ``frames_per_pass`` frames into one offscreen buffer.
 
     ``frames_per_pass`` may be lowered later (never above the capacity it was built with).
 
-    The buffer is (frames_per_pass·H, ncam·W) px; a pass comes back as a top-down view
-    ``(n, H, ncam·W, 3)`` uint8; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is
-    reused by a later pass: copy what must outlive it.
-
-    ``readback``: ``sync`` = ``mjr_readPixels`` (RGB; the call waits for the GPU and the copy); ``pbo`` /
-    ``pbo_bgra`` = an asynchronous read into one of two pixel-pack buffers (:mod:`.readback`, RGB or BGRA),
-    :meth:`collect` maps the oldest pass. A pass is always a flipped *view* (lerobot copies each frame
-    anyway): no CPU copy for ``sync`` and ``pbo``, one BGRA→RGB pass for ``pbo_bgra``. Same pixels.
-    Use :meth:`submit` / :meth:`collect` to keep up to :attr:`depth` passes in flight, or :meth:`render`.
+    The buffer is (frames_per_pass·H, ncam·W, 3) uint8; :meth:`render` returns it as a top-down view
+    ``(n, H, ncam·W, 3)``; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is reused
+    by the next call: copy what must outlive it.
     """
 
     def __init__(
@@ -121,7 +108,6 @@ class TiledRenderer:
         *,
         shadows: bool = True,
         frames_per_pass: int = 1,
-        readback: str = "sync",
     ) -> None:
         import mujoco
 
@@ -134,8 +120,6 @@ class TiledRenderer:
         bw, bh = width * self.ncam, height * frames_per_pass
         model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), bw)
         model.vis.global_.offheight = max(int(model.vis.global_.offheight), bh)
-        self._gl: Any = None
-        self._ctx: Any = None
         try:
             self._gl = mujoco.GLContext(bw, bh)
             self._gl.make_current()
@@ -161,48 +145,16 @@ class TiledRenderer:
             [mujoco.MjrRect(k * width, (frames_per_pass - 1 - i) * height, width, height) for k in range(self.ncam)]
             for i in range(frames_per_pass)
         ]
-        self._pending: deque[tuple[int, int]] = deque()  # (slot, count) of passes submitted, oldest first
-        self._pbo: PixelPackBuffers | None = None
-        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)  # sync: mjr_readPixels target; pbo_bgra: converted
-        self.readback = ""
-        self.depth = 1
-        self.set_readback(readback)
+        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)
+        self._out = np.empty((bh, bw, 3), dtype=np.uint8)
         self.times = RenderTimes()
 
-    def set_readback(self, readback: str) -> None:
-        """Switch the readback (one of :data:`READBACKS`; nothing may be pending); the pixels stay the same."""
-        if readback not in READBACKS:
-            raise RenderError(f"readback must be one of {READBACKS}, got {readback!r}")
-        if self._pending:
-            raise RenderError("cannot switch the readback with passes pending")
-        fmt = "bgra" if readback == "pbo_bgra" else "rgb"
-        if readback != "sync" and (self._pbo is None or self._pbo.fmt != fmt):
-            self._gl.make_current()
-            if self._pbo is not None:
-                self._pbo.free()
-                self._pbo = None
-            try:
-                self._pbo = PixelPackBuffers(2, self._buf.size // 3, fmt)
-            except RenderError:
-                raise
-            except Exception as exc:  # PyOpenGL missing or no GL entry points: name the way out
-                raise RenderError(f"readback {readback}: no pixel-pack buffers ({exc!r}); use readback sync") from exc
-        self.readback = readback
-        self.depth = 1 if readback == "sync" else 2
-
-    @property
-    def pending(self) -> int:
-        """Passes submitted and not yet collected."""
-        return len(self._pending)
-
-    def submit(self, data: Any, set_state: Any, count: int) -> None:
-        """Draw ``count`` (≤ frames_per_pass) frames and start their readback; ``set_state(i)`` writes frame
-        i's state into ``data`` (kinematics included). At most :attr:`depth` passes may be pending."""
+    def render(self, data: Any, set_state: Any, count: int) -> U8:
+        """Render ``count`` (≤ frames_per_pass) frames; ``set_state(i)`` writes frame i's state into ``data``
+        (kinematics included). Returns (count, H, ncam·W, 3) uint8, top row first."""
         mj = self._mj
         if not 1 <= count <= self.capacity:
             raise RenderError(f"count must be 1..{self.capacity}, got {count}")
-        if len(self._pending) >= self.depth:
-            raise RenderError(f"{self.depth} passes already pending: collect one first")
         self._gl.make_current()
         t0 = time.perf_counter()
         draw = 0.0
@@ -220,49 +172,17 @@ class TiledRenderer:
                 mj.mjr_render(self._rects[i][k], self._scene, self._ctx)
                 draw += time.perf_counter() - d0
         t1 = time.perf_counter()
-        slot = 0
-        if self.readback != "sync" and self._pbo is not None:
-            slot = self._pbo.free_slot([s for s, _ in self._pending])
-            self._pbo.read(slot, self._ctx, self._pass_rect(count))
-        else:
-            if self._pbo is not None:
-                self._pbo.release()
-            mj.mjr_readPixels(self._buf[: count * self.height], None, self._pass_rect(count), self._ctx)
-        self._pending.append((slot, count))
+        h = count * self.height
+        rect = mj.MjrRect(0, (self.capacity - count) * self.height, self.width * self.ncam, h)
+        buf = self._buf[:h]
+        mj.mjr_readPixels(buf, None, rect, self._ctx)
+        out = self._out[:h]
+        np.copyto(out, buf[::-1])
         t2 = time.perf_counter()
         self.times.add(RenderTimes(t1 - t0 - draw, draw, t2 - t1, count))
-
-    def collect(self) -> U8:
-        """The oldest pending pass: (count, H, ncam·W, 3) uint8 view, top row first (valid until the next
-        submit or collect)."""
-        if not self._pending:
-            raise RenderError("no pass pending")
-        slot, count = self._pending.popleft()
-        h, bw = count * self.height, self.width * self.ncam
-        t0 = time.perf_counter()
-        if self.readback != "sync" and self._pbo is not None:
-            self._gl.make_current()
-            out = self._pbo.fetch(slot, h, bw, self._buf)[::-1]
-        else:
-            out = self._buf[:h][::-1]
-        self.times.readback_s += time.perf_counter() - t0
-        return out.reshape(count, self.height, bw, 3)
-
-    def render(self, data: Any, set_state: Any, count: int) -> U8:
-        """:meth:`submit` then :meth:`collect` one pass (nothing else pending)."""
-        self.submit(data, set_state, count)
-        return self.collect()
-
-    def _pass_rect(self, count: int) -> Any:
-        return self._mj.MjrRect(0, (self.capacity - count) * self.height, self.width * self.ncam, count * self.height)
+        return out.reshape(count, self.height, self.width * self.ncam, 3)
 
     def close(self) -> None:
-        self._pending.clear()
-        if self._gl is not None:
-            self._gl.make_current()
-        if self._pbo is not None:
-            self._pbo.free()
-            self._pbo = None
         if self._ctx is not None:
             self._ctx.free()
             self._ctx = None
@@ -299,7 +219,6 @@ class EpisodeRenderer:
         visual_dr: bool = True,
         shadows: bool = True,
         frames_per_pass: int = 1,
-        readback: str = "sync",
     ) -> None:
         from dataclasses import replace
 
@@ -322,7 +241,6 @@ class EpisodeRenderer:
             [self.twin.index.cameras[c] for c in cameras],
             shadows=shadows,
             frames_per_pass=frames_per_pass,
-            readback=readback,
         )
 
     def prepare(self, seed: int | None) -> dict[str, Any]:
@@ -335,45 +253,29 @@ class EpisodeRenderer:
         return self.twin.camera_intrinsics(camera, self.width, self.height)
 
     def frames(self, replay: Replay) -> Iterator[dict[str, U8]]:
-        """Yield per frame ``{camera: (H, W, 3) uint8}`` (views, valid until the next item).
-
-        Up to ``renderer.depth`` passes are in flight: pass k+1 is drawn and its readback started before
-        pass k's frames are handed out, so the GPU works while the caller encodes."""
+        """Yield per frame ``{camera: (H, W, 3) uint8}`` (views, valid until the next item)."""
         import mujoco
 
         tw = self.twin
         m, d = tw.model, tw.data
         jadr = tw.index.qpos_adr
         objs = [(tw.index.object_qpos_adr[n], p) for n, p in replay.objects.items() if n in tw.index.object_qpos_adr]
-        r = self.renderer
-        n, fpp, w = replay.frames, r.frames_per_pass, self.width
-        cams = list(enumerate(self.cameras))
+        n, fpp, w = replay.frames, self.renderer.frames_per_pass, self.width
+        for start in range(0, n, fpp):
+            count = min(fpp, n - start)
 
-        def emit() -> Iterator[dict[str, U8]]:
-            block = r.collect()
-            for i in range(block.shape[0]):
-                yield {c: block[i, :, k * w : (k + 1) * w] for k, c in cams}
+            def set_state(i: int, start: int = start) -> None:
+                j = start + i
+                d.qpos[jadr] = replay.q[j]
+                for adr, poses in objs:
+                    d.qpos[adr : adr + 7] = poses[j]
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_comPos(m, d)
+                mujoco.mj_camlight(m, d)
 
-        try:
-            for start in range(0, n, fpp):
-
-                def set_state(i: int, start: int = start) -> None:
-                    j = start + i
-                    d.qpos[jadr] = replay.q[j]
-                    for adr, poses in objs:
-                        d.qpos[adr : adr + 7] = poses[j]
-                    mujoco.mj_kinematics(m, d)
-                    mujoco.mj_comPos(m, d)
-                    mujoco.mj_camlight(m, d)
-
-                if r.pending >= r.depth:
-                    yield from emit()
-                r.submit(d, set_state, min(fpp, n - start))
-            while r.pending:
-                yield from emit()
-        finally:  # a consumer that stops early leaves nothing pending for the next episode
-            while r.pending:
-                r.collect()
+            block = self.renderer.render(d, set_state, count)
+            for i in range(count):
+                yield {c: block[i, :, k * w : (k + 1) * w] for k, c in enumerate(self.cameras)}
 
     def close(self) -> None:
         self.renderer.close()
