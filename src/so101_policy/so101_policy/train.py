@@ -24,10 +24,9 @@ from typing import Any
 from . import checkpoints as ckpt
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
-from .frame_cache import DecodedDataset, decoded_bytes
+from .frame_cache import ACTION, STATE, DecodedDataset, decoded_bytes
 
 REPO_ID = "local/so101"
-STATE, ACTION = "observation.state", "action"
 IMAGE_PREFIX = "observation.images."
 
 
