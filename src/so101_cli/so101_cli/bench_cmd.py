@@ -74,7 +74,8 @@ def skillgen(
     seeds: int = typer.Option(5, "--seeds", help="scripted seed demos to start from"),
     demos: int = typer.Option(20, "--demos", help="demos to keep per case (default/wide DR x 0/5/10 mrad)"),
     large: int = typer.Option(0, "--large", help="also keep this many on --workers local processes (H200: 1200)"),
-    workers: int = typer.Option(1, "--workers", help="local processes of the --large run"),
+    workers: int = typer.Option(1, "--workers", help="local processes per case and of the --large run"),
+    large_profile: str = typer.Option("", "--large-profile", help="DR profile of the --large run (default: base)"),
     cases: bool = typer.Option(True, "--cases/--no-cases", help="run the default/wide x noise cases"),
     label: str = typer.Option("", "--label", help="result name suffix: skillgen_<label>.json"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
@@ -84,7 +85,9 @@ def skillgen(
     from so101_skillgen.bench_skillgen import run_skillgen_benchmark
 
     grid = {} if cases else {"profiles": (), "noise_mrad": ()}
-    result = run_skillgen_benchmark(num_seeds=seeds, num_demos=demos, workers=workers, large=large, **grid)
+    result = run_skillgen_benchmark(
+        num_seeds=seeds, num_demos=demos, workers=workers, large=large, large_profile=large_profile or None, **grid
+    )
     _report(f"skillgen_{label}" if label else "skillgen", result, as_json, save)
 
 

@@ -171,6 +171,7 @@ def _run(
         "us_per_target": 1e3 * best / len(tb),
         "success_pct": 100.0 * res.success_rate,
         "iterations": res.iterations,
+        "fused_kernel": solver.fused,
     }
     return out
 

@@ -137,14 +137,18 @@ def run_skillgen_benchmark(
     noise_mrad: Sequence[float] = (0.0, 5.0, 10.0),
     workers: int = 1,
     large: int = 0,
+    large_profile: str | None = None,
 ) -> dict[str, Any]:
-    """Every profile × noise case (single vial); ``large`` > 0 adds one clean default-DR run of that many
-    kept demos on ``workers`` local processes (the H200 figure). Headline keys on top."""
+    """Every profile × noise case (single vial), each on ``workers`` local processes; ``large`` > 0 adds one
+    clean run of that many kept demos with DR profile ``large_profile`` (the H200 figure). Headline keys on
+    top."""
     cases: dict[str, Any] = {}
     for prof in profiles:
         for mrad in noise_mrad:
             key = f"single_{prof or 'default'}_noise{int(mrad)}"
-            cases[key] = run_case(profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos)
+            cases[key] = run_case(
+                profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos, workers=workers
+            )
     out: dict[str, Any] = {}
     wide = cases.get("single_wide_noise0")
     default = cases.get("single_default_noise0")
@@ -157,7 +161,7 @@ def run_skillgen_benchmark(
     out["kept_per_min_per_core"] = default["kept_per_min_per_core"] if default else None
     out["cases"] = cases
     if large > 0:
-        out["large"] = run_case(num_seeds=num_seeds, num_demos=large, workers=workers)
+        out["large"] = run_case(profile=large_profile, num_seeds=num_seeds, num_demos=large, workers=workers)
     out["cpu_count"] = os.cpu_count()
     out["goals"] = GOALS
     return out
