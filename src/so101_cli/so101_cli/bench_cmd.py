@@ -76,7 +76,10 @@ def skillgen(
     large: int = typer.Option(0, "--large", help="also keep this many on --workers local processes (H200: 1200)"),
     workers: int = typer.Option(1, "--workers", help="local processes per case and of the --large run"),
     large_profile: str = typer.Option("", "--large-profile", help="DR profile of the --large run (default: base)"),
-    cases: bool = typer.Option(True, "--cases/--no-cases", help="run the default/wide x noise cases"),
+    cases: bool = typer.Option(True, "--cases/--no-cases", help="run the variant x DR profile x noise cases"),
+    variants: str = typer.Option("single_vial,multi_vial", "--variants", help="task.yaml variants of the cases"),
+    profiles: str = typer.Option("default,wide", "--profiles", help="dr.yaml profiles of the cases"),
+    noise: str = typer.Option("0,5,10", "--noise", help="seed joint noise of the cases, mrad"),
     label: str = typer.Option("", "--label", help="result name suffix: skillgen_<label>.json"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/skillgen[_<label>].json"),
@@ -84,7 +87,13 @@ def skillgen(
     """SkillGen from scripted seeds without rendering: yield under our and the workshop rule, kept/min/core."""
     from so101_skillgen.bench_skillgen import run_skillgen_benchmark
 
-    grid = {} if cases else {"profiles": (), "noise_mrad": ()}
+    grid: dict[str, Any] = {
+        "variants": tuple(v for v in variants.split(",") if v),
+        "profiles": tuple(None if p == "default" else p for p in profiles.split(",") if p),
+        "noise_mrad": tuple(float(n) for n in noise.split(",") if n),
+    }
+    if not cases:
+        grid = {"profiles": (), "noise_mrad": ()}
     result = run_skillgen_benchmark(
         num_seeds=seeds, num_demos=demos, workers=workers, large=large, large_profile=large_profile or None, **grid
     )

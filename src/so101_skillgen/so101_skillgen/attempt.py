@@ -24,8 +24,8 @@ import numpy as np
 from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.sim.config import TaskConfig
-from so101_core.sim.scene import RACK, VIAL
-from so101_core.sim.task import SuccessDetector, geometric_filter
+from so101_core.sim.scene import RACK
+from so101_core.sim.task import SuccessDetector, geometric_filter, placed
 from so101_core.sim.twin import Twin
 from so101_core.sim.workshop_rule import WorkshopRule
 
@@ -90,10 +90,9 @@ class _Recorder:
             self.poses[name].append(np.concatenate(pose))
         self.acts.append(np.asarray(cmd, dtype=np.float64).copy())
         tw.step(cmd)
-        p = tw.object_poses()
-        state = (p[VIAL].position, p[VIAL].quaternion, p[RACK].position, p[RACK].quaternion, tw.jaw_contacts().both)
-        self.workshop.update(*state)
-        return self.detector.update(*state)
+        state = tw.task_state()
+        self.workshop.update_state(state)
+        return self.detector.update_state(state)
 
     def mark(self) -> tuple[int, SuccessDetector, WorkshopRule]:
         """A point to :meth:`rewind` to (with :meth:`Twin.snapshot`): steps recorded and the rules' state."""
@@ -295,9 +294,12 @@ class AttemptRunner:
             return AttemptOutcome(
                 False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
-        v, r = p2[VIAL][-1], p2[RACK][-1]
-        if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
-            return AttemptOutcome(False, "filter", "final state fails the geometric filter", a2, q2, p2, sources, ws)
+        r = p2[RACK][-1]
+        for name in tw.vial_names:
+            v = p2[name][-1]
+            if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
+                detail = f"final state of {name} fails the geometric filter"
+                return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
         return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws)
 
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
@@ -309,8 +311,9 @@ class AttemptRunner:
         q_cmd = tw.joint_targets()
         rack0 = tw.object_poses()[RACK].position.copy()
         held: HeldObject | None = None
-        if tw.jaw_contacts().both:  # partly-done start: the vial is already in the hand
-            held = self._held(VIAL, tw.joint_positions()[:GRIPPER_INDEX])
+        in_hand = [n for n, h in zip(tw.vial_names, tw.held_vials(), strict=True) if h]
+        if in_hand:  # partly-done start: a vial is already in the hand
+            held = self._held(in_hand[0], tw.joint_positions()[:GRIPPER_INDEX])
         plans: dict[int, tuple[SourceSegment, F64, F64, F64]] = {}
         self._near, self._query = {}, {}
         back: _Backtrack | None = None
@@ -359,13 +362,13 @@ class AttemptRunner:
         if i in plans:
             return plans[i]
         tw, cfg, lib = self.twin, self.cfg, self.library
-        kind, obj, _ = lib.signature[i]
+        kind, obj, held = lib.signature[i]
         pose = tw.object_poses()[obj]
-        query = object_frame(np.concatenate(pose), obj in set(cfg.symmetric_objects))
+        query = object_frame(np.concatenate(pose), cfg.is_symmetric(obj))
         target_slot = None
-        if kind != GRASP and obj == RACK:  # the episode's target slot, wherever the rack stands
-            assert tw.episode is not None
-            target_slot = tw.episode.target_slot
+        if kind != GRASP and obj == RACK:  # the held vial's target slot this episode, wherever the rack stands
+            assert tw.episode is not None and held is not None
+            target_slot = tw.episode.target_slots[tw.vial_names.index(held)]
             query = slot_frame(query, self._slot_offsets, target_slot)
         j, near = select_source(lib.candidates(i), query, cfg.selection.k, cfg.selection.rotation_weight, rng)
         seg = lib.slots[i][j]
@@ -429,7 +432,7 @@ class AttemptRunner:
         z0 = tw.object_poses()[obj].position[2]
         q = self._subtask(rec, seg, pts, axes, seg.tool_points[0], tool_a, q_cmd, None, rack0)
         lifted = tw.object_poses()[obj].position[2] - z0 >= 0.5 * self.cfg.segmentation.lift_height
-        if not (lifted and tw.jaw_contacts().both):
+        if not (lifted and tw.jaw_contacts(obj).both):
             raise AttemptError("miss", f"grasp of {obj} did not lift it (source {seg.seed_name})")
         return q, self._held(obj, tw.joint_positions()[:GRIPPER_INDEX])
 
@@ -502,9 +505,13 @@ class AttemptRunner:
     def _classify(self) -> None:
         tw = self.twin
         p = tw.object_poses()
-        v, r = p[VIAL], p[RACK]
-        if tw.jaw_contacts().both:
-            raise AttemptError("not_released", "the vial is still held at the end")
-        if bool(geometric_filter(v.position, v.quaternion, r.position, tw.config.rack.top_height, self.task)):
-            raise AttemptError("place_miss", "vial upright near the rack but not in a slot")
-        raise AttemptError("place_miss", f"vial at {np.round(v.position, 3).tolist()} not placed")
+        r = p[RACK]
+        if any(tw.held_vials()):
+            raise AttemptError("not_released", "a vial is still held at the end")
+        for name in tw.vial_names:
+            v = p[name]
+            if not placed(v.position, v.quaternion, r.position, r.quaternion, tw.config.rack, self.task):
+                if bool(geometric_filter(v.position, v.quaternion, r.position, tw.config.rack.top_height, self.task)):
+                    raise AttemptError("place_miss", f"{name} upright near the rack but not in a slot")
+                raise AttemptError("place_miss", f"{name} at {np.round(v.position, 3).tolist()} not placed")
+        raise AttemptError("place_miss", "every vial placed, but not for the whole hold")

@@ -1,7 +1,8 @@
 """SkillGen benchmark: yield under both success rules and kept demos per minute per core (no rendering).
 
-Cases: default and ``wide`` DR (``dr.yaml`` profiles), clean and noisy seeds (Gaussian joint noise of 5 and
-10 mrad on the seed's channels, a shaky teleoperator). Seeds come from the scripted expert on the case's
+Cases: the single-vial task and its multi-vial variant (``task.yaml``: three vials, three slots, six
+subtasks), default and ``wide`` DR (``dr.yaml`` profiles), clean and noisy seeds (Gaussian joint noise of 5
+and 10 mrad on the seed's channels, a shaky teleoperator). Seeds come from the scripted expert on the case's
 scene distribution (scene seeds 10_000 + i, successful, not partly done; failed expert episodes are
 counted in ``expert``). Yield = kept ÷ attempted with our rule (``yield``) and kept demos that also pass
 the upstream workshop rule ÷ attempted (``yield_workshop``). ``kept_per_min_per_core`` is kept demos per
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo
-from so101_core.sim.config import SimConfig
+from so101_core.sim.config import SimConfig, load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.rollout import run_scripted_episode
 from so101_core.sim.twin import Twin
@@ -74,6 +75,7 @@ def expert_seeds(twin: Twin, count: int, start: int = 10_000) -> tuple[list[Seed
 
 def run_case(
     *,
+    variant: str = "single_vial",
     profile: str | None = None,
     noise_mrad: float = 0.0,
     num_seeds: int = 5,
@@ -86,12 +88,13 @@ def run_case(
     """One case: seeds on the case's scenes, then generate ``num_demos``; a JSON-ready dict."""
     cfg = cfg or load_skillgen_config()
     dr = dr or load_dr_config(profile=profile)
-    twin = Twin(sim, dr)
+    task = load_task_config(variant=variant)
+    twin = Twin(sim, dr, task)
     demos, expert = expert_seeds(twin, num_seeds)
     rng = np.random.default_rng(int(noise_mrad * 1000) + 7)
     demos = [noisy(d, noise_mrad, rng) for d in demos]
     t0, c0 = time.perf_counter(), time.process_time()
-    gen = Generator(demos, cfg, sim=sim, dr=dr)
+    gen = Generator(demos, cfg, sim=sim, dr=dr, task=task)
     setup = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="so101_skillgen_bench_") as tmp, make_executor(gen, workers) as ex:
         t_start = time.perf_counter()
@@ -106,6 +109,7 @@ def run_case(
     elif wall > 0:
         per_core = round(60.0 * summary.kept / (wall * workers), 2)  # wall-clock over all cores
     return {
+        "variant": variant,
         "profile": profile or "default",
         "noise_mrad": noise_mrad,
         "num_seeds": num_seeds,
@@ -135,20 +139,23 @@ def run_skillgen_benchmark(
     *,
     profiles: Sequence[str | None] = (None, "wide"),
     noise_mrad: Sequence[float] = (0.0, 5.0, 10.0),
+    variants: Sequence[str] = ("single_vial", "multi_vial"),
     workers: int = 1,
     large: int = 0,
     large_profile: str | None = None,
 ) -> dict[str, Any]:
-    """Every profile × noise case (single vial), each on ``workers`` local processes; ``large`` > 0 adds one
+    """Every variant × profile × noise case, each on ``workers`` local processes; ``large`` > 0 adds one
     clean run of that many kept demos with DR profile ``large_profile`` (the H200 figure). Headline keys on
     top."""
     cases: dict[str, Any] = {}
-    for prof in profiles:
-        for mrad in noise_mrad:
-            key = f"single_{prof or 'default'}_noise{int(mrad)}"
-            cases[key] = run_case(
-                profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos, workers=workers
-            )
+    for variant in variants:
+        for prof in profiles:
+            for mrad in noise_mrad:
+                key = f"{variant.split('_')[0]}_{prof or 'default'}_noise{int(mrad)}"
+                cases[key] = run_case(
+                    variant=variant, profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos,
+                    workers=workers,
+                )  # fmt: skip
     out: dict[str, Any] = {}
     wide = cases.get("single_wide_noise0")
     default = cases.get("single_default_noise0")
@@ -156,8 +163,12 @@ def run_skillgen_benchmark(
     out["yield_single_wide"] = wide["yield"] if wide else None
     out["yield_single_default_workshop"] = default["yield_workshop"] if default else None
     out["yield_single_default"] = default["yield"] if default else None
-    out["yield_multi_wide_workshop"] = None
-    out["multi_vial"] = "not measured: the multi-vial variant (three vials, six subtasks) is not built yet"
+    multi = cases.get("multi_wide_noise0")
+    multi_default = cases.get("multi_default_noise0")
+    out["yield_multi_wide_workshop"] = multi["yield_workshop"] if multi else None
+    out["yield_multi_wide"] = multi["yield"] if multi else None
+    out["yield_multi_default_workshop"] = multi_default["yield_workshop"] if multi_default else None
+    out["kept_per_min_per_core_multi"] = multi_default["kept_per_min_per_core"] if multi_default else None
     out["kept_per_min_per_core"] = default["kept_per_min_per_core"] if default else None
     out["cases"] = cases
     if large > 0:

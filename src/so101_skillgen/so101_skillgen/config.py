@@ -12,6 +12,7 @@ from typing import Any
 
 from so101_core.config.fields import Fields, load_yaml
 from so101_core.sim.config import default_config_dir
+from so101_core.sim.scene import VIAL, is_vial
 
 from .errors import SkillGenConfigError
 
@@ -103,7 +104,7 @@ class SkillGenConfig:
     stop after exactly ``num_demos`` attempts). ``replay_source``: which joint channel of a seed is
     FK-replayed into the source EE trajectory (the commanded ``actions`` keep the seed's servo lag
     consistent with its gripper timing). ``symmetric_objects``: objects whose roll about their local z is
-    ignored when retargeting.
+    ignored when retargeting (``vial`` covers every vial of a multi-vial task).
     """
 
     num_demos: int = 20
@@ -118,6 +119,10 @@ class SkillGenConfig:
     smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
     ik: TrackingConfig = field(default_factory=TrackingConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+
+    def is_symmetric(self, name: str) -> bool:
+        """Whether object ``name`` is listed in ``symmetric_objects`` (each of several vials as ``vial``)."""
+        return name in self.symmetric_objects or (is_vial(name) and VIAL in self.symmetric_objects)
 
     @property
     def max_attempts(self) -> int:

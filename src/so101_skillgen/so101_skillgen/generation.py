@@ -168,7 +168,8 @@ class Generator:
         self.demos = list(demos)
         self.task = task or load_task_config()
         self._sim, self._dr, self._config_dir = sim, dr, config_dir
-        self.twin = Twin(sim, dr)
+        self.twin = Twin(sim, dr, self.task)
+        _check_seed_objects(self.demos, self.names, self.twin)
         self.tracker = make_tracker(self.twin, cfg.ik, config_dir)
         offsets = np.asarray(self.twin.config.rack.slot_offsets(), dtype=np.float64)
         self.library: SeedLibrary = build_library(
@@ -262,6 +263,19 @@ class Generator:
         )
         out.write_summary(summary.to_json())
         return summary
+
+
+def _check_seed_objects(demos: Sequence[SeedDemo], names: Sequence[str], twin: Twin) -> None:
+    """Seeds must record the poses of exactly the scene's objects (a multi-vial seed needs the multi-vial task)."""
+    want = sorted(twin.object_names)
+    variant = twin.task.variant if twin.task is not None else "single_vial"
+    for name, demo in zip(names, demos, strict=True):
+        got = sorted(demo.object_poses)
+        if got != want:
+            raise SkillGenError(
+                f"seed {name} records objects {got}, the task variant {variant!r} has {want}: pick the task "
+                "the seeds were recorded with"
+            )
 
 
 def _failure(

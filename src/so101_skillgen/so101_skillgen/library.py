@@ -68,11 +68,15 @@ class SeedLibrary:
 
 
 def _seed_slot(demo: SeedDemo, sub: Subtask, offsets: F64) -> int:
-    """The slot a seed placed into: ``extra["target_slot"]`` when recorded, else the slot nearest the held
-    object's position at the end of the place (teleoperated seeds)."""
-    if "target_slot" in demo.extra:
-        return int(demo.extra["target_slot"])
+    """The slot a seed placed into: ``extra["target_slots"][held]`` (or, single vial, ``extra["target_slot"]``)
+    when recorded, else the slot nearest the held object's position at the end of the place (teleoperated
+    seeds)."""
     assert sub.held is not None
+    slots = demo.extra.get("target_slots")
+    if isinstance(slots, dict) and sub.held in slots:
+        return int(slots[sub.held])
+    if "target_slot" in demo.extra and len(demo.object_poses) == 2:
+        return int(demo.extra["target_slot"])
     rack = pose_to_matrix(demo.object_poses[sub.object][sub.end - 1])
     return nearest_slot(rack, offsets, demo.object_poses[sub.held][sub.end - 1, :3])
 
@@ -155,12 +159,11 @@ def build_library(
         raise SelectionError(f"none of the {len(demos)} seeds is successful: nothing to learn from")
     common = Counter(signature(p[2]) for p in prepared).most_common(1)[0][0]
     usable = [p for p in prepared if signature(p[2]) == common]
-    sym = set(cfg.symmetric_objects)
     slots = []
     for i in range(len(common)):
         slots.append(
             tuple(
-                _segment(j, name, demo, subs[i], ee, grasp_point, subs[i].object in sym, slot_offsets)
+                _segment(j, name, demo, subs[i], ee, grasp_point, cfg.is_symmetric(subs[i].object), slot_offsets)
                 for j, (name, demo, subs, ee) in enumerate(usable)
             )
         )

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 from so101_core.arrays import F64
 from so101_core.sim.geometry import yaw_quat
-from so101_core.sim.randomization import DRConfig
-from so101_core.sim.scene import RACK, VIAL, vial_lying_quat
+from so101_core.sim.randomization import DRConfig, nominal_vials
+from so101_core.sim.scene import RACK, is_vial, vial_lying_quat
 from so101_core.sim.twin import Twin
 
 from .config import SkillGenConfig
@@ -31,22 +31,20 @@ from .segmentation import GRASP
 from .selection import nearest
 from .tracking import Tracker
 
-_FIELDS = {VIAL: ("x", "y", "yaw"), RACK: ("x", "y", "yaw")}
 _STRIDE = 4
 
 
 def _pose(twin: Twin, name: str, x: float, y: float, ang: float) -> F64:
     """Object pose (7,) with offsets (x, y) m and ``ang`` (vial heading / rack yaw, rad) from the nominal."""
     c = twin.config
-    if name == VIAL:
-        return np.array(
-            [c.vial.xy[0] + x, c.vial.xy[1] + y, c.vial.radius, *vial_lying_quat(c.vial.yaw + ang, c.vial.roll)]
-        )
+    if is_vial(name):
+        v = nominal_vials(c, twin.task)[twin.vial_names.index(name)]
+        return np.array([v.xy[0] + x, v.xy[1] + y, c.vial.radius, *vial_lying_quat(v.yaw + ang, c.vial.roll)])
     return np.array([c.rack.xy[0] + x, c.rack.xy[1] + y, 0.0, *yaw_quat(c.rack.yaw + ang)])
 
 
 def _ranges(dr: DRConfig, name: str) -> dict[str, tuple[float, float]]:
-    if name == VIAL:
+    if is_vial(name):
         return {"x": dr.vial_x, "y": dr.vial_y, "yaw": dr.vial_yaw}
     return {"x": dr.rack_x, "y": dr.rack_y, "yaw": dr.rack_yaw}
 
@@ -102,7 +100,7 @@ def check_reachability(
     centre, corners = int(order[0]), [int(i) for i in order[::-1][:4]]
     edges: list[str] = []
     for slot, (kind, obj, _held) in enumerate(library.signature):
-        if obj not in _FIELDS:
+        if obj != RACK and not is_vial(obj):
             continue
         ranges = _ranges(dr, obj)
         cases: list[tuple[str, float, float, float, bool]] = []  # (field, x, y, yaw, may refuse)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from so101_core.seeds.format import SeedDemo
 from so101_core.sim.rollout import EpisodeRecord, run_scripted_episode
-from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.twin import Twin
 
 from .errors import SkillGenError
@@ -20,7 +19,7 @@ def seed_from_record(record: EpisodeRecord, control_hz: float = 30.0, source: st
         t=np.arange(steps, dtype=np.float64) / control_hz,
         joint_positions=np.asarray(record.joint_positions, dtype=np.float64),
         actions=np.asarray(record.actions, dtype=np.float64),
-        object_poses={VIAL: np.asarray(record.vial_poses), RACK: np.asarray(record.rack_poses)},
+        object_poses={name: np.asarray(p) for name, p in record.object_poses.items()},
         success=bool(record.success),
         seed=record.seed,
         source=source,
@@ -28,6 +27,7 @@ def seed_from_record(record: EpisodeRecord, control_hz: float = 30.0, source: st
         extra={
             "partly_done": bool(record.partly_done),
             "target_slot": int(record.target_slot),
+            **({"target_slots": dict(record.target_slots)} if len(record.target_slots) > 1 else {}),
             **({"failure": record.failure} if record.failure else {}),
         },
     )

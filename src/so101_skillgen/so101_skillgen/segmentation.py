@@ -6,7 +6,8 @@ that rises by ``lift_height`` while the gripper is closed is the grasped one —
 
 - grasp of object o: from the last step the tool was farther than ``approach_distance`` from o (or the
   previous subtask's end) to the first step o has risen ``lift_height`` above its height at closing;
-- place of o onto target r (the other object nearest to o at the release): from the last step o was
+- place of o onto target r (at the release, the nearest object that the seed never grasps — the rack, not
+  a vial already standing in it — or, when every object is grasped, the nearest other): from the last step o was
   ``place_approach_height`` above its release height to ``post_release_steps`` after the release.
 
 Closings that lift nothing (a missed grasp that the teleoperator retried) are skipped.
@@ -74,14 +75,18 @@ def segment_seed(
         raise SegmentationError("seed has no object poses: cannot tell what is grasped")
     g = seed.actions[:, GRIPPER_INDEX]
     pos = {n: seed.object_poses[n][:, :3] for n in names}
-    subtasks: list[Subtask] = []
-    prev_end = 0
+    grasps: list[tuple[int, int | None, str]] = []
     for close, release in _events(g, cfg):
         stop = release if release is not None else seed.steps
         rise = {n: float(pos[n][close:stop, 2].max() - pos[n][close, 2]) for n in names}
         held = max(rise, key=lambda n: rise[n])
-        if rise[held] < cfg.lift_height:
-            continue  # closed on nothing (missed grasp): not a subtask
+        if rise[held] >= cfg.lift_height:  # else closed on nothing (missed grasp): not a subtask
+            grasps.append((close, release, held))
+    grasped = {h for _, _, h in grasps}
+    subtasks: list[Subtask] = []
+    prev_end = 0
+    for close, release, held in grasps:
+        stop = release if release is not None else seed.steps
         z0 = pos[held][close, 2]
         grasp_end = int(close + np.flatnonzero(pos[held][close:stop, 2] >= z0 + cfg.lift_height)[0]) + 1
         start = prev_end
@@ -93,7 +98,7 @@ def segment_seed(
         subtasks.append(Subtask("grasp", held, start, grasp_end))
         if release is None:
             raise SegmentationError(f"the grasp of {held!r} at step {close} is never released (no place)")
-        others = [n for n in names if n != held]
+        others = [n for n in names if n not in grasped] or [n for n in names if n != held]
         if not others:
             raise SegmentationError(f"no place target besides the held object {held!r}")
         at = pos[held][release]

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
-from so101_core.sim.geometry import mat_to_quat
+from so101_core.sim.geometry import mat_to_quat, quat_to_mat
 from so101_core.sim.scripted_expert import min_jerk
 from so101_core.sim.twin import Twin
 
@@ -59,19 +59,28 @@ def joint_path(q_way: list[F64], lengths: list[float], cfg: TransitConfig, contr
 
 def safe_height(twin: Twin, held: HeldObject | None, held_axis: F64 | None, clearance: float) -> float:
     """Tool-point height (m) that keeps the jaws (or the held object's lowest point) ``clearance`` above
-    the tops of the objects not held (rack top; a lying vial's top)."""
+    the tops of the objects not held (rack top; a vial's top, lying or standing in the rack)."""
     tops: list[float] = []
     poses = twin.object_poses()
-    rack, vial = twin.config.rack, twin.config.vial
+    rack = twin.config.rack
     for name, pose in poses.items():
         if held is not None and name == held.name:
             continue
-        tops.append(float(pose.position[2]) + (rack.top_height if name == "rack" else vial.radius))
+        if name == "rack":
+            tops.append(float(pose.position[2]) + rack.top_height)
+        else:
+            tops.append(float(pose.position[2]) + _vial_half_height(twin, quat_to_mat(pose.quaternion)[:, 2]))
     below = TOOL_EXTENT
     if held is not None and held_axis is not None:
-        c = abs(float(held_axis[2]) / float(np.linalg.norm(held_axis)))
-        below = max(below, vial.half_length * c + vial.radius * math.sqrt(max(0.0, 1 - c * c)))  # tool = centre
+        below = max(below, _vial_half_height(twin, held_axis))  # tool point = the held vial's centre
     return max(tops, default=0.0) + clearance + below
+
+
+def _vial_half_height(twin: Twin, axis: F64) -> float:
+    """Vertical half-extent (m) of a vial whose axis points along ``axis`` (3,)."""
+    vial = twin.config.vial
+    c = abs(float(axis[2]) / float(np.linalg.norm(axis)))
+    return vial.half_length * c + vial.radius * math.sqrt(max(0.0, 1 - c * c))
 
 
 class CollisionChecker:

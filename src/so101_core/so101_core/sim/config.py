@@ -190,8 +190,24 @@ class SimConfig:
 
 
 @dataclass(frozen=True)
+class VialPlacement:
+    """A vial's nominal pose on the mat: centre ``xy`` (m, world) and heading ``yaw`` (rad, as ``VialConfig``)."""
+
+    xy: Vec2
+    yaw: float
+
+
+@dataclass(frozen=True)
 class TaskConfig:
-    """Success criteria (``task.yaml``); see :mod:`so101_core.sim.task`."""
+    """Success criteria and object layout (``task.yaml``, a ``variants.<name>`` over it); see
+    :mod:`so101_core.sim.task`.
+
+    ``vials`` empty: the single vial of ``sim.yaml``; otherwise one vial per placement (grasp + place each,
+    in that order). ``slots``: the rack slots (``RackConfig.slot_offsets`` indices) targets are drawn from
+    (empty: all). ``min_vial_gap``: closest allowed distance (m) between two vials' axes on the mat.
+    ``fill``: how the drawn slots are given to the vials (placed in order): ``far_first`` (the slot farthest
+    from the robot base to the first vial, so the hand never reaches over a standing vial) or ``drawn``.
+    """
 
     description: str
     xy_radius: float
@@ -201,6 +217,15 @@ class TaskConfig:
     slot_tolerance: float
     hold_steps: int
     max_steps: int
+    variant: str = "single_vial"
+    vials: tuple[VialPlacement, ...] = ()
+    slots: tuple[int, ...] = ()
+    min_vial_gap: float = 0.05
+    fill: str = "far_first"
+
+    @property
+    def vial_count(self) -> int:
+        return max(1, len(self.vials))
 
 
 def default_config_dir() -> Path:
@@ -222,13 +247,21 @@ def parse_sim_config(data: Mapping[str, Any]) -> SimConfig:
     return _parse_sim(Fields(data, "sim", error=ConfigError))
 
 
-def load_task_config(path: str | Path | None = None) -> TaskConfig:
+def load_task_config(path: str | Path | None = None, variant: str | None = None) -> TaskConfig:
+    """Load and validate ``task.yaml``; ``variant`` applies ``variants.<variant>`` over the base (its keys
+    replace the base's, ``success`` key by key; errors then name ``task.variants.<variant>...``)."""
     f = load_yaml(path or default_config_dir() / "task.yaml", "task", ConfigError)
-    return _parse_task(f)
+    return _parse_task(f, variant)
 
 
-def parse_task_config(data: Mapping[str, Any]) -> TaskConfig:
-    return _parse_task(Fields(data, "task", error=ConfigError))
+def parse_task_config(data: Mapping[str, Any], variant: str | None = None) -> TaskConfig:
+    return _parse_task(Fields(data, "task", error=ConfigError), variant)
+
+
+def task_variants(path: str | Path | None = None) -> list[str]:
+    """The variant names of ``task.yaml`` (``single_vial``, the base, first)."""
+    f = load_yaml(path or default_config_dir() / "task.yaml", "task", ConfigError)
+    return ["single_vial", *f.sub("variants", {}).names()]
 
 
 def _rgba(f: Fields, key: str) -> Vec4:
@@ -437,9 +470,50 @@ def _parse_sim(f: Fields) -> SimConfig:
     return cfg
 
 
-def _parse_task(f: Fields) -> TaskConfig:
-    s = f.sub("success")
+def _variant(f: Fields, variant: str | None) -> tuple[Fields, Fields, str]:
+    """(task fields, success fields, variant name) with ``variants.<variant>`` applied."""
+    variants = f.sub("variants", {})
+    if variant is None or variant == "single_vial":
+        return f, f.sub("success"), "single_vial"
+    if not variants.has(variant):
+        raise ConfigError(
+            variants.field(variant), f"unknown task variant (known: {['single_vial', *variants.names()]})"
+        )
+    over = variants.sub(variant)
+    base = {k: v for k, v in f._data.items() if k != "variants"}
+    merged = {**base, **over._data, "success": {**f.sub("success")._data, **over.sub("success", {})._data}}
+    vf = Fields(merged, over.path, error=ConfigError)
+    return vf, vf.sub("success"), variant
+
+
+def _placements(f: Fields) -> tuple[VialPlacement, ...]:
+    raw = f.raw("vials", [])
+    if not isinstance(raw, list) or len(raw) == 1 or len(raw) > 6:
+        raise ConfigError(f.field("vials"), f"expected a list of 2 to 6 vial placements (or none), got {raw!r}")
+    out = []
+    for i, item in enumerate(raw):
+        v = Fields(item, f"{f.field('vials')}[{i}]", error=ConfigError)
+        out.append(VialPlacement(xy=_v2(v, "xy", lo=-1.0, hi=1.0), yaw=v.num("yaw", lo=-6.3, hi=6.3)))
+        v.finish()
+    return tuple(out)
+
+
+def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
+    f, s, name = _variant(f, variant)
+    slots = f.raw("slots", [])
+    if not isinstance(slots, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in slots):
+        raise ConfigError(f.field("slots"), f"expected a list of slot indices (integers >= 0), got {slots!r}")
+    if len(set(slots)) != len(slots):
+        raise ConfigError(f.field("slots"), f"slot indices repeat: {slots}")
+    vials = _placements(f)
+    if vials and slots and len(slots) < len(vials):
+        raise ConfigError(f.field("slots"), f"{len(slots)} slots for {len(vials)} vials: each vial needs its own")
     t = TaskConfig(
+        variant=name,
+        vials=vials,
+        slots=tuple(slots),
+        min_vial_gap=f.num("min_vial_gap", TaskConfig.min_vial_gap, lo=0.0, hi=0.5),
+        fill=f.text("fill", TaskConfig.fill, choices=("far_first", "drawn")),
         description=f.text("description"),
         xy_radius=s.num("xy_radius", lo=0.0, hi=0.5, lo_open=True),
         z_min=s.num("z_min", lo=-0.5, hi=0.5),

@@ -20,7 +20,7 @@ import numpy as np
 from so101_core.arrays import F64
 from so101_core.config.fields import Fields, load_yaml
 
-from .config import SimConfig, default_config_dir
+from .config import SimConfig, TaskConfig, VialPlacement, default_config_dir
 from .errors import ConfigError
 from .geometry import mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
 from .scene import SceneIndex
@@ -125,6 +125,15 @@ def _parse(f: Fields, profile: str | None = None) -> DRConfig:
 
 
 @dataclass(frozen=True)
+class VialSample:
+    """One vial's draw: centre ``xy`` (2,) m on the mat, heading ``yaw`` and ``roll`` about its axis (rad)."""
+
+    xy: F64
+    yaw: float
+    roll: float
+
+
+@dataclass(frozen=True)
 class EpisodeSample:
     """Everything randomized for one episode (nominal values when DR is disabled)."""
 
@@ -148,6 +157,18 @@ class EpisodeSample:
     vial_yaw: float = 0.0  # rad, heading of the lying vial's cap end in the xy plane (world)
     target_slot: int = 0  # index into RackConfig.slot_offsets(): the slot this episode's vial goes to
     extras: dict[str, float] = field(default_factory=dict)
+    more_vials: tuple[VialSample, ...] = ()  # a multi-vial task's vials after the first
+    more_slots: tuple[int, ...] = ()  # their target slots, in the same order
+
+    @property
+    def vials(self) -> tuple[VialSample, ...]:
+        """Every vial in :func:`~.scene.vial_names` order (the first is ``vial_xy``/``vial_yaw``/``vial_roll``)."""
+        return (VialSample(self.vial_xy, self.vial_yaw, self.vial_roll), *self.more_vials)
+
+    @property
+    def target_slots(self) -> tuple[int, ...]:
+        """Each vial's target slot, in the order of :attr:`vials`."""
+        return (self.target_slot, *self.more_slots)
 
 
 def kelvin_to_rgb(kelvin: float) -> F64:
@@ -171,17 +192,63 @@ def centre_slot(sim: SimConfig) -> int:
     return int(np.argmin(np.linalg.norm(off, axis=1)))
 
 
+def _segment_gap(a: VialSample, b: VialSample, half_length: float) -> float:
+    """Closest distance (m) between two lying vials' axis segments on the mat (sampled finely enough: 1 mm)."""
+    t = np.linspace(-half_length, half_length, 41)
+    pa = a.xy + t[:, None] * np.array([np.cos(a.yaw), np.sin(a.yaw)])
+    pb = b.xy + t[:, None] * np.array([np.cos(b.yaw), np.sin(b.yaw)])
+    return float(np.min(np.linalg.norm(pa[:, None] - pb[None], axis=-1)))
+
+
+def vial_gap(vials: tuple[VialSample, ...], half_length: float) -> float:
+    """Smallest axis-to-axis distance (m) between any two of ``vials`` (inf for fewer than two)."""
+    gaps = [_segment_gap(a, b, half_length) for i, a in enumerate(vials) for b in vials[i + 1 :]]
+    return min(gaps, default=math.inf)
+
+
+def nominal_vials(sim: SimConfig, task: TaskConfig | None) -> tuple[VialPlacement, ...]:
+    """The nominal placement of every vial: the task's layout, or the single vial of ``sim.yaml``."""
+    if task is not None and task.vials:
+        return task.vials
+    return (VialPlacement(sim.vial.xy, sim.vial.yaw),)
+
+
+def target_slot_choices(sim: SimConfig, task: TaskConfig | None) -> list[int]:
+    """The slots targets are drawn from: the task's ``slots`` or every slot of the rack."""
+    n = sim.rack.slots**2
+    allowed = list(task.slots) if task is not None and task.slots else list(range(n))
+    bad = [i for i in allowed if i >= n]
+    if bad:
+        raise ConfigError("task.slots", f"slots {bad} are not slots of the {n}-slot rack")
+    return allowed
+
+
+def _far_first(slots: list[int], sim: SimConfig, rack_xy: F64, rack_yaw: float) -> list[int]:
+    """``slots`` ordered by the distance of their centres from the robot base, farthest first (the vials are
+    placed in that order, so the hand never reaches over a vial already standing in the rack)."""
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)[slots]
+    c, s = math.cos(rack_yaw), math.sin(rack_yaw)
+    centres = rack_xy + off @ np.array([[c, s], [-s, c]])
+    order = np.argsort(-np.linalg.norm(centres, axis=1), kind="stable")
+    return [slots[int(i)] for i in order]
+
+
+MAX_LAYOUT_DRAWS = 50  # redraws of a vial that lies too close to another before it keeps its nominal pose
+
+
 def sample_episode(
     sim: SimConfig,
     dr: DRConfig,
     rng: np.random.Generator,
     seed: int | None = None,
     occupied: tuple[int, ...] = (),
+    task: TaskConfig | None = None,
 ) -> EpisodeSample:
     """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result.
 
-    The vial's heading and the target slot (uniform among the slots not in ``occupied``) are drawn last,
-    so the other draws of a seed are those of earlier versions.
+    The vial's heading and the target slot (uniform among the task's slots not in ``occupied``) are drawn
+    last, so the other draws of a seed are those of earlier versions. A multi-vial ``task`` then draws the
+    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one) and their slots.
     """
 
     def u(iv: Interval) -> float:
@@ -191,16 +258,23 @@ def sample_episode(
         return rng.uniform(-amp, amp, size=n)
 
     ncam = len(sim.cameras)
+    layout = nominal_vials(sim, task)
+    choices = [i for i in target_slot_choices(sim, task) if i not in occupied]
+    if len(choices) < len(layout):
+        raise ValueError(f"{len(choices)} free target slots for {len(layout)} vials (occupied: {sorted(occupied)})")
     if not dr.enabled:
         z3 = np.zeros(3)
+        first = centre_slot(sim) if len(layout) == 1 and centre_slot(sim) in choices else choices[0]
+        rest = [i for i in choices if i != first]
+        more = tuple(VialSample(np.array(v.xy), v.yaw, sim.vial.roll) for v in layout[1:])
         return EpisodeSample(
-            seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(sim.vial.xy), sim.vial.roll, False, 1.0,
+            seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(layout[0].xy), sim.vial.roll, False, 1.0,
             np.ones(3), np.zeros((ncam, 3)), np.zeros((ncam, 3)), z3, z3, z3, z3, 1.0, 1.0, 1.0,
-            sim.vial.yaw, centre_slot(sim),
+            layout[0].yaw, first, more_vials=more, more_slots=tuple(rest[: len(more)]),
         )  # fmt: skip
     rack_xy = np.array(sim.rack.xy) + np.array([u(dr.rack_x), u(dr.rack_y)])
     rack_yaw = sim.rack.yaw + u(dr.rack_yaw)
-    vial_xy = np.array(sim.vial.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
+    vial_xy = np.array(layout[0].xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
     vial_roll = sim.vial.roll + u(dr.vial_roll)
     partly = bool(rng.uniform() < dr.partly_done_prob)
     light_scale = u(dr.light_intensity_scale)
@@ -210,11 +284,23 @@ def sample_episode(
     robot_rgb, vial_rgb = jitter(dr.robot_color), jitter(dr.object_color)
     rack_rgb, mat_rgb = jitter(dr.object_color), jitter(dr.mat_color)
     friction, mass, damping = u(dr.friction_scale), u(dr.mass_scale), u(dr.damping_scale)
-    vial_yaw = sim.vial.yaw + u(dr.vial_yaw)
-    free = [i for i in range(sim.rack.slots**2) if i not in occupied]
-    if not free:
-        raise ValueError(f"every rack slot is occupied ({sorted(occupied)}): no target slot to draw")
-    target = int(free[int(rng.integers(len(free)))])
+    vial_yaw = layout[0].yaw + u(dr.vial_yaw)
+    free = list(choices)
+    target = int(free.pop(int(rng.integers(len(free)))))
+    placed = [VialSample(vial_xy, vial_yaw, vial_roll)]
+    slots: list[int] = []
+    for nominal in layout[1:]:
+        for _ in range(MAX_LAYOUT_DRAWS):
+            xy = np.array(nominal.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
+            v = VialSample(xy, nominal.yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
+            if vial_gap((*placed, v), sim.vial.half_length) >= task.min_vial_gap:  # type: ignore[union-attr]
+                break
+        else:  # keep the nominal pose (the layout is checked to keep its gap)
+            v = VialSample(np.array(nominal.xy), nominal.yaw, sim.vial.roll)
+        placed.append(v)
+        slots.append(int(free.pop(int(rng.integers(len(free))))))
+    if slots and task is not None and task.fill == "far_first":
+        target, *slots = _far_first([target, *slots], sim, rack_xy, rack_yaw)
     return EpisodeSample(
         seed=seed,
         rack_xy=rack_xy,
@@ -235,6 +321,8 @@ def sample_episode(
         damping_scale=damping,
         vial_yaw=vial_yaw,
         target_slot=target,
+        more_vials=tuple(placed[1:]),
+        more_slots=tuple(slots),
     )
 
 

@@ -18,7 +18,8 @@ from .twin import Twin
 @dataclass
 class EpisodeRecord:
     """One episode. Arrays are per control step: ``joint_positions``/``actions`` (T, 6) rad,
-    ``vial_poses``/``rack_poses`` (T, 7) = xyz m + quaternion wxyz, observed before the action.
+    ``object_poses`` name → (T, 7) = xyz m + quaternion wxyz, observed before the action (``vial_poses`` /
+    ``rack_poses``: the first vial's and the rack's). ``target_slots``: vial name → its slot.
     """
 
     seed: int | None
@@ -27,10 +28,21 @@ class EpisodeRecord:
     partly_done: bool
     joint_positions: F64 = field(default_factory=lambda: np.zeros((0, 6)))
     actions: F64 = field(default_factory=lambda: np.zeros((0, 6)))
-    vial_poses: F64 = field(default_factory=lambda: np.zeros((0, 7)))
-    rack_poses: F64 = field(default_factory=lambda: np.zeros((0, 7)))
+    object_poses: dict[str, F64] = field(default_factory=dict)
     target_slot: int = 0
     failure: str | None = None  # the expert's reason for giving up (unreachable pose), None otherwise
+    target_slots: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def vial_poses(self) -> F64:
+        """The first vial's poses (T, 7)."""
+        name = VIAL if VIAL in self.object_poses else f"{VIAL}_0"
+        return self.object_poses.get(name, np.zeros((0, 7)))
+
+    @property
+    def rack_poses(self) -> F64:
+        """The rack's poses (T, 7)."""
+        return self.object_poses.get(RACK, np.zeros((0, 7)))
 
 
 def run_scripted_episode(
@@ -43,12 +55,14 @@ def run_scripted_episode(
     stop_on_success: bool = True,
 ) -> EpisodeRecord:
     """Reset ``twin`` with ``seed`` and let the scripted expert run until success or ``task.max_steps``."""
-    task = task or load_task_config()
+    task = task or twin.task or load_task_config()
     expert = expert or ScriptedExpert.for_twin(twin)
     sample = twin.reset(seed)
     detector = SuccessDetector(task, twin.config.rack)
-    expert.reset(twin.joint_positions(), twin.object_poses(), sample.target_slot)
-    qs, acts, vials, racks = [], [], [], []
+    targets = dict(zip(twin.vial_names, sample.target_slots, strict=True))
+    expert.reset(twin.joint_positions(), twin.object_poses(), targets=list(targets.items()))
+    qs, acts = [], []
+    poses_log: dict[str, list[F64]] = {n: [] for n in twin.object_names}
     steps = 0
     for steps in range(1, task.max_steps + 1):  # noqa: B007  (steps is reported)
         q = twin.joint_positions()
@@ -57,20 +71,17 @@ def run_scripted_episode(
         if record:
             qs.append(q)
             acts.append(action)
-            vials.append(np.concatenate(poses[VIAL]))
-            racks.append(np.concatenate(poses[RACK]))
+            for name, pose in poses.items():
+                poses_log[name].append(np.concatenate(pose))
         twin.step(action)
-        poses = twin.object_poses()
-        ok = detector.update(
-            poses[VIAL].position, poses[VIAL].quaternion, poses[RACK].position, poses[RACK].quaternion,
-            twin.jaw_contacts().both,
-        )  # fmt: skip
+        ok = detector.update_state(twin.task_state())
         if ok and stop_on_success and expert.done:
             break
     rec = EpisodeRecord(
-        seed, detector.succeeded, steps, sample.partly_done, target_slot=sample.target_slot, failure=expert.failure
-    )
+        seed, detector.succeeded, steps, sample.partly_done, target_slot=sample.target_slot, failure=expert.failure,
+        target_slots=targets,
+    )  # fmt: skip
     if record:
         rec.joint_positions, rec.actions = np.asarray(qs), np.asarray(acts)
-        rec.vial_poses, rec.rack_poses = np.asarray(vials), np.asarray(racks)
+        rec.object_poses = {n: np.asarray(v).reshape(-1, 7) for n, v in poses_log.items()}
     return rec

@@ -22,7 +22,19 @@ from .geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat
 ARM, PAD, OBJECT, ENV, GRIPPER = 1, 2, 4, 8, 16
 
 VIAL, RACK = "vial", "rack"
-OBJECT_NAMES: tuple[str, ...] = (VIAL, RACK)
+OBJECT_NAMES: tuple[str, ...] = (VIAL, RACK)  # the single-vial scene's objects
+
+
+def vial_names(count: int) -> tuple[str, ...]:
+    """Body names of ``count`` vials: ``("vial",)`` alone, ``("vial_0", "vial_1", ...)`` for several."""
+    if count < 1:
+        raise SceneError(f"a scene needs at least one vial, got {count}")
+    return (VIAL,) if count == 1 else tuple(f"{VIAL}_{i}" for i in range(count))
+
+
+def is_vial(name: str) -> bool:
+    """True for a vial's body name (:func:`vial_names`)."""
+    return name == VIAL or (name.startswith(VIAL + "_") and name[len(VIAL) + 1 :].isdigit())
 
 
 def vial_lying_quat(yaw: float, roll: float) -> np.ndarray:
@@ -97,7 +109,35 @@ def _object_geom(body: mujoco.MjsBody, cfg: SimConfig, **kw: object) -> mujoco.M
     return g
 
 
-def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
+def _add_vial(spec: mujoco.MjSpec, cfg: SimConfig, name: str) -> None:
+    v = cfg.vial
+    vb = spec.worldbody.add_body(name=name, pos=[v.xy[0], v.xy[1], v.radius], quat=list(vial_lying_quat(v.yaw, v.roll)))
+    vb.add_freejoint(name=name)
+    g = _object_geom(
+        vb,
+        cfg,
+        name=name,
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[v.radius, v.half_length, 0.0],
+        mass=v.mass,
+        material="vial",
+    )
+    g.friction = list(v.friction)
+    g.condim = v.condim
+    cap = vb.add_geom(
+        name=f"{name}_cap",
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[v.radius * 1.05, 0.008, 0.0],
+        pos=[0.0, 0.0, v.half_length - 0.008],
+        material="vial_cap",
+        contype=0,
+        conaffinity=0,
+        density=0.0,
+    )
+    cap.group = 1
+
+
+def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig, vials: tuple[str, ...]) -> None:
     world = spec.worldbody
     mat = cfg.mat
     world.add_geom(
@@ -120,32 +160,8 @@ def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
         conaffinity=ARM | PAD | OBJECT | GRIPPER,
     )
     mg.margin = cfg.contact.margin
-
-    v = cfg.vial
-    vb = world.add_body(name=VIAL, pos=[v.xy[0], v.xy[1], v.radius], quat=list(vial_lying_quat(v.yaw, v.roll)))
-    vb.add_freejoint(name=VIAL)
-    g = _object_geom(
-        vb,
-        cfg,
-        name="vial",
-        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-        size=[v.radius, v.half_length, 0.0],
-        mass=v.mass,
-        material="vial",
-    )
-    g.friction = list(v.friction)
-    g.condim = v.condim
-    cap = vb.add_geom(
-        name="vial_cap",
-        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-        size=[v.radius * 1.05, 0.008, 0.0],
-        pos=[0.0, 0.0, v.half_length - 0.008],
-        material="vial_cap",
-        contype=0,
-        conaffinity=0,
-        density=0.0,
-    )
-    cap.group = 1
+    for name in vials:
+        _add_vial(spec, cfg, name)
 
     r = cfg.rack
     rb = world.add_body(name=RACK, pos=[r.xy[0], r.xy[1], 0.0], quat=list(yaw_quat(r.yaw)))
@@ -229,8 +245,8 @@ def _add_assets(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.add_material(name="rack", rgba=list(cfg.rack.rgba))
 
 
-def build_spec(cfg: SimConfig) -> mujoco.MjSpec:
-    """Return the composed (uncompiled) scene spec."""
+def build_spec(cfg: SimConfig, vials: int = 1) -> mujoco.MjSpec:
+    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`)."""
     spec = _robot_spec(cfg)
     spec.modelname = "so101_vial_rack"
     spec.option.timestep = cfg.physics.timestep
@@ -241,14 +257,14 @@ def build_spec(cfg: SimConfig) -> mujoco.MjSpec:
     spec.option.noslip_iterations = cfg.physics.noslip_iterations
     _configure_robot(spec, cfg)
     _add_assets(spec, cfg)
-    _add_objects(spec, cfg)
+    _add_objects(spec, cfg, vial_names(vials))
     _add_cameras_and_lights(spec, cfg)
     return spec
 
 
-def build_model(cfg: SimConfig) -> mujoco.MjModel:
-    """Compile the scene for ``cfg`` (offline: assets come from the installed wheel)."""
-    spec = build_spec(cfg)
+def build_model(cfg: SimConfig, vials: int = 1) -> mujoco.MjModel:
+    """Compile the scene for ``cfg`` with ``vials`` vials (offline: assets come from the installed wheel)."""
+    spec = build_spec(cfg, vials)
     try:
         return spec.compile()
     except ValueError as exc:
@@ -276,7 +292,9 @@ class SceneIndex:
     object_materials: dict[str, int]
 
     @staticmethod
-    def of(model: mujoco.MjModel, cfg: SimConfig) -> SceneIndex:
+    def of(model: mujoco.MjModel, cfg: SimConfig, objects: tuple[str, ...] = OBJECT_NAMES) -> SceneIndex:
+        """Index ``model``; ``objects``: its free bodies (the vials of :func:`vial_names`, then the rack)."""
+
         def jid(name: str) -> int:
             return int(model.joint(cfg.robot.mjcf_joint(name)).id)
 
@@ -286,7 +304,7 @@ class SceneIndex:
             match = np.flatnonzero((model.actuator_trnid[:, 0] == j) & (model.actuator_trntype == 0))
             acts.append(int(match[0]))
         site = int(model.site(cfg.robot.ee_site).id)
-        obj_bodies = {n: int(model.body(n).id) for n in OBJECT_NAMES}
+        obj_bodies = {n: int(model.body(n).id) for n in objects}
         obj_geoms = {
             n: tuple(
                 int(g)
@@ -305,8 +323,8 @@ class SceneIndex:
             ee_body=int(model.site_bodyid[site]),
             pad_geoms=(int(model.geom(cfg.robot.jaw_pads[0]).id), int(model.geom(cfg.robot.jaw_pads[1]).id)),
             object_bodies=obj_bodies,
-            object_qpos_adr={n: int(model.jnt_qposadr[model.joint(n).id]) for n in OBJECT_NAMES},
-            object_dof_adr={n: int(model.jnt_dofadr[model.joint(n).id]) for n in OBJECT_NAMES},
+            object_qpos_adr={n: int(model.jnt_qposadr[model.joint(n).id]) for n in objects},
+            object_dof_adr={n: int(model.jnt_dofadr[model.joint(n).id]) for n in objects},
             object_geoms=obj_geoms,
             mat_geom=int(model.geom("mat").id),
             cameras={n: int(model.camera(n).id) for n in CAMERA_NAMES},

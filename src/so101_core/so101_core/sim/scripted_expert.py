@@ -1,4 +1,5 @@
-"""Scripted expert: approach → grasp → lift → carry → place upright in a rack slot → release → retreat.
+"""Scripted expert: approach → grasp → lift → carry → place upright in a rack slot → release → retreat,
+once per vial (several vials: one after the other, each to its own slot).
 
 Closed loop at the control rate: every :meth:`ScriptedExpert.act` call takes the measured joint positions
 and object poses and returns 6 joint targets (rad), the same interface a teleoperator drives. Cartesian
@@ -10,7 +11,7 @@ uses the vial pose actually measured in the hand, so slip during lift is compens
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -25,7 +26,7 @@ from .errors import PlanningError
 from .geometry import quat_to_mat
 from .grasp import GraspGeometry
 from .ik import ArmIK, AxisTarget
-from .scene import RACK, VIAL, SceneIndex
+from .scene import RACK, VIAL, SceneIndex, is_vial
 from .twin import GRIPPER_CLOSED, GRIPPER_OPEN, Pose, Twin
 
 
@@ -108,11 +109,18 @@ class ScriptedExpert:
         self._seg = _Segment("hold", 0.0, GRIPPER_OPEN)
         self._place: tuple[F64, F64, F64] = (np.zeros(3), np.zeros(3), np.zeros(3))
         self._slot: int | None = None
+        self._vial = VIAL
+        self._queue: list[tuple[str, int | None]] = []  # the vials still to place after the current one
         self.failure: str | None = None  # why the expert gave up (PlanningError text), None while fine
 
     @staticmethod
     def for_twin(twin: Twin, timing: ExpertTiming | None = None) -> ScriptedExpert:
         return ScriptedExpert(twin.model, twin.index, twin.config, twin.grasp_geometry(), timing)
+
+    @property
+    def vial(self) -> str:
+        """The vial being handled now."""
+        return self._vial
 
     @property
     def phase(self) -> Phase:
@@ -166,6 +174,16 @@ class ScriptedExpert:
             raise PlanningError(f"IK cannot reach {np.round(target, 3).tolist()} (error {res.pos_error:.3f} m)")
         return res.q
 
+    def _standing_top(self, objects: Mapping[str, Pose]) -> float:
+        """Highest top (m) of the other vials standing upright (already placed); -inf when none."""
+        hl = self._cfg.vial.half_length
+        tops = [
+            float(p.position[2]) + hl
+            for name, p in objects.items()
+            if is_vial(name) and name != self._vial and quat_to_mat(p.quaternion)[2, 2] > 0.5
+        ]
+        return max(tops, default=-math.inf)
+
     def _slot_xy(self, rack: Pose) -> F64:
         """World xy (2,) of the target slot (the one closest to the rack centre when none was given)."""
         rot = quat_to_mat(rack.quaternion)
@@ -175,22 +193,34 @@ class ScriptedExpert:
         return (rack.position + rot @ np.array([best[0], best[1], 0.0]))[:2]
 
     # ------------------------------------------------------------------ phases
-    def reset(self, q: F64, objects: Mapping[str, Pose], target_slot: int | None = None) -> None:
+    def reset(
+        self,
+        q: F64,
+        objects: Mapping[str, Pose],
+        target_slot: int | None = None,
+        *,
+        targets: Sequence[tuple[str, int]] | None = None,
+    ) -> None:
         """Plan from the current state; starts at CARRY when the vial is already held (partly-done start).
 
-        ``target_slot`` indexes ``RackConfig.slot_offsets()`` (None: the centre slot). A first phase that
+        ``target_slot`` indexes ``RackConfig.slot_offsets()`` (None: the centre slot) for the single vial;
+        ``targets`` lists (vial name, slot) pairs to place in that order instead. A first phase that
         cannot be planned (unreachable pre-grasp) does not raise: the expert holds still (``done``) and
         :attr:`failure` says why, so the episode is reported as a failed seed.
         """
         n = self._cfg.rack.slots**2
-        if target_slot is not None and not 0 <= target_slot < n:
-            raise PlanningError(f"target_slot {target_slot} is not a slot of the {n}-slot rack")
+        plan: list[tuple[str, int | None]] = list(targets) if targets else [(VIAL, target_slot)]
+        for name, slot in plan:
+            if slot is not None and not 0 <= slot < n:
+                raise PlanningError(f"target slot {slot} of {name} is not a slot of the {n}-slot rack")
+            if name not in objects:
+                raise PlanningError(f"no object {name!r} in the scene (objects: {sorted(objects)})")
         self._q_cmd = np.asarray(q, dtype=np.float64).copy()
         self._regrasps = 0
-        self._slot = target_slot
+        (self._vial, self._slot), self._queue = plan[0], plan[1:]
         self.failure = None
         first = Phase.PREGRASP
-        if self._in_hand(self._q_cmd, objects[VIAL]):
+        if self._in_hand(self._q_cmd, objects[self._vial]):
             self._q_cmd[GRIPPER_INDEX] = GRIPPER_CLOSED
             first = Phase.CARRY
         try:
@@ -202,7 +232,7 @@ class ScriptedExpert:
     def _enter(self, phase: Phase, q: F64, objects: Mapping[str, Pose]) -> None:
         self._phase = phase
         self._t = 0.0
-        t, g, vial = self.timing, self._g, objects[VIAL]
+        t, g, vial = self.timing, self._g, objects[self._vial]
         q0 = self._q_cmd.copy()
         up = np.array([0.0, 0.0, 1.0])
         if phase is Phase.PREGRASP:
@@ -233,7 +263,8 @@ class ScriptedExpert:
             rack = objects[RACK]
             slot = self._slot_xy(rack)
             hl = self._cfg.vial.half_length
-            above = np.array([*slot, rack.position[2] + self._cfg.rack.top_height + hl + t.slot_clearance])
+            top = max(rack.position[2] + self._cfg.rack.top_height, self._standing_top(objects))
+            above = np.array([*slot, top + hl + t.slot_clearance])
             seat = np.array([*slot, rack.position[2] + self._cfg.rack.base_height + hl + t.seat_gap])
             q_goal = self._solve(q0, above, centre_l, axis_l, up)
             self._place = (centre_l, axis_l, seat)
@@ -263,7 +294,11 @@ class ScriptedExpert:
     def _next(self, q: F64, objects: Mapping[str, Pose]) -> None:
         order = list(Phase)
         nxt = order[order.index(self._phase) + 1]
-        if self._phase is Phase.LIFT and not self._in_hand(q, objects[VIAL]):
+        if self._phase is Phase.RETREAT and self._queue:  # the next vial
+            (self._vial, self._slot), self._queue = self._queue[0], self._queue[1:]
+            self._regrasps = 0
+            nxt = Phase.PREGRASP
+        if self._phase is Phase.LIFT and not self._in_hand(q, objects[self._vial]):
             if self._regrasps >= self.timing.max_regrasps:
                 nxt = Phase.DONE
             else:

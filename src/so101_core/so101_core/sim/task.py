@@ -6,6 +6,7 @@ axes so SkillGen/evaluation can filter batches. The rack origin is its base-plat
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,9 +75,33 @@ def placed(
     )
 
 
+Pose7 = tuple[NDArray[np.float64], NDArray[np.float64]]  # position (3,) m, quaternion (4,) wxyz
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What the success rules read at one step: every vial's pose (the scene's vial order), the rack's pose,
+    and which vials both jaw pads hold."""
+
+    vials: tuple[Pose7, ...]
+    rack: Pose7
+    held: tuple[bool, ...]
+
+    @staticmethod
+    def of(poses: Mapping[str, tuple[ArrayLike, ArrayLike]], vials: Sequence[str], held: Sequence[bool]) -> TaskState:
+        """From object poses by name (``Twin.object_poses``) and the vials' names and held flags."""
+
+        def p7(name: str) -> Pose7:
+            pos, quat = poses[name]
+            return np.asarray(pos, dtype=np.float64), np.asarray(quat, dtype=np.float64)
+
+        return TaskState(tuple(p7(v) for v in vials), p7("rack"), tuple(bool(h) for h in held))
+
+
 @dataclass
 class SuccessDetector:
-    """Success = :func:`placed` and released (not touching both jaws) for ``hold_steps`` consecutive steps."""
+    """Success = :func:`placed` and released (not touching both jaws) for ``hold_steps`` consecutive steps;
+    with several vials, every vial placed and none held."""
 
     task: TaskConfig
     rack: RackConfig
@@ -97,6 +122,15 @@ class SuccessDetector:
     ) -> bool:
         """Feed one control step; returns True once success has been reached (latched)."""
         ok = not held_by_both_jaws and placed(vial_pos, vial_quat, rack_pos, rack_quat, self.rack, self.task)
+        return self._count(ok)
+
+    def update_state(self, state: TaskState) -> bool:
+        """Feed one control step of any number of vials; True once success has been reached (latched)."""
+        rp, rq = state.rack
+        ok = not any(state.held) and all(placed(p, q, rp, rq, self.rack, self.task) for p, q in state.vials)
+        return self._count(ok)
+
+    def _count(self, ok: bool) -> bool:
         self.streak = self.streak + 1 if ok else 0
         if self.streak >= self.task.hold_steps:
             self.succeeded = True

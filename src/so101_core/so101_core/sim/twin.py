@@ -17,13 +17,24 @@ from numpy.typing import ArrayLike
 from so101_core.arrays import F64
 
 from . import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
-from .config import SimConfig, load_sim_config
-from .errors import InvalidCommandError, UnknownNameError
+from .config import SimConfig, TaskConfig, load_sim_config
+from .errors import ConfigError, InvalidCommandError, UnknownNameError
 from .geometry import yaw_quat
 from .grasp import GraspGeometry, grasp_geometry
 from .ik import ArmIK, AxisTarget
-from .randomization import DRConfig, EpisodeSample, ModelRandomizer, load_dr_config, sample_episode
-from .scene import OBJECT_NAMES, RACK, VIAL, SceneIndex, build_model, vial_lying_quat
+from .randomization import (
+    DRConfig,
+    EpisodeSample,
+    ModelRandomizer,
+    VialSample,
+    load_dr_config,
+    nominal_vials,
+    sample_episode,
+    target_slot_choices,
+    vial_gap,
+)
+from .scene import RACK, SceneIndex, build_model, vial_lying_quat, vial_names
+from .task import TaskState
 
 
 class Pose(NamedTuple):
@@ -35,7 +46,7 @@ class Pose(NamedTuple):
 
 @dataclass(frozen=True)
 class ContactState:
-    """Whether each jaw pad touches the vial."""
+    """Whether each jaw pad touches the vial (or, with several, one of the vials)."""
 
     fixed_jaw: bool
     moving_jaw: bool
@@ -52,15 +63,23 @@ GRIPPER_CLOSED = -0.17  # rad, squeezes anything between the pads
 class Twin:
     """MuJoCo twin of the SO-101 vial-in-rack scene.
 
-    ``dr=None`` loads ``config/dr.yaml``; pass :meth:`DRConfig.disabled` for the nominal scene.
+    ``dr=None`` loads ``config/dr.yaml``; pass :meth:`DRConfig.disabled` for the nominal scene. ``task``
+    with a vial layout (a multi-vial variant of ``task.yaml``) builds one vial per placement
+    (:attr:`vial_names`); without one the scene holds the single vial of ``sim.yaml``.
     """
 
-    def __init__(self, sim: SimConfig | None = None, dr: DRConfig | None = None) -> None:
+    def __init__(
+        self, sim: SimConfig | None = None, dr: DRConfig | None = None, task: TaskConfig | None = None
+    ) -> None:
         self.config = sim or load_sim_config()
         self.dr = dr if dr is not None else load_dr_config()
-        self.model = build_model(self.config)
+        self.task = task
+        self.vial_names = vial_names(len(nominal_vials(self.config, task)))
+        self.object_names: tuple[str, ...] = (*self.vial_names, RACK)
+        _check_layout(self.config, task)
+        self.model = build_model(self.config, len(self.vial_names))
         self.data = mujoco.MjData(self.model)
-        self.index = SceneIndex.of(self.model, self.config)
+        self.index = SceneIndex.of(self.model, self.config, self.object_names)
         self._randomizer = ModelRandomizer(self.model, self.index)
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self._ctrl_lo = self.model.actuator_ctrlrange[self.index.actuator_ids, 0].copy()
@@ -100,17 +119,15 @@ class Twin:
     def reset(self, seed: int | None = None) -> EpisodeSample:
         """Start an episode: DR from ``seed`` (same seed → identical state), robot at home, objects placed."""
         rng = np.random.default_rng(seed)
-        sample = sample_episode(self.config, self.dr, rng, seed)
+        sample = sample_episode(self.config, self.dr, rng, seed, task=self.task)
         self._randomizer.apply(sample, self.data)
         mujoco.mj_resetData(self.model, self.data)
         home = np.asarray(self.config.robot.home, dtype=np.float64)
         self.data.qpos[self.index.qpos_adr] = home
         self.data.ctrl[self.index.actuator_ids] = np.clip(home, self._ctrl_lo, self._ctrl_hi)
-        r, v = self.config.rack, self.config.vial
         self._write_pose(RACK, np.array([*sample.rack_xy, 0.0]), yaw_quat(sample.rack_yaw))
-        vial_quat = vial_lying_quat(sample.vial_yaw, sample.vial_roll)
-        self._write_pose(VIAL, np.array([*sample.vial_xy, v.radius]), vial_quat)
-        del r
+        for name, vial in zip(self.vial_names, sample.vials, strict=True):
+            self._write_pose(name, *self._lying(vial))
         if sample.partly_done:
             self._start_in_hand(sample)
         mujoco.mj_forward(self.model, self.data)
@@ -119,8 +136,11 @@ class Twin:
         self.episode = sample
         return sample
 
+    def _lying(self, vial: VialSample) -> tuple[F64, F64]:
+        return np.array([*vial.xy, self.config.vial.radius]), vial_lying_quat(vial.yaw, vial.roll)
+
     def _start_in_hand(self, sample: EpisodeSample) -> None:
-        """Partly-done start: the vial already grasped and lifted 6 cm above its sampled spot."""
+        """Partly-done start: the (first) vial already grasped and lifted 6 cm above its sampled spot."""
         g = self.grasp_geometry()
         v = self.config.vial
         axis = np.array([np.cos(sample.vial_yaw), np.sin(sample.vial_yaw), 0.0])
@@ -136,7 +156,7 @@ class Twin:
         mujoco.mj_kinematics(self.model, self.data)
         site = self.index.ee_site
         pos, quat = g.vial_pose_in_hand(self.data.site_xpos[site].copy(), self.data.site_xmat[site].reshape(3, 3))
-        self._write_pose(VIAL, pos, quat)
+        self._write_pose(self.vial_names[0], pos, quat)
         mujoco.mj_step(self.model, self.data, nstep=150)  # let the grip settle (0.3 s)
 
     # ------------------------------------------------------------------ control
@@ -195,8 +215,8 @@ class Twin:
 
     # ------------------------------------------------------------------ objects
     def _check_object(self, name: str) -> None:
-        if name not in OBJECT_NAMES:
-            raise UnknownNameError(f"unknown object {name!r} (known: {list(OBJECT_NAMES)})")
+        if name not in self.object_names:
+            raise UnknownNameError(f"unknown object {name!r} (known: {list(self.object_names)})")
 
     def _write_pose(self, name: str, pos: F64, quat: F64) -> None:
         a = self.index.object_qpos_adr[name]
@@ -206,9 +226,10 @@ class Twin:
         self.data.qvel[d : d + 6] = 0.0
 
     def object_poses(self) -> dict[str, Pose]:
-        """``{"vial": Pose, "rack": Pose}``; the rack origin is its base-plate bottom centre."""
+        """Pose of every object (:attr:`object_names`: ``{"vial": Pose, "rack": Pose}`` for the single vial);
+        the rack origin is its base-plate bottom centre."""
         out = {}
-        for name in OBJECT_NAMES:
+        for name in self.object_names:
             a = self.index.object_qpos_adr[name]
             out[name] = Pose(self.data.qpos[a : a + 3].copy(), self.data.qpos[a + 3 : a + 7].copy())
         return out
@@ -223,9 +244,12 @@ class Twin:
         self._write_pose(name, pos, quat)
         mujoco.mj_forward(self.model, self.data)
 
-    def jaw_contacts(self) -> ContactState:
-        """Which jaw pads currently touch the vial."""
-        vial = set(self.index.object_geoms[VIAL])
+    def jaw_contacts(self, vial_name: str | None = None) -> ContactState:
+        """Which jaw pads currently touch ``vial_name`` (None: any vial)."""
+        names = self.vial_names if vial_name is None else (vial_name,)
+        for n in names:
+            self._check_object(n)
+        vial = {g for n in names for g in self.index.object_geoms[n]}
         fixed, moving = self.index.pad_geoms
         hit = {fixed: False, moving: False}
         for i in range(self.data.ncon):
@@ -235,6 +259,16 @@ class Twin:
                 if pad in hit and other in vial and c.dist <= 0.0:
                     hit[pad] = True
         return ContactState(hit[fixed], hit[moving])
+
+    def task_state(self) -> TaskState:
+        """The success rules' input now (every vial's pose, the rack's, which vials are held)."""
+        return TaskState.of(self.object_poses(), self.vial_names, self.held_vials())
+
+    def held_vials(self) -> tuple[bool, ...]:
+        """Per vial (:attr:`vial_names` order): held by both jaw pads."""
+        if len(self.vial_names) == 1:
+            return (self.jaw_contacts().both,)
+        return tuple(self.jaw_contacts(n).both for n in self.vial_names)
 
     # ------------------------------------------------------------------ cameras
     def _renderer(self, width: int, height: int) -> mujoco.Renderer:
@@ -287,3 +321,17 @@ class Twin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_layout(sim: SimConfig, task: TaskConfig | None) -> None:
+    """A multi-vial layout must keep its vials ``min_vial_gap`` apart and have a target slot per vial."""
+    if task is None or not task.vials:
+        return
+    slots = target_slot_choices(sim, task)
+    if len(slots) < len(task.vials):
+        raise ConfigError("task.slots", f"{len(slots)} target slots for {len(task.vials)} vials")
+    nominal = tuple(VialSample(np.array(v.xy), v.yaw, 0.0) for v in task.vials)
+    gap = vial_gap(nominal, sim.vial.half_length)
+    if gap < task.min_vial_gap:
+        raise ConfigError("task.vials", f"the nominal vials lie {gap:.3f} m apart, closer than min_vial_gap "
+                          f"{task.min_vial_gap} m")  # fmt: skip

@@ -18,6 +18,7 @@ carried there never counts, and a vial that was carried keeps counting for as lo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +27,7 @@ from numpy.typing import ArrayLike
 from .config import RackConfig
 from .errors import SimError
 from .geometry import quat_to_mat
-from .task import up_axis_z
+from .task import TaskState, up_axis_z
 
 WORKSHOP_HZ = 60.0
 WORKSHOP_HOLD_STEPS = 25
@@ -91,13 +92,25 @@ class WorkshopRule:
         held_by_both_jaws: bool,
     ) -> bool:
         """Feed one control step (world poses, quaternions wxyz); True once the rule has held (latched)."""
-        if held_by_both_jaws:
+        return self._step(
+            held_by_both_jaws, lambda: in_workshop_region(vial_pos, vial_quat, rack_pos, rack_quat, self.rack)
+        )
+
+    def update_state(self, state: TaskState) -> bool:
+        """Feed one control step of any number of vials: every vial in the region, none held."""
+        rp, rq = state.rack
+        return self._step(
+            any(state.held), lambda: all(in_workshop_region(p, q, rp, rq, self.rack) for p, q in state.vials)
+        )
+
+    def _step(self, held: bool, in_region: Callable[[], bool]) -> bool:
+        if held:
             self.steps_since_grasp = 0
             self.streak = 0
             return self.succeeded
         if self.steps_since_grasp is not None:
             self.steps_since_grasp += 1
-        ok = in_workshop_region(vial_pos, vial_quat, rack_pos, rack_quat, self.rack)
+        ok = in_region()
         if ok and self.streak == 0:
             recent = self.steps_since_grasp is not None and self.steps_since_grasp <= self.grasp_window_steps
             ok = recent

@@ -1,0 +1,145 @@
+"""The multi-vial variant of task.yaml: three vials, three slots, one grasp and one place per vial."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from so101_core.sim.config import ConfigError, SimConfig, TaskConfig, load_task_config, parse_task_config
+from so101_core.sim.randomization import DRConfig, load_dr_config, sample_episode, vial_gap
+from so101_core.sim.rollout import run_scripted_episode
+from so101_core.sim.scene import RACK
+from so101_core.sim.task import SuccessDetector, TaskState, placed, slot_centres
+from so101_core.sim.twin import Twin
+from so101_core.sim.workshop_rule import WorkshopRule
+
+BASE = {
+    "description": "d",
+    "max_steps": 10,
+    "success": {"xy_radius": 0.07, "z_min": -0.02, "z_max": 0.1, "upright_min": 0.5, "slot_tolerance": 0.013,
+                "hold_steps": 3},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def multi() -> TaskConfig:
+    return load_task_config(variant="multi_vial")
+
+
+def test_variant_loads_over_the_base(multi: TaskConfig, task_cfg: TaskConfig) -> None:
+    assert multi.variant == "multi_vial" and multi.vial_count == 3 and len(multi.slots) == 3
+    assert multi.max_steps > task_cfg.max_steps
+    assert multi.slot_tolerance == task_cfg.slot_tolerance  # success keys not overridden come from the base
+    assert task_cfg.vial_count == 1 and task_cfg.vials == ()
+
+
+@pytest.mark.parametrize(
+    ("variant", "field"),
+    [
+        ({"vials": [{"xy": [0.2, 0.0], "yaw": 0.0}]}, "task.variants.v.vials"),
+        ({"slots": [1, 1]}, "task.variants.v.slots"),
+        ({"slots": [0], "vials": [{"xy": [0.2, 0.0], "yaw": 0.0}, {"xy": [0.2, 0.1], "yaw": 0.0}]},
+         "task.variants.v.slots"),
+        ({"fill": "random"}, "task.variants.v.fill"),
+        ({"vials": [{"xy": [0.2, 0.0], "yaw": 0.0, "roll": 1.0}, {"xy": [0.2, 0.1], "yaw": 0.0}]},
+         "task.variants.v.vials[0].roll"),
+    ],
+)  # fmt: skip
+def test_bad_variant_names_the_field(variant: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_task_config({**BASE, "variants": {"v": variant}}, variant="v")
+    assert err.value.field == field
+
+
+def test_unknown_variant_is_refused() -> None:
+    with pytest.raises(ConfigError, match="unknown task variant"):
+        parse_task_config(BASE, variant="nope")
+
+
+def test_layout_closer_than_the_gap_is_refused(sim_cfg: SimConfig) -> None:
+    close = parse_task_config(
+        {**BASE, "variants": {"v": {"vials": [{"xy": [0.25, -0.08], "yaw": 2.8}, {"xy": [0.25, -0.06], "yaw": 2.8}]}}},
+        variant="v",
+    )
+    with pytest.raises(ConfigError, match="closer than min_vial_gap"):
+        Twin(sim_cfg, DRConfig.disabled(), close)
+
+
+def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    wide = load_dr_config(profile="wide")
+    for seed in range(200):
+        s = sample_episode(sim_cfg, wide, np.random.default_rng(seed), seed, task=multi)
+        assert len(s.vials) == 3 and len(s.target_slots) == 3
+        assert vial_gap(s.vials, sim_cfg.vial.half_length) >= multi.min_vial_gap - 1e-9
+        assert sorted(s.target_slots) == sorted(multi.slots)
+        c, n = math.cos(s.rack_yaw), math.sin(s.rack_yaw)
+        off = np.asarray(sim_cfg.rack.slot_offsets())[list(s.target_slots)]
+        dist = np.linalg.norm(s.rack_xy + off @ np.array([[c, n], [-n, c]]), axis=1)
+        assert np.all(np.diff(dist) <= 1e-12), "slots are filled farthest from the robot first"
+    a = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
+    b = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
+    assert a.target_slots == b.target_slots and np.allclose(a.vials[2].xy, b.vials[2].xy)
+
+
+def test_single_vial_draws_do_not_change(sim_cfg: SimConfig, dr_cfg: DRConfig, task_cfg: TaskConfig) -> None:
+    for seed in range(20):
+        a = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(seed), seed)
+        b = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(seed), seed, task=task_cfg)
+        assert a.target_slot == b.target_slot and np.allclose(a.vial_xy, b.vial_xy) and a.vial_yaw == b.vial_yaw
+        assert b.more_vials == () and b.target_slots == (b.target_slot,)
+
+
+def test_twin_builds_three_vials(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    with Twin(sim_cfg, load_dr_config(), multi) as tw:
+        assert tw.vial_names == ("vial_0", "vial_1", "vial_2") and tw.object_names[-1] == RACK
+        s = next(s for s in map(tw.reset, range(100)) if not s.partly_done)
+        poses = tw.object_poses()
+        for name, v in zip(tw.vial_names, s.vials, strict=True):
+            assert np.allclose(poses[name].position[:2], v.xy) and poses[name].position[2] == pytest.approx(0.01)
+        assert tw.held_vials() == (False, False, False)
+        s = next(s for s in map(tw.reset, range(100)) if s.partly_done)
+        assert tw.held_vials() == (True, False, False), "a partly-done start holds the first vial"
+        state = tw.task_state()
+        assert len(state.vials) == 3 and state.held == (True, False, False)
+
+
+def test_rules_need_every_vial(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    up = np.array([1.0, 0.0, 0.0, 0.0])
+    rack = (np.array([0.2, 0.13, 0.0]), up)
+    centres = slot_centres(rack[0], rack[1], sim_cfg.rack)
+    z = sim_cfg.rack.base_height + sim_cfg.vial.half_length
+    seated = [(np.array([*centres[i], z]), up) for i in (0, 4, 8)]
+    lying = (np.array([0.25, -0.08, 0.01]), np.array([0.7071, 0.0, 0.7071, 0.0]))
+    for vials, ok in (((*seated,), True), ((seated[0], seated[1], lying), False)):
+        det = SuccessDetector(multi, sim_cfg.rack)
+        ws = WorkshopRule(sim_cfg.rack, 30.0)
+        ws.steps_since_grasp = 0  # just released
+        state = TaskState(tuple(vials), rack, (False, False, False))
+        for _ in range(20):
+            det.update_state(state)
+            ws.update_state(state)
+        assert det.succeeded is ok and ws.succeeded is ok
+    held = TaskState(tuple(seated), rack, (False, True, False))
+    det = SuccessDetector(multi, sim_cfg.rack)
+    assert not any(det.update_state(held) for _ in range(20))
+
+
+def test_scripted_expert_places_every_vial_in_its_slot(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    """Judged on the final poses, independently of the expert's own success flag."""
+    with Twin(sim_cfg, load_dr_config(), multi) as tw:
+        ok = 0
+        for seed in (10_003, 10_005, 10_008):
+            rec = run_scripted_episode(tw, seed, task=multi, record=True)
+            poses = tw.object_poses()
+            r = poses[RACK]
+            centres = slot_centres(r.position, r.quaternion, sim_cfg.rack)
+            in_own_slot = all(
+                placed(poses[n].position, poses[n].quaternion, r.position, r.quaternion, sim_cfg.rack, multi)
+                and int(np.argmin(np.linalg.norm(centres - poses[n].position[:2], axis=1))) == rec.target_slots[n]
+                for n in tw.vial_names
+            )
+            assert rec.success == in_own_slot
+            ok += in_own_slot
+            assert set(rec.object_poses) == set(tw.object_names) and rec.vial_poses.shape == (rec.steps, 7)
+        assert ok >= 2
