@@ -30,7 +30,7 @@ ANG_TOL = math.radians(2.0)
 
 
 def _checks() -> dict[str, Any]:
-    from so101_skillgen.ik import BatchedIK, load_ik_config
+    from so101_skillgen.ik import BatchedIK, IKError, load_ik_config
     from so101_skillgen.ik.fused import fused_params, fused_solve
     from so101_skillgen.ik.pose_error import pose_error
     from so101_skillgen.kinematics import ArmKinematics
@@ -121,6 +121,22 @@ def _checks() -> dict[str, Any]:
     out["partial_fused_f32_kinematics"] = solve(kin.to(dtype=torch.float32), True, T[:32], True)
     qs = q[~hit][:32]  # > ANALYTIC_SEED_MAX: the seed itself is lane 0's start
     out["seeded_fused"] = solve(kin, True, T[:32], True, cfg, qs)
+
+    # bad input on the fused path (its finiteness check runs beside the kernel): the same clear errors
+    fused_ik = BatchedIK(cfg, kin)
+    fused_ik.fused = True
+    bad = T[:20].clone()
+    bad[3, 0, 3] = math.nan
+    seed_bad = qs[:20].clone()
+    seed_bad[5, 2] = math.inf
+    errors = []
+    for args in ((bad, None), (T[:20], seed_bad)):
+        try:
+            fused_ik.solve(*args)
+            errors.append("")
+        except IKError as exc:
+            errors.append(str(exc))
+    out["finite_errors"] = errors
     return out
 
 
@@ -168,6 +184,10 @@ def test_fused_seed_is_the_start_and_the_tie_breaker(report: dict[str, Any]) -> 
     r = report["seeded_fused"]
     assert r["success"] == 1.0 and r["iterations"] == 0, r  # the seed solves its own target at once
     assert r["seed_distance"] < 1e-5, r  # and wins as the closest
+
+
+def test_fused_path_rejects_non_finite_input(report: dict[str, Any]) -> None:
+    assert report["finite_errors"] == ["target must be finite", "seed must be finite"]
 
 
 def test_fused_success_matches_the_torch_loop(report: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from ..se3 import mm
-from .base import IKBatchResult, IKConfig
+from .base import IKBatchResult, IKConfig, IKError
 from .jacobian import check_inputs
 from .pose_error import perpendicular_unit, pose_error, project_angular
 
@@ -158,6 +158,7 @@ class BatchedIK:
         self._fused_params: Tensor | None = None
         self._starts: Tensor | None = None
         self._analytic: Any = None
+        self._flags: Tensor | None = None  # pinned host flags of the fused path's finiteness check
         self.fused = False  # the fused Triton kernel runs the solve (CUDA, ``batched.fused``, triton importable)
         if config.batched.fused and self.device.type == "cuda":
             try:
@@ -330,7 +331,7 @@ class BatchedIK:
         """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
         tie-breaker among successful seeds (closest wins)."""
         kin, cfg, bc = self.kinematics, self.config, self.config.batched
-        b = check_inputs(target, seed, kin.dof)
+        b = check_inputs(target, seed, kin.dof, finite=not self.fused)  # fused: checked beside the kernel
         s = bc.seeds
         tgt = target.detach().to(self.device, kin.dtype)
         start = self._analytic_seed(tgt, None if seed is None else seed.detach())
@@ -365,6 +366,29 @@ class BatchedIK:
             iteration_count=it,
         )
 
+    def _finite_later(self, target: Tensor, seed: Tensor | None) -> Callable[[], None]:
+        """Queue the finiteness check of ``target`` (B, 4, 4) and ``seed`` (B, 5) on their device and return
+        the function that waits for it alone (not for work queued after it, e.g. the kernel) and raises
+        :class:`~.base.IKError` as :func:`.jacobian.check_inputs` does."""
+        flags = [torch.isfinite(target).all(), None if seed is None else torch.isfinite(seed).all()]
+        host: list[Tensor | None] = flags
+        done: torch.cuda.Event | None = None
+        if target.is_cuda:  # copied into pinned memory behind an event: waiting does not wait for the kernel
+            if self._flags is None:
+                self._flags = torch.empty(2, dtype=torch.bool, pin_memory=True)
+            host = [None if f is None else self._flags[i].copy_(f, non_blocking=True) for i, f in enumerate(flags)]
+            done = torch.cuda.Event()
+            done.record(torch.cuda.current_stream(target.device))
+
+        def wait() -> None:
+            if done is not None:
+                done.synchronize()
+            for name, ok in zip(("target", "seed"), host, strict=True):
+                if ok is not None and not bool(ok):
+                    raise IKError(f"{name} must be finite")
+
+        return wait
+
     def _solve_fused(
         self, tgt: Tensor, start: Tensor | None, seed: Tensor | None, partial: bool, dev: torch.device, dt: torch.dtype
     ) -> IKBatchResult:
@@ -381,7 +405,9 @@ class BatchedIK:
             return None if x is None else x.detach().to(self.device, kin.dtype)
 
         first, tie = here(start), here(seed)
+        finite = self._finite_later(tgt, tie)
         res = fused_solve(self._draws(len(tgt), cfg.batched.seeds), tgt, self._fused_params, cfg, partial, first, tie)
+        finite()
         return IKBatchResult(
             q=res.q.to(dev, dt),
             success=res.success.to(dev),
