@@ -74,12 +74,13 @@ def _checks() -> dict[str, Any]:
     # (converged at once, colliding), and every converged lane of a full solve
     qc = q[hit][:16]
     Tc = kin.fk(qc)
-    rc = fused_solve(torch_ik._draws(len(qc), 8), Tc, fused_params(kin, f64), f64, True, qc, per_seed=True)
+    few = dataclasses.replace(f64, batched=dataclasses.replace(f64.batched, iterations=30))  # interpreter time
+    rc = fused_solve(torch_ik._draws(len(qc), 8), Tc, fused_params(kin, few), few, True, qc, per_seed=True)
     assert rc.seed_free is not None and rc.seed_q is not None
     out["colliding_targets"] = len(qc)
     out["colliding_lane0_free"] = int(rc.seed_free[:, 0].sum())
     out["colliding_success_collides"] = int(torch_ik.self_collision(rc.q[rc.success]).sum())
-    rf = fused_solve(torch_ik._draws(len(T), 8), T, fused_params(kin, f64), f64, True, per_seed=True)
+    rf = fused_solve(torch_ik._draws(len(T), 8), T, fused_params(kin, few), few, True, per_seed=True)
     assert rf.seed_free is not None and rf.seed_q is not None and rf.seed_position_error is not None
     assert rf.seed_rotation_error is not None
     conv = (rf.seed_position_error <= cfg.position_tolerance) & (rf.seed_rotation_error <= cfg.rotation_tolerance)
@@ -123,7 +124,7 @@ def _checks() -> dict[str, Any]:
     out["seeded_fused"] = solve(kin, True, T[:32], True, cfg, qs)
 
     # bad input on the fused path (its finiteness check runs beside the kernel): the same clear errors
-    fused_ik = BatchedIK(cfg, kin)
+    fused_ik = BatchedIK(dataclasses.replace(cfg, batched=dataclasses.replace(cfg.batched, iterations=2)), kin)
     fused_ik.fused = True
     bad = T[:20].clone()
     bad[3, 0, 3] = math.nan
@@ -163,7 +164,7 @@ def test_fused_collision_check_matches_the_sphere_model(report: dict[str, Any]) 
     assert report["colliding_targets"] >= 8
     assert report["colliding_lane0_free"] == 0  # converged at once, but colliding: not free
     assert report["colliding_success_collides"] == 0  # and never picked as a success
-    assert report["free_checked"] > 64 and report["free_mismatch"] == 0
+    assert report["free_checked"] > 48 and report["free_mismatch"] == 0
 
 
 CASES = ["partial_fused", "full_fused", "partial_fused_f32", "partial_fused_f32_kinematics", "seeded_fused"]

@@ -12,8 +12,8 @@ converged seed. The best seed per target is kept: among the successful ones the 
 seed (when given, for smooth trajectories), otherwise the smallest error.
 
 On CUDA with Triton (``batched.fused``, default) the whole solve is one kernel launch (:mod:`.fused`: the
-loop, the collision check and the pick of the best seed; no host synchronisation; ~200 ms for the torch
-loop at 1024 targets × 32 seeds on an H200); collisions are then only checked on converged seeds
+loop, the collision check and the pick of the best seed, no host synchronisation; the torch loop takes
+~200 ms for 1024 targets × 32 seeds on an H200); collisions are then only checked on converged seeds
 (colliding seeds are rejected, not pushed apart) and a target stops at its first good seed.
 """
 
