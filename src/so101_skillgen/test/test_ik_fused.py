@@ -120,8 +120,8 @@ def _checks() -> dict[str, Any]:
     out["full_fused"] = solve(kin, True, T[:16], False, f64)
     out["partial_fused_f32"] = solve(kin, True, T, True)  # the default: float32 inside, float64 results
     out["partial_fused_f32_kinematics"] = solve(kin.to(dtype=torch.float32), True, T[:32], True)
-    qs = q[~hit][:32]  # > ANALYTIC_SEED_MAX: the seed itself is lane 0's start
-    out["seeded_fused"] = solve(kin, True, T[:32], True, cfg, qs)
+    qs = q[~hit][:24]  # > ANALYTIC_SEED_MAX: the seed itself is lane 0's start (and padded lanes)
+    out["seeded_fused"] = solve(kin, True, T[:24], True, cfg, qs)
 
     # bad input on the fused path (its finiteness check runs beside the kernel): the same clear errors
     fused_ik = BatchedIK(dataclasses.replace(cfg, batched=dataclasses.replace(cfg.batched, iterations=2)), kin)

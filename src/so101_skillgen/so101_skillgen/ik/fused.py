@@ -158,6 +158,18 @@ def _load5(p):
 
 
 @triton.jit
+def _load5m(p, mask, CDT: tl.constexpr):
+    """Five values from ``p`` where ``mask`` (0 elsewhere), as ``CDT``."""
+    return (
+        tl.load(p, mask=mask, other=0.0).to(CDT),
+        tl.load(p + 1, mask=mask, other=0.0).to(CDT),
+        tl.load(p + 2, mask=mask, other=0.0).to(CDT),
+        tl.load(p + 3, mask=mask, other=0.0).to(CDT),
+        tl.load(p + 4, mask=mask, other=0.0).to(CDT),
+    )
+
+
+@triton.jit
 def _dot6(a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5):
     return a0 * b0 + a1 * b1 + a2 * b2 + a3 * b3 + a4 * b4 + a5 * b5
 
@@ -268,13 +280,13 @@ def _ik_kernel(start_ptr, first_ptr, seed_ptr, tgt_ptr, prm_ptr, q_ptr, ok_ptr, 
     lo0, lo1, lo2, lo3, lo4 = _load5(prm_ptr + 72)
     up0, up1, up2, up3, up4 = _load5(prm_ptr + 77)
     if HAS_FIRST:  # lane 0 starts at the caller's joints, clipped to the limits
-        f0, f1, f2, f3, f4 = _load5(first_ptr + tgt * 5)
+        f0, f1, f2, f3, f4 = _load5m(first_ptr + tgt * 5, tvalid, CDT)
         first = valid & (lane == 0)
-        q0 = tl.where(first, tl.minimum(tl.maximum(f0.to(CDT), lo0), up0), q0)
-        q1 = tl.where(first, tl.minimum(tl.maximum(f1.to(CDT), lo1), up1), q1)
-        q2 = tl.where(first, tl.minimum(tl.maximum(f2.to(CDT), lo2), up2), q2)
-        q3 = tl.where(first, tl.minimum(tl.maximum(f3.to(CDT), lo3), up3), q3)
-        q4 = tl.where(first, tl.minimum(tl.maximum(f4.to(CDT), lo4), up4), q4)
+        q0 = tl.where(first, tl.minimum(tl.maximum(f0, lo0), up0), q0)
+        q1 = tl.where(first, tl.minimum(tl.maximum(f1, lo1), up1), q1)
+        q2 = tl.where(first, tl.minimum(tl.maximum(f2, lo2), up2), q2)
+        q3 = tl.where(first, tl.minimum(tl.maximum(f3, lo3), up3), q3)
+        q4 = tl.where(first, tl.minimum(tl.maximum(f4, lo4), up4), q4)
     tg = tgt_ptr + tgt * 16
     t00, t01, t02, tpx = _load4(tg, tvalid)
     t10, t11, t12, tpy = _load4(tg + 4, tvalid)
@@ -430,9 +442,8 @@ def _ik_kernel(start_ptr, first_ptr, seed_ptr, tgt_ptr, prm_ptr, q_ptr, ok_ptr, 
     # error, as BatchedIK.solve's torch path.
     err = pe + 0.05 * re
     if HAS_SEED:
-        s0_, s1_, s2_, s3_, s4_ = _load5(seed_ptr + tgt * 5)
-        dq0, dq1, dq2 = q0 - s0_.to(CDT), q1 - s1_.to(CDT), q2 - s2_.to(CDT)
-        dq3, dq4 = q3 - s3_.to(CDT), q4 - s4_.to(CDT)
+        s0_, s1_, s2_, s3_, s4_ = _load5m(seed_ptr + tgt * 5, tvalid, CDT)
+        dq0, dq1, dq2, dq3, dq4 = q0 - s0_, q1 - s1_, q2 - s2_, q3 - s3_, q4 - s4_
         key = tl.where(good, tl.sqrt(dq0 * dq0 + dq1 * dq1 + dq2 * dq2 + dq3 * dq3 + dq4 * dq4), 1e3 + err)
     else:
         key = tl.where(good, err, 1e3 + err)
