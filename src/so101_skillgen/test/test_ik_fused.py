@@ -123,7 +123,8 @@ def _checks() -> dict[str, Any]:
     qs = q[~hit][:24]  # > ANALYTIC_SEED_MAX: the seed itself is lane 0's start (and padded lanes)
     out["seeded_fused"] = solve(kin, True, T[:24], True, cfg, qs)
 
-    # bad input on the fused path (its finiteness check runs beside the kernel): the same clear errors
+    # bad input on the fused path (its finiteness check runs beside the kernel; before the closed-form seed of
+    # ≤ 16 targets): the same clear errors
     fused_ik = BatchedIK(dataclasses.replace(cfg, batched=dataclasses.replace(cfg.batched, iterations=2)), kin)
     fused_ik.fused = True
     bad = T[:20].clone()
@@ -131,7 +132,7 @@ def _checks() -> dict[str, Any]:
     seed_bad = qs[:20].clone()
     seed_bad[5, 2] = math.inf
     errors = []
-    for args in ((bad, None), (T[:20], seed_bad)):
+    for args in ((bad, None), (T[:20], seed_bad), (bad[:4], None), (T[:4], seed_bad[:6][2:])):
         try:
             fused_ik.solve(*args)
             errors.append("")
@@ -188,7 +189,7 @@ def test_fused_seed_is_the_start_and_the_tie_breaker(report: dict[str, Any]) -> 
 
 
 def test_fused_path_rejects_non_finite_input(report: dict[str, Any]) -> None:
-    assert report["finite_errors"] == ["target must be finite", "seed must be finite"]
+    assert report["finite_errors"] == ["target must be finite", "seed must be finite"] * 2  # many / few targets
 
 
 def test_fused_success_matches_the_torch_loop(report: dict[str, Any]) -> None:

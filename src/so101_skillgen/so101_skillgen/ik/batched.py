@@ -331,7 +331,10 @@ class BatchedIK:
         """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
         tie-breaker among successful seeds (closest wins)."""
         kin, cfg, bc = self.kinematics, self.config, self.config.batched
-        b = check_inputs(target, seed, kin.dof, finite=not self.fused)  # fused: checked beside the kernel
+        # fused: finiteness checked beside the kernel, unless the closed-form seed reads the targets first
+        b = check_inputs(target, seed, kin.dof, finite=not self.fused)
+        if self.fused and b <= ANALYTIC_SEED_MAX:
+            check_inputs(target, seed, kin.dof)
         s = bc.seeds
         tgt = target.detach().to(self.device, kin.dtype)
         start = self._analytic_seed(tgt, None if seed is None else seed.detach())
