@@ -94,7 +94,10 @@ def run_ik_benchmark(
     - ``jacobian_cold``: DLS with no seed: started from the closed-form solution (then restarts).
     - ``batched_single``: batched backend with B = 1 (``seeds`` starts, the first the closed-form one) on the CPU.
     - ``batched_batch``: B = ``batched_targets`` × ``seeds`` on ``device``, ms per batch (CUDA events when on
-      cuda), best of ``repeats`` after a warm-up.
+      cuda), best (``ms_per_batch``) and worst of ``repeats`` after a warm-up at that shape; ``cold_ms`` the
+      first call at that shape (kernel load or compile, random draws); on cuda also the device kernels,
+      copies and host torch ops of one call (torch.profiler) and, from the fused kernel, the per-target
+      iteration spread (its time follows the slowest target, ``iterations``).
 
     ``threads`` sets ``torch.set_num_threads`` for the run (restored after): on a small, shared CPU one
     thread beats two contended ones for these small tensors.
@@ -146,34 +149,76 @@ def _run(
 
     solver = BatchedIK(cfg, kin_cpu, dev)
     tb = T[:batched_targets].to(dev)
-    solver.solve(tb[: min(8, len(tb))])  # warm-up (allocations, kernels)
-    best = math.inf
+    cold_ms, _ = _timed(dev, lambda: solver.solve(tb))  # first full-size call: kernel load / compile, draws
+    solver.solve(tb)  # warm-up at the timed shape
+    times: list[float] = []
     res: IKBatchResult | None = None
     for _ in range(max(1, repeats)):
-        _sync(dev)
-        if dev.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            res = solver.solve(tb)
-            end.record()
-            torch.cuda.synchronize(dev)
-            ms = float(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            res = solver.solve(tb)
-            ms = (time.perf_counter() - t0) * 1e3
-        best = min(best, ms)
+        ms, res = _timed(dev, lambda: solver.solve(tb))
+        times.append(ms)
     assert res is not None
+    best = min(times)
     out["batched_batch"] = {
         "targets": len(tb),
         "seeds": seeds,
         "ms_per_batch": best,
         "us_per_target": 1e3 * best / len(tb),
+        "worst_ms": max(times),
+        "cold_ms": cold_ms,
         "success_pct": 100.0 * res.success_rate,
         "iterations": res.iterations,
         "fused_kernel": solver.fused,
+        "fused_float32": solver.fused and cfg.batched.fused_float32,
+        **_iteration_spread(res),
+        **(_launches(dev, lambda: solver.solve(tb)) if dev.type == "cuda" else {}),
     }
     return out
+
+
+def _timed(dev: torch.device, fn: Callable[[], IKBatchResult]) -> tuple[float, IKBatchResult]:
+    """(ms, result) of one call: CUDA events around it on cuda (from an idle device), else the wall clock."""
+    _sync(dev)
+    if dev.type != "cuda":
+        t0 = time.perf_counter()
+        res = fn()
+        return (time.perf_counter() - t0) * 1e3, res
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    res = fn()
+    end.record()
+    torch.cuda.synchronize(dev)
+    return float(start.elapsed_time(end)), res
+
+
+def _iteration_spread(res: IKBatchResult) -> dict[str, float]:
+    """Median and 99th percentile of the per-target iteration counts when the solver reports them (the
+    fused kernel: its time follows the slowest target of the batch, ``iterations``)."""
+    n = res.iteration_count
+    if not isinstance(n, torch.Tensor) or n.numel() == 0:
+        return {}
+    v = n.double().cpu()
+    return {"iterations_p50": float(v.quantile(0.5)), "iterations_p99": float(v.quantile(0.99))}
+
+
+def _launches(dev: torch.device, fn: Callable[[], object]) -> dict[str, int]:
+    """Device work of one call, counted by torch.profiler: CUDA kernels, memory copies / sets, and the
+    top-level torch ops on the host."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        fn()
+        _sync(dev)
+    kernels = copies = 0
+    for ev in prof.events():
+        if ev.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        if "memcpy" in ev.name.lower() or "memset" in ev.name.lower():
+            copies += 1
+        else:
+            kernels += 1
+    ops = sum(1 for ev in prof.events() if ev.cpu_parent is None and ev.name.startswith("aten::"))
+    return {"kernel_launches": kernels, "memcpy_memset": copies, "host_torch_ops": ops}
 
 
 def _turned(T: torch.Tensor, angle: float, out_of_plane: bool) -> torch.Tensor:

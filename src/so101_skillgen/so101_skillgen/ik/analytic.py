@@ -360,4 +360,4 @@ class AnalyticIK:
         _, pe, re = pose_error(tgt, cur, kin.approach_axis, partial_pose)
         cfg = self.config
         ok = torch.tensor(oks, device=kin.device) & (pe <= cfg.position_tolerance) & (re <= cfg.rotation_tolerance)
-        return IKBatchResult(q=q, success=ok, position_error=pe, rotation_error=re, iterations=1)
+        return IKBatchResult(q=q, success=ok, position_error=pe, rotation_error=re, iteration_count=1)

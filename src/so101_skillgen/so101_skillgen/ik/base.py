@@ -68,14 +68,23 @@ class IKBatchResult:
     ``q`` (B, 5) rad; ``success`` (B,) bool (within the configured tolerances, limits respected);
     ``position_error`` (B,) m and ``rotation_error`` (B,) rad at ``q`` (the rotation error leaves out the
     approach axis' swing out of the arm's plane when solved with ``partial_pose``, see :mod:`.pose_error`);
-    ``iterations``: iterations run (the most over the batch).
+    ``iteration_count``: iterations run, the most over the batch, or per-target counts (B,) on the device,
+    reduced only when :attr:`iterations` is read (a solve need not wait for the device).
     """
 
     q: Tensor
     success: Tensor
     position_error: Tensor
     rotation_error: Tensor
-    iterations: int
+    iteration_count: int | Tensor
+
+    @property
+    def iterations(self) -> int:
+        """Iterations run (the most over the batch)."""
+        n = self.iteration_count
+        if isinstance(n, Tensor):
+            return int(n.max()) if n.numel() else 0
+        return n
 
     @property
     def success_rate(self) -> float:
@@ -118,8 +127,9 @@ class BatchedConfig:
     iteration through ``torch.compile`` (fuses the small kernels on CUDA; first call compiles);
     ``cuda_graph``: on CUDA, replay ``check_every`` iterations as one captured CUDA graph per batch shape
     (the loop is launch-bound otherwise; solved targets then keep iterating instead of dropping out);
-    ``fused``: on CUDA with Triton, run the whole loop as one kernel (:mod:`so101_skillgen.ik.fused`;
-    ``compile`` / ``cuda_graph`` then do not apply).
+    ``fused``: on CUDA with Triton, run the whole solve as one kernel (:mod:`so101_skillgen.ik.fused`;
+    ``compile`` / ``cuda_graph`` then do not apply); ``fused_float32``: that kernel computes in float32
+    (inputs and results keep the kinematics' dtype; tolerances tightened by the rounding bound).
     """
 
     seeds: int = 32
@@ -136,6 +146,7 @@ class BatchedConfig:
     compile: bool = False
     cuda_graph: bool = True
     fused: bool = True
+    fused_float32: bool = True
 
 
 @dataclass(frozen=True)

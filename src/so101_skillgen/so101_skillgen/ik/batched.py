@@ -11,9 +11,10 @@ joints clipped to their limits. Every ``check_every`` iterations the loop stops 
 converged seed. The best seed per target is kept: among the successful ones the closest to the caller's
 seed (when given, for smooth trajectories), otherwise the smallest error.
 
-On CUDA with Triton (``batched.fused``, default) the whole loop runs as one kernel (:mod:`.fused`, ~1 ms for
-1024 targets × 32 seeds on an H200 against ~200 ms for the torch loop); collisions are then only checked on
-the final joints (colliding seeds are rejected, not pushed apart).
+On CUDA with Triton (``batched.fused``, default) the whole solve is one kernel launch (:mod:`.fused`: the
+loop, the collision check and the pick of the best seed, no host synchronisation; the torch loop takes
+~200 ms for 1024 targets × 32 seeds on an H200); collisions are then only checked on converged seeds
+(colliding seeds are rejected, not pushed apart) and a target stops at its first good seed.
 """
 
 # ruff: noqa: N803, N806  (math notation: R rotation, T pose, J Jacobian, H Hessian as in the SPEC)
@@ -28,7 +29,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from ..se3 import mm
-from .base import IKBatchResult, IKConfig
+from .base import IKBatchResult, IKConfig, IKError
 from .jacobian import check_inputs
 from .pose_error import perpendicular_unit, pose_error, project_angular
 
@@ -53,6 +54,7 @@ class SphereModel:
         dt, dev = kinematics.dtype, kinematics.device
         self.links = n + 1
         self.radius = radius
+        self.fractions = fractions
         per = len(fractions)
         link_of = torch.arange(self.links).repeat_interleave(per)
         frac = torch.tensor(fractions, dtype=torch.float64).repeat(self.links)
@@ -156,29 +158,35 @@ class BatchedIK:
         self._fused_params: Tensor | None = None
         self._starts: Tensor | None = None
         self._analytic: Any = None
-        self.fused = False  # the fused Triton kernel runs the loop (CUDA, ``batched.fused``, triton importable)
+        self._flags: Tensor | None = None  # pinned host flags of the fused path's finiteness check
+        self.fused = False  # the fused Triton kernel runs the solve (CUDA, ``batched.fused``, triton importable)
         if config.batched.fused and self.device.type == "cuda":
             try:
                 from .fused import fused_supported
             except ImportError:  # no triton: the torch loop
                 pass
             else:
-                self.fused = fused_supported(self.kinematics)
+                self.fused = fused_supported(self.kinematics, self.spheres)
 
     def self_collision(self, q: Tensor) -> Tensor:
         """(...,) bool: whether joints ``q`` (..., 5) put two non-adjacent link spheres in contact."""
         origins = self.kinematics.link_frames(q)[..., :3, 3]
         return (self.spheres.depth(origins, self.config.batched.collision_margin) > 1e-6).any(-1)
 
-    def _initial(self, b: int, seed: Tensor | None, s: int) -> Tensor:
-        """Starts (B, S, 5): uniform within the limits from a CPU generator reseeded every call (the same on
-        every device), so the draws of the last shape are kept on the device."""
+    def _draws(self, b: int, s: int) -> Tensor:
+        """Random starts (B, S, 5), uniform within the limits from a CPU generator reseeded every call (the
+        same on every device); the draws of the last shape are kept on the device (do not modify)."""
         kin = self.kinematics
         if self._starts is None or self._starts.shape[:2] != (b, s):
             gen = torch.Generator(device="cpu").manual_seed(self.config.batched.random_seed)
             u = torch.rand((b, s, kin.dof), generator=gen, dtype=kin.dtype).to(self.device)
-            self._starts = kin.lower + u * (kin.upper - kin.lower)
-        q0 = self._starts.clone()
+            self._starts = (kin.lower + u * (kin.upper - kin.lower)).contiguous()
+        return self._starts
+
+    def _initial(self, b: int, seed: Tensor | None, s: int) -> Tensor:
+        """Starts (B, S, 5): :meth:`_draws`, the first one ``seed`` (B, 5) clipped to the limits when given."""
+        kin = self.kinematics
+        q0 = self._draws(b, s).clone()
         if seed is not None:
             q0[:, 0] = torch.maximum(torch.minimum(seed.to(self.device, kin.dtype), kin.upper), kin.lower)
         return q0
@@ -323,27 +331,23 @@ class BatchedIK:
         """Solve targets (B, 4, 4) from ``seeds`` starts each; ``seed`` (B, 5) is one of the starts and the
         tie-breaker among successful seeds (closest wins)."""
         kin, cfg, bc = self.kinematics, self.config, self.config.batched
-        b = check_inputs(target, seed, kin.dof)
+        # fused: finiteness checked beside the kernel, unless the closed-form seed reads the targets first
+        b = check_inputs(target, seed, kin.dof, finite=not self.fused)
+        if self.fused and b <= ANALYTIC_SEED_MAX:
+            check_inputs(target, seed, kin.dof)
         s = bc.seeds
         tgt = target.detach().to(self.device, kin.dtype)
         start = self._analytic_seed(tgt, None if seed is None else seed.detach())
+        if self.fused:  # one Triton launch: loop, collision check, pick (errors at the picked q come with it)
+            return self._solve_fused(tgt, start, seed, partial_pose, target.device, target.dtype)
         q_all = self._initial(b, start, s)  # (B, S, 5)
         tol_p, tol_r = cfg.position_tolerance, cfg.rotation_tolerance
-        if self.fused:  # one Triton kernel; errors and frame origins at the final q come with it
-            from .fused import fused_params, fused_solve
-
-            if self._fused_params is None:
-                self._fused_params = fused_params(kin, cfg)
-            res = fused_solve(q_all, tgt, self._fused_params, cfg, partial_pose)
-            q, pe, re = res.q.reshape(b * s, kin.dof), res.position_error.reshape(-1), res.rotation_error.reshape(-1)
-            origins, it = res.origins.reshape(b * s, kin.dof + 1, 3), int(res.steps.max())
-        else:
-            tgt_rep = tgt[:, None].expand(b, s, 4, 4).reshape(b * s, 4, 4)
-            q, it = self._iterate(q_all, tgt_rep, partial_pose)
-            frames = kin.link_frames(q)
-            _, pe, re = pose_error(tgt_rep, frames[..., -1, :, :], kin.approach_axis, partial_pose)
-            origins = frames[..., :3, 3]
-        if bc.self_collision:  # the fused kernel has no collision cost: colliding seeds are rejected here
+        tgt_rep = tgt[:, None].expand(b, s, 4, 4).reshape(b * s, 4, 4)
+        q, it = self._iterate(q_all, tgt_rep, partial_pose)
+        frames = kin.link_frames(q)
+        _, pe, re = pose_error(tgt_rep, frames[..., -1, :, :], kin.approach_axis, partial_pose)
+        origins = frames[..., :3, 3]
+        if bc.self_collision:
             free = self.spheres.depth(origins, bc.collision_margin).amax(-1) <= 1e-6
         else:
             free = torch.ones_like(pe, dtype=torch.bool)
@@ -362,5 +366,55 @@ class BatchedIK:
             success=succ[idx].to(dev),
             position_error=pe[idx].to(dev, dt),
             rotation_error=re[idx].to(dev, dt),
-            iterations=it,
+            iteration_count=it,
+        )
+
+    def _finite_later(self, target: Tensor, seed: Tensor | None) -> Callable[[], None]:
+        """Queue the finiteness check of ``target`` (B, 4, 4) and ``seed`` (B, 5) on their device and return
+        the function that waits for it alone (not for work queued after it, e.g. the kernel) and raises
+        :class:`~.base.IKError` as :func:`.jacobian.check_inputs` does."""
+        flags = [torch.isfinite(target).all(), None if seed is None else torch.isfinite(seed).all()]
+        host: list[Tensor | None] = flags
+        done: torch.cuda.Event | None = None
+        if target.is_cuda:  # copied into pinned memory behind an event: waiting does not wait for the kernel
+            if self._flags is None:
+                self._flags = torch.empty(2, dtype=torch.bool, pin_memory=True)
+            host = [None if f is None else self._flags[i].copy_(f, non_blocking=True) for i, f in enumerate(flags)]
+            done = torch.cuda.Event()
+            done.record(torch.cuda.current_stream(target.device))
+
+        def wait() -> None:
+            if done is not None:
+                done.synchronize()
+            for name, ok in zip(("target", "seed"), host, strict=True):
+                if ok is not None and not bool(ok):
+                    raise IKError(f"{name} must be finite")
+
+        return wait
+
+    def _solve_fused(
+        self, tgt: Tensor, start: Tensor | None, seed: Tensor | None, partial: bool, dev: torch.device, dt: torch.dtype
+    ) -> IKBatchResult:
+        """:meth:`solve` through :func:`.fused.fused_solve` (targets ``tgt`` (B, 4, 4) on the solver's device
+        and dtype; ``start`` the first start, ``seed`` the tie-breaker, (B, 5) each); results in ``dev``/``dt``."""
+        from .fused import fused_params, fused_solve
+
+        kin, cfg = self.kinematics, self.config
+        if self._fused_params is None:
+            cdt = torch.float32 if cfg.batched.fused_float32 else kin.dtype
+            self._fused_params = fused_params(kin, cfg, self.spheres, cdt)
+
+        def here(x: Tensor | None) -> Tensor | None:
+            return None if x is None else x.detach().to(self.device, kin.dtype)
+
+        first, tie = here(start), here(seed)
+        finite = self._finite_later(tgt, tie)
+        res = fused_solve(self._draws(len(tgt), cfg.batched.seeds), tgt, self._fused_params, cfg, partial, first, tie)
+        finite()
+        return IKBatchResult(
+            q=res.q.to(dev, dt),
+            success=res.success.to(dev),
+            position_error=res.position_error.to(dev, dt),
+            rotation_error=res.rotation_error.to(dev, dt),
+            iteration_count=res.steps,
         )

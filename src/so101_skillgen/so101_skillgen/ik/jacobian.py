@@ -275,7 +275,7 @@ class JacobianIK:
             success=torch.from_numpy(ok).to(dev),
             position_error=torch.from_numpy(pe).to(dev, dt),
             rotation_error=torch.from_numpy(re).to(dev, dt),
-            iterations=iters,
+            iteration_count=iters,
         )
 
 
