@@ -7,7 +7,7 @@
 # Results: bench/results/ik_h200.json, bench/results/skillgen_h200.json (the 1,200), skillgen_h200_cases.json.
 #
 # Usage, from the repository root on the GPU machine, with the venv (or the wheels) in place:
-#   bench/gpu/skillgen_h200.sh [--no-ik]
+#   bench/gpu/skillgen_h200.sh [--no-ik]            # CASES=none: only the IK and the 1,200-demo runs
 #   CASES="--variants single_vial,multi_vial --profiles default,wide --noise 0,5,10" bench/gpu/skillgen_h200.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,6 +25,7 @@ fi
 "$PY" -m so101_cli bench skillgen --seeds 5 --workers "$WORKERS" --no-cases --large 1200 --large-profile wide \
   --label h200
 if [ -n "${OUT:-}" ]; then cp bench/results/skillgen_h200.json "$OUT/"; fi
+[ "$CASES" = none ] && exit 0
 # shellcheck disable=SC2086
 "$PY" -m so101_cli bench skillgen --seeds 5 --demos 40 --workers "$WORKERS" $CASES --label h200_cases
 if [ -n "${OUT:-}" ]; then cp bench/results/skillgen_h200_cases.json "$OUT/"; fi
