@@ -47,6 +47,7 @@ MAX_JOINT_JUMP = 0.35  # rad between consecutive commands: more is an IK branch 
 MAX_GRASP_RAISE = 0.005  # m a grasp may be raised to keep the seed's jaw clearance (grasp_axis)
 GRASP_TRIES = 3  # grasp variants tried per grasp (grasp_variants)
 GRASP_TURNS = (0.0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5, 0.6, -0.6)  # rad, tried in order
+CLOSE_STRIDE = 3  # targets stepped over while following a grasp to its closing pose (only that pose is used)
 
 
 class AttemptError(SkillGenError):
@@ -202,9 +203,13 @@ class AttemptRunner:
         q, err = self._solve_multistart(q0, points[0], axes[0], tool_p, tool_a)
         if err > self.cfg.ik.tolerance:
             return None
-        for p, a in zip(points[1 : k + 1], axes[1 : k + 1], strict=True):
-            res = self.tracker.solve(q, p, a, tool_p, tool_a)
+        steps = [*range(CLOSE_STRIDE, k, CLOSE_STRIDE), k] if k > 0 else []
+        res = None
+        for n in steps:
+            res = self.tracker.solve(q, points[n], axes[n], tool_p, tool_a)
             q = res.q
+        if res is None:
+            return self._ee(q)
         if res.pos_error > self.cfg.ik.tolerance or res.axis_error > 0.05:
             return None
         return self._ee(q)
