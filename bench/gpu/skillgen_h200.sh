@@ -8,6 +8,7 @@
 #
 # Usage, from the repository root on the GPU machine, with the venv (or the wheels) in place:
 #   bench/gpu/skillgen_h200.sh [--no-ik]            # CASES=none: only the IK and the 1,200-demo runs
+#   LARGE_PROFILE=default bench/gpu/skillgen_h200.sh --no-ik   # the 1,200 under the SPEC (default) ranges
 #   CASES="--variants single_vial,multi_vial --profiles default,wide --noise 0,5,10" bench/gpu/skillgen_h200.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,8 +23,8 @@ if [ "${1:-}" != "--no-ik" ]; then
   "$PY" -m so101_cli bench ik --device cuda --label h200
   if [ -n "${OUT:-}" ]; then cp bench/results/ik_h200.json "$OUT/"; fi
 fi
-"$PY" -m so101_cli bench skillgen --seeds 5 --workers "$WORKERS" --no-cases --large 1200 --large-profile wide \
-  --label h200
+"$PY" -m so101_cli bench skillgen --seeds 5 --workers "$WORKERS" --no-cases --large 1200 \
+  --large-profile "${LARGE_PROFILE:-wide}" --label h200
 if [ -n "${OUT:-}" ]; then cp bench/results/skillgen_h200.json "$OUT/"; fi
 [ "$CASES" = none ] && exit 0
 # shellcheck disable=SC2086

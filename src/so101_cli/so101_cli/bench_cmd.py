@@ -95,7 +95,12 @@ def skillgen(
     if not cases:
         grid = {"profiles": (), "noise_mrad": ()}
     result = run_skillgen_benchmark(
-        num_seeds=seeds, num_demos=demos, workers=workers, large=large, large_profile=large_profile or None, **grid
+        num_seeds=seeds,
+        num_demos=demos,
+        workers=workers,
+        large=large,
+        large_profile=None if large_profile in ("", "default") else large_profile,
+        **grid,
     )
     _report(f"skillgen_{label}" if label else "skillgen", result, as_json, save)
 

@@ -138,6 +138,7 @@ class _Backtrack:
     tried: int = 0
     first: AttemptError | None = None
     pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
+    released: str | None = None  # the object the jaws had just let go of when the grasp started
 
 
 class AttemptRunner:
@@ -154,6 +155,7 @@ class AttemptRunner:
         self._slot_offsets = np.asarray(twin.config.rack.slot_offsets(), dtype=np.float64)
         self.jaws = JawClearance(twin)
         self._near: dict[int, list[int]] = {}  # per subtask of the running attempt: drawn source, then the rest
+        self._released: str | None = None  # the object the last place let go of (the next transit may brush it)
         self._query: dict[int, F64] = {}
 
     # ------------------------------------------------------------------ helpers
@@ -320,7 +322,7 @@ class AttemptRunner:
         if in_hand:  # partly-done start: a vial is already in the hand
             held = self._held(in_hand[0], tw.joint_positions()[:GRIPPER_INDEX])
         plans: dict[int, tuple[SourceSegment, F64, F64, F64]] = {}
-        self._near, self._query = {}, {}
+        self._near, self._query, self._released = {}, {}, None
         back: _Backtrack | None = None
         i = 0
         while True:
@@ -334,14 +336,14 @@ class AttemptRunner:
                     if kind == GRASP:
                         if back is None or back.slot != i:
                             back = _Backtrack(i, tw.snapshot(), rec.mark(), q_cmd, [], sources[-1])
-                            back.pending = list(self._near[i])
+                            back.pending, back.released = list(self._near[i]), self._released
                         self._expand(back, q_cmd, query)
                         q_cmd, held = self._grasp(rec, q_cmd, rack0, back, query)
                     else:
                         if held is None or held.name != seg.subtask.held:
                             raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
                         q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1])
-                        held = None
+                        self._released, held = held.name, None
                     i += 1
                 self._settle(rec, q_cmd)
                 return
@@ -353,7 +355,7 @@ class AttemptRunner:
                     raise back.first from None
                 tw.restore(back.state)
                 rec.rewind(back.mark)
-                i, q_cmd, held = back.slot, back.q_cmd, None
+                i, q_cmd, held, self._released = back.slot, back.q_cmd, None, back.released
 
     def _plan(
         self,
@@ -462,7 +464,8 @@ class AttemptRunner:
         safe = safe_height(tw, held, a0 if held is not None else None, cfg.transit.height)
         grip = float(q_cmd[GRIPPER_INDEX]) if held is not None else float(seg.gripper[0])
         q_tr = self._transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], safe, tool_p, tool_a, kind)
-        hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every)
+        released = self._released if held is None else None
+        hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every, released)
         if hit is not None:
             raise AttemptError("collision", f"transit to {kind} of {obj} collides at step {hit}")
         dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)

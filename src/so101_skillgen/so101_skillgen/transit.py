@@ -88,7 +88,7 @@ class CollisionChecker:
 
     A configuration collides when a pair of bodies touches (penetration ≤ 0) that did not already touch
     at the path's start (the rack on the mat is allowed, a pad rubbing the rack is not); contacts between
-    the held object and the gripper are allowed.
+    the gripper and the held object, or an object it has just released (``released``), are allowed.
     """
 
     def __init__(self, twin: Twin) -> None:
@@ -100,7 +100,7 @@ class CollisionChecker:
         grip_bodies.add(ix.ee_body)
         self._grip_bodies = grip_bodies
 
-    def _pairs(self, held_body: int | None) -> set[tuple[int, int]]:
+    def _pairs(self, held_body: int | None, released: frozenset[int] = frozenset()) -> set[tuple[int, int]]:
         mujoco.mj_kinematics(self._m, self._d)
         mujoco.mj_collision(self._m, self._d)
         out = set()
@@ -110,23 +110,24 @@ class CollisionChecker:
                 continue
             b1, b2 = int(self._m.geom_bodyid[c.geom1]), int(self._m.geom_bodyid[c.geom2])
             pair = (min(b1, b2), max(b1, b2))
-            if (
-                held_body is not None
-                and held_body in pair
-                and (pair[0] in self._grip_bodies or pair[1] in self._grip_bodies)
-            ):
+            with_grip = pair[0] in self._grip_bodies or pair[1] in self._grip_bodies
+            if with_grip and ((held_body is not None and held_body in pair) or released & set(pair)):
                 continue
             out.add(pair)
         return out
 
-    def first_collision(self, q_arm: F64, gripper: float, held: HeldObject | None, every: int = 1) -> int | None:
+    def first_collision(
+        self, q_arm: F64, gripper: float, held: HeldObject | None, every: int = 1, released: str | None = None
+    ) -> int | None:
         """Index of the first colliding row of ``q_arm`` (N, 5) rad (checking every ``every``-th and the
-        last), or None. ``gripper`` rad is the jaw opening used for the whole path."""
+        last), or None. ``gripper`` rad is the jaw opening used for the whole path; ``released``: the object
+        the jaws let go of at the path's start (they may still brush it)."""
         tw = self._twin
         ix = tw.index
         self._d.qpos[:] = tw.data.qpos
         self._d.qpos[ix.qpos_adr[GRIPPER_INDEX]] = gripper
         held_body = ix.object_bodies[held.name] if held is not None else None
+        free = frozenset({ix.object_bodies[released]}) if released is not None else frozenset()
         site = ix.ee_site
 
         def place(q: F64) -> None:
@@ -142,12 +143,12 @@ class CollisionChecker:
                 self._d.qpos[a + 3 : a + 7] = mat_to_quat(obj[:3, :3])
 
         place(np.asarray(tw.data.qpos[ix.qpos_adr[:GRIPPER_INDEX]]))
-        base = self._pairs(held_body)
+        base = self._pairs(held_body, free)
         rows = list(range(0, len(q_arm), every))
         if len(q_arm) and rows[-1] != len(q_arm) - 1:
             rows.append(len(q_arm) - 1)
         for i in rows:
             place(q_arm[i])
-            if self._pairs(held_body) - base:
+            if self._pairs(held_body, free) - base:
                 return i
         return None
