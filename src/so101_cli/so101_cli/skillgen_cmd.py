@@ -27,6 +27,9 @@ def generate(
     address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)"),
     executor: str = typer.Option("ray", "--executor", help="ray | local (processes; where Ray is absent)"),
     dr_profile: str | None = typer.Option(None, "--dr-profile", help="dr.yaml profile, e.g. wide"),
+    task_variant: str | None = typer.Option(
+        None, "--task", help="task.yaml variant the seeds were recorded with, e.g. multi_vial (default: the base)"
+    ),
 ) -> None:
     """Generate demos until N are kept (or the num_trials budget is spent); resumable, failures kept.
 
@@ -34,6 +37,7 @@ def generate(
     same as with one worker for the same random_seed.
     """
     from so101_core.seeds.format import SeedFormatError
+    from so101_core.sim.config import load_task_config
     from so101_core.sim.errors import SimError
     from so101_core.sim.randomization import load_dr_config
     from so101_skillgen.config import load_skillgen_config
@@ -46,7 +50,7 @@ def generate(
         cfg = load_skillgen_config(config)
         demos, names = load_seed_dir(seeds)
         dr = load_dr_config(profile=dr_profile) if dr_profile else None
-        gen = Generator(demos, cfg, names=names, dr=dr)
+        gen = Generator(demos, cfg, names=names, dr=dr, task=load_task_config(variant=task_variant))
         ex = make_executor(gen, workers, backend=executor, address=address)
     except (SkillGenError, SeedFormatError, SimError) as exc:
         console.print(f"[red]error:[/red] {exc}")

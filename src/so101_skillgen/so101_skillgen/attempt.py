@@ -10,8 +10,8 @@ tries the other k-nearest sources; the recording keeps only what was finally exe
 Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
-``not_released`` (placed but still held), ``filter`` (geometric filter fails), ``replay_mismatch``
-(the smoothed commands no longer succeed on replay).
+``not_released`` (placed but still held), ``filter`` (the last step fails the geometric filter, or a vial
+has left its slot), ``replay_mismatch`` (the smoothed commands no longer succeed on replay).
 """
 
 from __future__ import annotations
@@ -302,10 +302,13 @@ class AttemptRunner:
                 False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
         r = p2[RACK][-1]
-        for name in tw.vial_names:
+        for name in tw.vial_names:  # the last step too, not only the latched hold (a vial may tip after it)
             v = p2[name][-1]
             if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
                 detail = f"final state of {name} fails the geometric filter"
+                return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
+            if not placed(v[:3], v[3:], r[:3], r[3:], tw.config.rack, self.task):
+                detail = f"{name} left its slot after the hold"
                 return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
         return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws)
 

@@ -157,19 +157,19 @@ def run_skillgen_benchmark(
                     workers=workers,
                 )  # fmt: skip
     out: dict[str, Any] = {}
-    wide = cases.get("single_wide_noise0")
-    default = cases.get("single_default_noise0")
-    out["yield_single_wide_workshop"] = wide["yield_workshop"] if wide else None
-    out["yield_single_wide"] = wide["yield"] if wide else None
-    out["yield_single_default_workshop"] = default["yield_workshop"] if default else None
-    out["yield_single_default"] = default["yield"] if default else None
-    multi = cases.get("multi_wide_noise0")
-    multi_default = cases.get("multi_default_noise0")
-    out["yield_multi_wide_workshop"] = multi["yield_workshop"] if multi else None
-    out["yield_multi_wide"] = multi["yield"] if multi else None
-    out["yield_multi_default_workshop"] = multi_default["yield_workshop"] if multi_default else None
-    out["kept_per_min_per_core_multi"] = multi_default["kept_per_min_per_core"] if multi_default else None
-    out["kept_per_min_per_core"] = default["kept_per_min_per_core"] if default else None
+    headline = {  # key: (case, figure of that case)
+        "yield_single_wide_workshop": ("single_wide_noise0", "yield_workshop"),
+        "yield_single_wide": ("single_wide_noise0", "yield"),
+        "yield_single_default_workshop": ("single_default_noise0", "yield_workshop"),
+        "yield_single_default": ("single_default_noise0", "yield"),
+        "yield_multi_wide_workshop": ("multi_wide_noise0", "yield_workshop"),
+        "yield_multi_wide": ("multi_wide_noise0", "yield"),
+        "yield_multi_default_workshop": ("multi_default_noise0", "yield_workshop"),
+        "kept_per_min_per_core_multi": ("multi_default_noise0", "kept_per_min_per_core"),
+        "kept_per_min_per_core": ("single_default_noise0", "kept_per_min_per_core"),
+    }
+    for key, (case, figure) in headline.items():
+        out[key] = cases[case][figure] if case in cases else None
     out["cases"] = cases
     if large > 0:
         out["large"] = run_case(profile=large_profile, num_seeds=num_seeds, num_demos=large, workers=workers)
