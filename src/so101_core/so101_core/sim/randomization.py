@@ -233,7 +233,7 @@ def _far_first(slots: list[int], sim: SimConfig, rack_xy: F64, rack_yaw: float) 
     return [slots[int(i)] for i in order]
 
 
-MAX_LAYOUT_DRAWS = 50  # redraws of a vial that lies too close to another before it keeps its nominal pose
+MAX_LAYOUT_DRAWS = 50  # draws of a vial that lies too close to another; then the farthest draw is kept
 
 
 def sample_episode(
@@ -265,12 +265,14 @@ def sample_episode(
     if not dr.enabled:
         z3 = np.zeros(3)
         first = centre_slot(sim) if len(layout) == 1 and centre_slot(sim) in choices else choices[0]
-        rest = [i for i in choices if i != first]
+        rest = [i for i in choices if i != first][: len(layout) - 1]
+        if rest and task is not None and task.fill == "far_first":
+            first, *rest = _far_first([first, *rest], sim, np.array(sim.rack.xy), sim.rack.yaw)
         more = tuple(VialSample(np.array(v.xy), v.yaw, sim.vial.roll) for v in layout[1:])
         return EpisodeSample(
             seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(layout[0].xy), sim.vial.roll, False, 1.0,
             np.ones(3), np.zeros((ncam, 3)), np.zeros((ncam, 3)), z3, z3, z3, z3, 1.0, 1.0, 1.0,
-            layout[0].yaw, first, more_vials=more, more_slots=tuple(rest[: len(more)]),
+            layout[0].yaw, first, more_vials=more, more_slots=tuple(rest),
         )  # fmt: skip
     rack_xy = np.array(sim.rack.xy) + np.array([u(dr.rack_x), u(dr.rack_y)])
     rack_yaw = sim.rack.yaw + u(dr.rack_yaw)
@@ -290,14 +292,17 @@ def sample_episode(
     placed = [VialSample(vial_xy, vial_yaw, vial_roll)]
     slots: list[int] = []
     for nominal in layout[1:]:
+        best: tuple[float, VialSample] | None = None
         for _ in range(MAX_LAYOUT_DRAWS):
             xy = np.array(nominal.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
             v = VialSample(xy, nominal.yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
-            if vial_gap((*placed, v), sim.vial.half_length) >= task.min_vial_gap:  # type: ignore[union-attr]
+            gap = vial_gap((*placed, v), sim.vial.half_length)
+            if best is None or gap > best[0]:
+                best = (gap, v)
+            if gap >= task.min_vial_gap:  # type: ignore[union-attr]
                 break
-        else:  # keep the nominal pose (the layout is checked to keep its gap)
-            v = VialSample(np.array(nominal.xy), nominal.yaw, sim.vial.roll)
-        placed.append(v)
+        assert best is not None
+        placed.append(best[1])  # the first draw that keeps the gap, else the one farthest from the others
         slots.append(int(free.pop(int(rng.integers(len(free))))))
     if slots and task is not None and task.fill == "far_first":
         target, *slots = _far_first([target, *slots], sim, rack_xy, rack_yaw)

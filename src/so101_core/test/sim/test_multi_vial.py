@@ -68,8 +68,9 @@ def test_layout_closer_than_the_gap_is_refused(sim_cfg: SimConfig) -> None:
 
 def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi: TaskConfig) -> None:
     wide = load_dr_config(profile="wide")
-    for seed in range(200):
-        s = sample_episode(sim_cfg, wide, np.random.default_rng(seed), seed, task=multi)
+    nominal = sample_episode(sim_cfg, DRConfig.disabled(), np.random.default_rng(0), 0, task=multi)
+    for seed, dr in [(0, DRConfig.disabled()), *((seed, wide) for seed in range(200))]:
+        s = sample_episode(sim_cfg, dr, np.random.default_rng(seed), seed, task=multi)
         assert len(s.vials) == 3 and len(s.target_slots) == 3
         assert vial_gap(s.vials, sim_cfg.vial.half_length) >= multi.min_vial_gap - 1e-9
         assert sorted(s.target_slots) == sorted(multi.slots)
@@ -77,6 +78,7 @@ def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi
         off = np.asarray(sim_cfg.rack.slot_offsets())[list(s.target_slots)]
         dist = np.linalg.norm(s.rack_xy + off @ np.array([[c, n], [-n, c]]), axis=1)
         assert np.all(np.diff(dist) <= 1e-12), "slots are filled farthest from the robot first"
+    assert [tuple(v.xy) for v in nominal.vials] == [v.xy for v in multi.vials]
     a = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     b = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     assert a.target_slots == b.target_slots and np.allclose(a.vials[2].xy, b.vials[2].xy)
