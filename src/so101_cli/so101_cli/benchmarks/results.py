@@ -11,7 +11,8 @@ from typing import Any
 
 
 def machine() -> dict[str, Any]:
-    """Where a figure was measured: host, CPU model, core count, memory, Python."""
+    """Where a figure was measured: host (``$SO101_MACHINE``, e.g. ``device machine (nvidia-h200)``, else the
+    host name: lent machines share generic names), CPU model, core count, memory, Python."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -27,7 +28,7 @@ def machine() -> dict[str, Any]:
     except (ValueError, OSError):
         pass
     return {
-        "host": platform.node(),
+        "host": os.environ.get("SO101_MACHINE") or platform.node(),
         "cpu": cpu,
         "cores": os.cpu_count(),
         "memory_gb": memory_gb,
