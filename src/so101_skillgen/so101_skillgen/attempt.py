@@ -301,16 +301,26 @@ class AttemptRunner:
             return AttemptOutcome(
                 False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
-        r = p2[RACK][-1]
-        for name in tw.vial_names:  # the last step too, not only the latched hold (a vial may tip after it)
-            v = p2[name][-1]
-            if not bool(geometric_filter(v[:3], v[3:], r[:3], tw.config.rack.top_height, self.task)):
-                detail = f"final state of {name} fails the geometric filter"
-                return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
-            if not placed(v[:3], v[3:], r[:3], r[3:], tw.config.rack, self.task):
-                detail = f"{name} left its slot after the hold"
-                return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
+        # the last step too, not only the latched hold (a vial may tip after it)
+        miss = self._unplaced({n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})
+        if miss is not None:
+            name, near = miss
+            detail = (
+                f"{name} left its slot after the hold" if near else f"final state of {name} fails the geometric filter"
+            )
+            return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
         return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws)
+
+    def _unplaced(self, poses: dict[str, tuple[F64, F64]]) -> tuple[str, bool] | None:
+        """The first vial not in a slot (:func:`placed`) among ``poses`` (name → position (3,), quaternion (4,)),
+        and whether it still passes the geometric filter (upright near the rack); None when all are placed."""
+        rack, task = self.twin.config.rack, self.task
+        rp, rq = poses[RACK]
+        for name in self.twin.vial_names:
+            vp, vq = poses[name]
+            if not placed(vp, vq, rp, rq, rack, task):
+                return name, bool(geometric_filter(vp, vq, rp, rack.top_height, task))
+        return None
 
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
@@ -515,14 +525,13 @@ class AttemptRunner:
 
     def _classify(self) -> None:
         tw = self.twin
-        p = tw.object_poses()
-        r = p[RACK]
         if any(tw.held_vials()):
             raise AttemptError("not_released", "a vial is still held at the end")
-        for name in tw.vial_names:
-            v = p[name]
-            if not placed(v.position, v.quaternion, r.position, r.quaternion, tw.config.rack, self.task):
-                if bool(geometric_filter(v.position, v.quaternion, r.position, tw.config.rack.top_height, self.task)):
-                    raise AttemptError("place_miss", f"{name} upright near the rack but not in a slot")
-                raise AttemptError("place_miss", f"{name} at {np.round(v.position, 3).tolist()} not placed")
-        raise AttemptError("place_miss", "every vial placed, but not for the whole hold")
+        poses = {n: (p.position, p.quaternion) for n, p in tw.object_poses().items()}
+        miss = self._unplaced(poses)
+        if miss is None:
+            raise AttemptError("place_miss", "every vial placed, but not for the whole hold")
+        name, near = miss
+        if near:
+            raise AttemptError("place_miss", f"{name} upright near the rack but not in a slot")
+        raise AttemptError("place_miss", f"{name} at {np.round(poses[name][0], 3).tolist()} not placed")

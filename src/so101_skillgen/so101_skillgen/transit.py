@@ -100,7 +100,8 @@ class CollisionChecker:
         grip_bodies.add(ix.ee_body)
         self._grip_bodies = grip_bodies
 
-    def _pairs(self, held_body: int | None, released: frozenset[int] = frozenset()) -> set[tuple[int, int]]:
+    def _pairs(self, in_hand: frozenset[int]) -> set[tuple[int, int]]:
+        """Touching body pairs, leaving out the gripper's contacts with the bodies ``in_hand``."""
         mujoco.mj_kinematics(self._m, self._d)
         mujoco.mj_collision(self._m, self._d)
         out = set()
@@ -111,7 +112,7 @@ class CollisionChecker:
             b1, b2 = int(self._m.geom_bodyid[c.geom1]), int(self._m.geom_bodyid[c.geom2])
             pair = (min(b1, b2), max(b1, b2))
             with_grip = pair[0] in self._grip_bodies or pair[1] in self._grip_bodies
-            if with_grip and ((held_body is not None and held_body in pair) or released & set(pair)):
+            if with_grip and in_hand & set(pair):
                 continue
             out.add(pair)
         return out
@@ -126,8 +127,8 @@ class CollisionChecker:
         ix = tw.index
         self._d.qpos[:] = tw.data.qpos
         self._d.qpos[ix.qpos_adr[GRIPPER_INDEX]] = gripper
-        held_body = ix.object_bodies[held.name] if held is not None else None
-        free = frozenset({ix.object_bodies[released]}) if released is not None else frozenset()
+        touched = (held.name if held is not None else None, released)  # the gripper may touch these
+        in_hand = frozenset(ix.object_bodies[n] for n in touched if n is not None)
         site = ix.ee_site
 
         def place(q: F64) -> None:
@@ -143,12 +144,12 @@ class CollisionChecker:
                 self._d.qpos[a + 3 : a + 7] = mat_to_quat(obj[:3, :3])
 
         place(np.asarray(tw.data.qpos[ix.qpos_adr[:GRIPPER_INDEX]]))
-        base = self._pairs(held_body, free)
+        base = self._pairs(in_hand)
         rows = list(range(0, len(q_arm), every))
         if len(q_arm) and rows[-1] != len(q_arm) - 1:
             rows.append(len(q_arm) - 1)
         for i in rows:
             place(q_arm[i])
-            if self._pairs(held_body, free) - base:
+            if self._pairs(in_hand) - base:
                 return i
         return None

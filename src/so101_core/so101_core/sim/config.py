@@ -258,12 +258,6 @@ def parse_task_config(data: Mapping[str, Any], variant: str | None = None) -> Ta
     return _parse_task(Fields(data, "task", error=ConfigError), variant)
 
 
-def task_variants(path: str | Path | None = None) -> list[str]:
-    """The variant names of ``task.yaml`` (``single_vial``, the base, first)."""
-    f = load_yaml(path or default_config_dir() / "task.yaml", "task", ConfigError)
-    return ["single_vial", *f.sub("variants", {}).names()]
-
-
 def _rgba(f: Fields, key: str) -> Vec4:
     r, g, b, a = f.vec(key, 4, lo=0.0, hi=1.0)
     return (r, g, b, a)

@@ -9,7 +9,7 @@ import numpy as np
 from so101_core.arrays import F64
 
 from .config import TaskConfig, load_task_config
-from .scene import RACK, VIAL
+from .scene import RACK, is_vial
 from .scripted_expert import ScriptedExpert
 from .task import SuccessDetector
 from .twin import Twin
@@ -36,8 +36,7 @@ class EpisodeRecord:
     @property
     def vial_poses(self) -> F64:
         """The first vial's poses (T, 7)."""
-        name = VIAL if VIAL in self.object_poses else f"{VIAL}_0"
-        return self.object_poses.get(name, np.zeros((0, 7)))
+        return next((p for n, p in self.object_poses.items() if is_vial(n)), np.zeros((0, 7)))
 
     @property
     def rack_poses(self) -> F64:

@@ -118,11 +118,6 @@ class ScriptedExpert:
         return ScriptedExpert(twin.model, twin.index, twin.config, twin.grasp_geometry(), timing)
 
     @property
-    def vial(self) -> str:
-        """The vial being handled now."""
-        return self._vial
-
-    @property
     def phase(self) -> Phase:
         return self._phase
 

@@ -97,6 +97,13 @@ class TaskState:
 
         return TaskState(tuple(p7(v) for v in vials), p7("rack"), tuple(bool(h) for h in held))
 
+    @staticmethod
+    def one_vial(
+        vial_pos: ArrayLike, vial_quat: ArrayLike, rack_pos: ArrayLike, rack_quat: ArrayLike, held: bool
+    ) -> TaskState:
+        """The state of a single-vial scene (world poses, quaternions wxyz)."""
+        return TaskState.of({"vial": (vial_pos, vial_quat), "rack": (rack_pos, rack_quat)}, ("vial",), (held,))
+
 
 @dataclass
 class SuccessDetector:
@@ -120,17 +127,13 @@ class SuccessDetector:
         rack_quat: ArrayLike,
         held_by_both_jaws: bool,
     ) -> bool:
-        """Feed one control step; returns True once success has been reached (latched)."""
-        ok = not held_by_both_jaws and placed(vial_pos, vial_quat, rack_pos, rack_quat, self.rack, self.task)
-        return self._count(ok)
+        """Feed one control step of the single vial; returns True once success has been reached (latched)."""
+        return self.update_state(TaskState.one_vial(vial_pos, vial_quat, rack_pos, rack_quat, held_by_both_jaws))
 
     def update_state(self, state: TaskState) -> bool:
         """Feed one control step of any number of vials; True once success has been reached (latched)."""
         rp, rq = state.rack
         ok = not any(state.held) and all(placed(p, q, rp, rq, self.rack, self.task) for p, q in state.vials)
-        return self._count(ok)
-
-    def _count(self, ok: bool) -> bool:
         self.streak = self.streak + 1 if ok else 0
         if self.streak >= self.task.hold_steps:
             self.succeeded = True

@@ -18,7 +18,6 @@ carried there never counts, and a vial that was carried keeps counting for as lo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,26 +90,20 @@ class WorkshopRule:
         rack_quat: ArrayLike,
         held_by_both_jaws: bool,
     ) -> bool:
-        """Feed one control step (world poses, quaternions wxyz); True once the rule has held (latched)."""
-        return self._step(
-            held_by_both_jaws, lambda: in_workshop_region(vial_pos, vial_quat, rack_pos, rack_quat, self.rack)
-        )
+        """Feed one control step of the single vial (world poses, quaternions wxyz); True once the rule has
+        held (latched)."""
+        return self.update_state(TaskState.one_vial(vial_pos, vial_quat, rack_pos, rack_quat, held_by_both_jaws))
 
     def update_state(self, state: TaskState) -> bool:
         """Feed one control step of any number of vials: every vial in the region, none held."""
-        rp, rq = state.rack
-        return self._step(
-            any(state.held), lambda: all(in_workshop_region(p, q, rp, rq, self.rack) for p, q in state.vials)
-        )
-
-    def _step(self, held: bool, in_region: Callable[[], bool]) -> bool:
-        if held:
+        if any(state.held):
             self.steps_since_grasp = 0
             self.streak = 0
             return self.succeeded
         if self.steps_since_grasp is not None:
             self.steps_since_grasp += 1
-        ok = in_region()
+        rp, rq = state.rack
+        ok = all(in_workshop_region(p, q, rp, rq, self.rack) for p, q in state.vials)
         if ok and self.streak == 0:
             recent = self.steps_since_grasp is not None and self.steps_since_grasp <= self.grasp_window_steps
             ok = recent
