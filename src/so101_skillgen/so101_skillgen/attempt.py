@@ -1,6 +1,7 @@
 """One generation attempt in the twin: randomized scene → per-subtask source selection → retarget →
 transit + IK tracking → physics rollout at the control rate → task success; then Savitzky–Golay
-smoothing of the arm commands and a verification replay of exactly the commands that are kept.
+smoothing of the arm commands and a verification replay of exactly the commands that are kept (when the
+smoothed commands fail on replay, a narrower window, then the commands as executed, each replayed in turn).
 
 A grasp is tried in a few variants (:meth:`AttemptRunner.grasp_variants`: the seed's in-hand axis or its
 mirror, turned about the jaw line so the pads sweep no lower than in the seed, raised ≤ 5 mm;
@@ -11,7 +12,7 @@ Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error a
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
 ``not_released`` (placed but still held), ``filter`` (the last step fails the geometric filter, or a vial
-has left its slot), ``replay_mismatch`` (the smoothed commands no longer succeed on replay).
+has left its slot), ``replay_mismatch`` (no smoothing of the commands, not even none, succeeds on replay).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .frames import object_frame, pose_to_matrix, rigid_inverse, slot_frame
 from .library import SeedLibrary, SourceSegment
 from .segmentation import GRASP
 from .selection import select_source
-from .smoothing import smooth_joints
+from .smoothing import smooth_joints, smoothing_windows
 from .tracking import Tracker
 from .transit import CollisionChecker, HeldObject, joint_path, safe_height, transit_waypoints
 
@@ -48,6 +49,7 @@ MAX_GRASP_RAISE = 0.005  # m a grasp may be raised to keep the seed's jaw cleara
 GRASP_TRIES = 3  # grasp variants tried per grasp (grasp_variants)
 GRASP_TURNS = (0.0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5, 0.6, -0.6)  # rad, tried in order
 CLOSE_STRIDE = 3  # targets stepped over while following a grasp to its closing pose (only that pose is used)
+PLACE_AXIS_TOLERANCE = 0.15  # rad: a grasp is chosen so that the place can hold the object this near upright
 
 
 class AttemptError(SkillGenError):
@@ -73,6 +75,7 @@ class AttemptOutcome:
     object_poses: dict[str, F64]
     sources: list[dict[str, Any]] = field(default_factory=list)
     workshop: bool = False  # the upstream workshop's rule (sim.workshop_rule) held on the recorded rollout
+    smoothing_window: int = 0  # Savitzky–Golay window of the kept commands (1: as executed; 0: not kept)
 
 
 class _Recorder:
@@ -139,6 +142,7 @@ class _Backtrack:
     first: AttemptError | None = None
     pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
     released: str | None = None  # the object the jaws had just let go of when the grasp started
+    place: tuple[F64, F64] | None = None  # the following place's insertion target (point, axis), world
 
 
 class AttemptRunner:
@@ -217,36 +221,71 @@ class AttemptRunner:
         return self._ee(q)
 
     def grasp_variants(
-        self, q0: F64, seg: SourceSegment, points: F64, axes: F64, object_z: float
+        self,
+        q0: F64,
+        seg: SourceSegment,
+        points: F64,
+        axes: F64,
+        object_z: float,
+        place: tuple[F64, F64] | None = None,
     ) -> list[tuple[F64, float, float]]:
         """Grasp variants to try in order, each (in-hand axis (3,) EE frame, turn δ rad, raise m).
 
         The seed's in-hand axis and its mirror (the jaws swapped about the cylinder, a roll by π: the moving
-        jaw then sweeps on the high side) are each fitted by :meth:`grasp_axis`; the one needing less turn,
-        then less raise, goes first, then the other, then the first raised 3 mm more."""
+        jaw then sweeps on the high side) are each fitted by :meth:`grasp_axis`; one whose in-hand axis the
+        following place (``place``: its insertion target point and axis, world) can hold upright goes first,
+        then the one needing less turn, then less raise; then the other, then the first raised 3 mm more."""
         t = seg.tool_axes[0]
-        fits = [self.grasp_axis(q0, seg, points, axes, object_z, base) for base in (t, np.array([t[0], -t[1], t[2]]))]
-        fits.sort(key=lambda f: (abs(f[1]) > 0, f[2], abs(f[1])))
-        a, d, r = fits[0]
-        return [*fits, (a, d, r + 0.003)][:GRASP_TRIES]
+        fits = [
+            self.grasp_axis(q0, seg, points, axes, object_z, base, place) for base in (t, np.array([t[0], -t[1], t[2]]))
+        ]
+        fits.sort(key=lambda f: (f[3] > PLACE_AXIS_TOLERANCE, abs(f[1]) > 0, f[2], abs(f[1])))
+        a, d, r, _ = fits[0]
+        return [*((f[0], f[1], f[2]) for f in fits), (a, d, r + 0.003)][:GRASP_TRIES]
+
+    def place_axis_error(self, q0: F64, tool_p: F64, tool_a: F64, place: tuple[F64, F64] | None) -> float:
+        """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's insertion axis
+        at its insertion point (``place``: world point (3,), axis (3,)); 0 without a place to follow."""
+        if place is None:
+            return 0.0
+        res = self.tracker.solve(q0, place[0], place[1], tool_p, tool_a)
+        if res.pos_error > self.cfg.ik.tolerance or res.axis_error > PLACE_AXIS_TOLERANCE:
+            home = np.asarray(self.twin.config.robot.home[:GRIPPER_INDEX], dtype=np.float64)
+            res = min(
+                (self.tracker.solve(np.array([*home[:4], roll]), place[0], place[1], tool_p, tool_a)
+                 for roll in (-1.5, 0.0, 1.5)),
+                key=lambda r: (r.pos_error > self.cfg.ik.tolerance, r.axis_error),
+            )  # fmt: skip
+        return float(res.axis_error) if res.pos_error <= self.cfg.ik.tolerance else float(np.pi)
 
     def grasp_axis(
-        self, q0: F64, seg: SourceSegment, points: F64, axes: F64, object_z: float, tool_a: F64
-    ) -> tuple[F64, float, float]:
+        self,
+        q0: F64,
+        seg: SourceSegment,
+        points: F64,
+        axes: F64,
+        object_z: float,
+        tool_a: F64,
+        place: tuple[F64, F64] | None = None,
+    ) -> tuple[F64, float, float, float]:
         """The object axis in the hand (EE frame (3,)) to track for a retargeted grasp, the turn δ (rad) that
-        gave it and the height (m) to raise the grasp by; see :mod:`.clearance`.
+        gave it, the height (m) to raise the grasp by (see :mod:`.clearance`) and the following place's
+        axis error (rad, :meth:`place_axis_error`) with that axis in the hand.
 
         A lying cylinder grasped across its diameter may sit at any angle about the jaw line (EE z), so
         the seed's in-hand axis is turned about it by the smallest δ after which the pads sweep at most
-        ``MAX_GRASP_RAISE`` lower (relative to the object) than in the seed; the grasp is then raised by
-        what is left. Nothing changes when the tracked retarget already keeps the seed's clearance."""
+        ``MAX_GRASP_RAISE`` lower (relative to the object) than in the seed and the place can still stand
+        the object upright (within ``PLACE_AXIS_TOLERANCE``: a 5-joint arm cannot for every in-hand axis,
+        and a vial released 8° or more off its insertion axis leans in the slot); the grasp is then raised
+        by what is left. Nothing changes when the tracked retarget already keeps the seed's clearance."""
         closed = np.flatnonzero(seg.gripper < self.cfg.segmentation.gripper_closed_below)
+        tool_p = seg.tool_points[0]
         if len(closed) == 0 or closed[0] == 0:
-            return tool_a, 0.0, 0.0
+            return tool_a, 0.0, 0.0, self.place_axis_error(q0, tool_p, tool_a, place)
         k = int(closed[0])
         opening = float(np.max(seg.gripper[:k]))
         seed_clear = self.jaws.lowest(seg.ee[k], opening) - float(seg.object_frame[2, 3])
-        best: tuple[F64, float, float] = (tool_a, 0.0, np.inf)
+        best: tuple[F64, float, float, float] = (tool_a, 0.0, np.inf, np.inf)
         for d in GRASP_TURNS:
             c, s = np.cos(d), np.sin(d)
             a = np.array([c * tool_a[0] - s * tool_a[1], s * tool_a[0] + c * tool_a[1], tool_a[2]])
@@ -254,13 +293,15 @@ class AttemptRunner:
             if ee is None:
                 continue
             need = max(0.0, seed_clear - (self.jaws.lowest(ee, opening) - object_z))
-            if need <= MAX_GRASP_RAISE:
-                return a, float(d), need
-            if need < best[2]:
-                best = (a, float(d), need)
+            place_err = self.place_axis_error(q0, tool_p, a, place)
+            upright = place_err <= PLACE_AXIS_TOLERANCE
+            if need <= MAX_GRASP_RAISE and upright:
+                return a, float(d), need, place_err
+            if (not upright, need) < (best[3] > PLACE_AXIS_TOLERANCE, best[2]):
+                best = (a, float(d), need, place_err)
         if not np.isfinite(best[2]):
-            return tool_a, 0.0, 0.0
-        return best[0], best[1], MAX_GRASP_RAISE
+            return tool_a, 0.0, 0.0, self.place_axis_error(q0, tool_p, tool_a, place)
+        return best[0], best[1], min(best[2], MAX_GRASP_RAISE), best[3]
 
     def _transit(
         self, q0: F64, p0: F64, a0: F64, p1: F64, a1: F64, safe: float, tool_p: F64, tool_a: F64, kind: str
@@ -293,13 +334,15 @@ class AttemptRunner:
             a, q, p = rec.arrays()
             return AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources, rec.workshop.succeeded)
         a, _, _ = rec.arrays()
-        smoothed = smooth_joints(a, cfg.smoothing.window, cfg.smoothing.order)
-        ok, rep = replay(tw, self.task, scene_seed, smoothed)
+        for window in smoothing_windows(cfg.smoothing.window, cfg.smoothing.order):
+            ok, rep = replay(tw, self.task, scene_seed, smooth_joints(a, window, cfg.smoothing.order))
+            if ok:
+                break
         a2, q2, p2 = rep.arrays()
         ws = rep.workshop.succeeded
         if not ok:
             return AttemptOutcome(
-                False, "replay_mismatch", "smoothed commands do not succeed on replay", a2, q2, p2, sources, ws
+                False, "replay_mismatch", "the executed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
         # the last step too, not only the latched hold (a vial may tip after it)
         miss = self._unplaced({n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})
@@ -309,7 +352,7 @@ class AttemptRunner:
                 f"{name} left its slot after the hold" if near else f"final state of {name} fails the geometric filter"
             )
             return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
-        return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws)
+        return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws, window)
 
     def _unplaced(self, poses: dict[str, tuple[F64, F64]]) -> tuple[str, bool] | None:
         """The first vial not in a slot (:func:`placed`) among ``poses`` (name → position (3,), quaternion (4,)),
@@ -350,6 +393,7 @@ class AttemptRunner:
                         if back is None or back.slot != i:
                             back = _Backtrack(i, tw.snapshot(), rec.mark(), q_cmd, [], sources[-1])
                             back.pending, back.released = list(self._near[i]), self._released
+                            back.place = self._insertion(i, plans, rng, sources)
                         self._expand(back, q_cmd, query)
                         q_cmd, held = self._grasp(rec, q_cmd, rack0, back, query)
                     else:
@@ -403,6 +447,23 @@ class AttemptRunner:
         self._query[i] = query
         return plans[i]
 
+    def _insertion(
+        self,
+        i: int,
+        plans: dict[int, tuple[SourceSegment, F64, F64, F64]],
+        rng: np.random.Generator,
+        sources: list[dict[str, Any]],
+    ) -> tuple[F64, F64] | None:
+        """The insertion target (world point (3,), axis (3,)) of the place that follows grasp ``i``: its drawn
+        source's retarget at the release (planned now, in the order the subtasks draw); None without one."""
+        sig = self.library.signature
+        if i + 1 >= len(sig) or sig[i + 1][0] == GRASP or sig[i + 1][2] != sig[i][1]:
+            return None
+        seg, points, axes, _ = self._plan(i + 1, plans, rng, sources)
+        opened = np.flatnonzero(seg.gripper > self.cfg.segmentation.gripper_closed_below)
+        k = max(int(opened[0]) - 1, 0) if len(opened) else len(points) - 1
+        return points[k], axes[k]
+
     def _place(self, rec: _Recorder, i: int, held: HeldObject, q_cmd: F64, rack0: F64, source: dict[str, Any]) -> F64:
         """Run place subtask ``i`` with the drawn source; when it cannot be tracked (``ik_divergence``) or
         collides, the twin goes back to the place's start and the other k-nearest sources are tried in
@@ -436,7 +497,7 @@ class AttemptRunner:
             j = back.pending.pop(0)
             seg = self.library.slots[back.slot][j]
             points, axes = seg.retarget(query)
-            for v in self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, float(query[2, 3])):
+            for v in self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, float(query[2, 3]), back.place):
                 back.variants.append((j, *v))
 
     def _grasp(self, rec: _Recorder, q_cmd: F64, rack0: F64, back: _Backtrack, query: F64) -> tuple[F64, HeldObject]:

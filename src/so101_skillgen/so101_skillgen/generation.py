@@ -143,7 +143,7 @@ def _demo(
             "random_seed": cfg.random_seed,
             "sources": outcome.sources,
             "workshop_rule": bool(outcome.workshop),
-            "smoothing": {"window": cfg.smoothing.window, "order": cfg.smoothing.order, "joints": "arm"},
+            "smoothing": {"window": outcome.smoothing_window, "order": cfg.smoothing.order, "joints": "arm"},
         },
     )
 

@@ -42,12 +42,22 @@ def savgol(y: F64, window: int, order: int) -> F64:
     return out.reshape(arr.shape)
 
 
+def smoothing_windows(window: int, order: int) -> list[int]:
+    """Windows to try in turn when a smoothed trajectory fails its replay: ``window``, about half of it
+    (odd, above ``order``), then 1 (the commands as executed)."""
+    half = (window // 2) | 1
+    return [w for w in dict.fromkeys((window, half, 1)) if w == 1 or w > order]
+
+
 def smooth_joints(q: F64, window: int = 21, order: int = 3) -> F64:
-    """Smoothed copy of a joint trajectory (T, 6) rad: arm columns filtered, gripper column bit-identical."""
+    """Smoothed copy of a joint trajectory (T, 6) rad: arm columns filtered, gripper column bit-identical
+    (``window`` 1: an unchanged copy)."""
     arr = np.asarray(q, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] <= GRIPPER_INDEX:
         raise ValueError(f"expected a (T, 6) joint trajectory, got shape {arr.shape}")
     out = arr.copy()
+    if window == 1:
+        return out
     arm = [i for i in range(arr.shape[1]) if i != GRIPPER_INDEX]
     out[:, arm] = savgol(arr[:, arm], window, order)
     out[:, GRIPPER_INDEX] = arr[:, GRIPPER_INDEX]

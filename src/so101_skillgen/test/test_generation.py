@@ -204,3 +204,23 @@ def test_analytic_tracker_reaches_point_and_axis_targets_from_a_cold_start() -> 
         got = mj.fk(res.q[None])[0]  # judged by the twin's own kinematics
         assert np.linalg.norm(got[:3, :3] @ g.point + got[:3, 3] - point) < 1e-3
         assert float(np.arccos(np.clip((got[:3, :3] @ g.axis) @ axis, -1, 1))) < 0.02
+
+
+def test_a_smoothing_that_breaks_the_replay_falls_back_to_a_narrower_window(
+    seeds: list[SeedDemo], tmp_path: Path
+) -> None:
+    """A window so wide that the smoothed commands miss the vial: the attempt is not lost, the kept demo holds
+    the commands of the first window (151, 75, then 1 = as executed) whose replay succeeds, and says which."""
+    from so101_skillgen.config import SmoothingConfig
+
+    cfg = replace(load_skillgen_config(), smoothing=SmoothingConfig(window=151, order=1))
+    gen = Generator(seeds, cfg, check_reach=False)
+    summary = gen.run(tmp_path, num_demos=2)
+    assert summary.kept == 2 and "replay_mismatch" not in summary.failures_by_reason
+    fresh = Twin()
+    windows = []
+    for f in sorted(tmp_path.glob("demo_*.npz")):
+        demo = load_seed(f)
+        windows.append(demo.extra["smoothing"]["window"])
+        assert _replay_succeeds(demo, fresh), f.name
+    assert set(windows) <= {151, 75, 1} and min(windows) < 151, windows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from so101_skillgen.errors import SkillGenConfigError
-from so101_skillgen.smoothing import savgol, smooth_joints
+from so101_skillgen.smoothing import savgol, smooth_joints, smoothing_windows
 
 
 def _trajectory(steps: int = 200) -> np.ndarray:
@@ -55,3 +55,10 @@ def test_bad_parameters_name_the_field() -> None:
         savgol(np.zeros((30, 2)), 5, 5)
     with pytest.raises(ValueError, match="joint trajectory"):
         smooth_joints(np.zeros((30, 5)))
+
+
+def test_fallback_windows_narrow_to_the_commands_as_executed() -> None:
+    assert smoothing_windows(21, 3) == [21, 11, 1]
+    assert smoothing_windows(7, 3) == [7, 1]  # half of it (3) would not exceed the order
+    q = np.random.default_rng(1).normal(size=(40, 6))
+    assert np.array_equal(smooth_joints(q, 1, 3), q)
