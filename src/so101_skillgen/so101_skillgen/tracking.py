@@ -16,6 +16,7 @@ world point and a world direction; rotation about the tool axis stays free (5 ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,13 +154,21 @@ def _axis_rotation(d: F64, angle: float) -> F64:
 
 
 BRANCH_JUMP = 0.3  # rad (largest joint change): a solution that far from the last one is another IK branch
+SECANT_STEPS = 8  # secant steps on the signed swing before the golden-section search takes over
+SECANT_REACH = 0.3  # rad: the secant search stays this near the last call's ψ (else another branch's root)
+ROOT_GRID = 48  # intervals of the full turn searched for sign changes of the swing after a lost branch
+ROOT_TOLERANCE = 1e-9  # |signed swing| (sine) at a root
 
 
 class AnalyticTracker:
-    """The ``analytic`` backend: closed-form IK (:class:`so101_skillgen.ik.AnalyticIK`) with the rotation about
-    the tool axis — free in a point + axis target — searched for the value the arm can take exactly (the
-    approach axis in the arm's plane: zero out-of-plane swing). Starts from the last call's angle (tracking
-    steps are close), a coarse sweep when that fails; every candidate is one closed-form solve (~0.04 ms)."""
+    """The ``analytic`` backend: closed-form IK (:class:`so101_skillgen.ik.AnalyticIK`) with the rotation ψ
+    about the tool axis — free in a point + axis target — searched for the value the arm can take exactly (the
+    approach axis in the arm's plane: zero out-of-plane swing), as a root of the signed swing
+    (:meth:`AnalyticIK.out_of_plane`, no solve per evaluation). Tracking steps are close, so a secant search
+    from the last call's ψ usually lands in 3-5 evaluations and one solve; when that root is far from the
+    seed's joints or outside the limits, every root of the full turn is found (sign changes, regula falsi)
+    and the best inside the limits kept; only when none is, a golden-section search of the least swing
+    (one solve, ~0.04 ms, per candidate)."""
 
     def __init__(self, twin: Twin, cfg: TrackingConfig) -> None:
         from so101_skillgen.ik import AnalyticIK
@@ -183,16 +192,132 @@ class AnalyticTracker:
         )
         return sol
 
+    def _swing(self, r0: F64, d: F64, point: F64, tool_point: F64, pan: float) -> Callable[[float], float | None]:
+        """ψ → the signed out-of-plane swing (:meth:`AnalyticIK.out_of_plane`) of the target turned by ψ about
+        ``d``: cheap (no solve), zero where the arm takes the target exactly."""
+
+        def swing(psi: float) -> float | None:
+            rot = _axis_rotation(d, psi) @ r0
+            p = point - rot @ tool_point
+            ru = rot @ _RY90[:3, :3]
+            return self._ik.out_of_plane(
+                (tuple(ru[0]), tuple(ru[1]), tuple(ru[2])), (float(p[0]), float(p[1]), float(p[2])), pan
+            )
+
+        return swing
+
+    def _secant(self, swing: Callable[[float], float | None], start: float) -> float | None:
+        """A root of ``swing`` within ``SECANT_REACH`` of ``start`` (rad), or None."""
+        x0, x1 = start, start + 0.01
+        f0, f1 = swing(x0), swing(x1)
+        for _ in range(SECANT_STEPS):
+            if f0 is None or f1 is None or f1 == f0:
+                return None
+            if abs(f1) < ROOT_TOLERANCE:
+                return x1
+            x0, f0, x1 = x1, f1, x1 - f1 * (x1 - x0) / (f1 - f0)
+            if abs(x1 - start) > SECANT_REACH:
+                return None
+            f1 = swing(x1)
+        return x1 if f1 is not None and abs(f1) < ROOT_TOLERANCE else None
+
+    @staticmethod
+    def _roots(swing: Callable[[float], float | None]) -> list[float]:
+        """Every root of ``swing`` over the full turn: sign changes on a ``ROOT_GRID`` grid, each closed in by
+        regula falsi (Illinois)."""
+        grid = np.linspace(-np.pi, np.pi, ROOT_GRID + 1)
+        vals = [swing(float(x)) for x in grid]
+        roots = []
+        for a, b, fa, fb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:], strict=True):
+            if fa is None or fb is None or fa * fb > 0:
+                continue
+            lo, hi, flo, fhi, side = float(a), float(b), fa, fb, 0
+            x = lo
+            for _ in range(40):
+                x = (lo * fhi - hi * flo) / (fhi - flo) if fhi != flo else 0.5 * (lo + hi)
+                fx = swing(x)
+                if fx is None or abs(fx) < ROOT_TOLERANCE:
+                    break
+                if fx * fhi > 0:
+                    hi, fhi = x, fx
+                    flo = flo * 0.5 if side == -1 else flo
+                    side = -1
+                else:
+                    lo, flo = x, fx
+                    fhi = fhi * 0.5 if side == 1 else fhi
+                    side = 1
+            roots.append(x)
+        return roots
+
     def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
         cur = self._mj.fk(q_init)[0]
         d = axis / np.linalg.norm(axis)
         r0 = _align(cur[:3, :3], cur[:3, :3] @ tool_axis, d)
         seed = tuple(float(x) for x in q_init)
 
-        def cost(psi: float) -> float:
-            sol = self._try(r0, d, psi, point, tool_point, seed)
+        def cost_of(sol: Any) -> float:
             near = sum((a - b) ** 2 for a, b in zip(sol.q, seed, strict=True))
             return (sol.swing if sol.ok else 10.0) + 1e-3 * near
+
+        def result(psi: float, sol: Any = None) -> TrackResult:
+            sol = sol or self._try(r0, d, psi, point, tool_point, seed)
+            q = np.asarray(sol.q, dtype=np.float64)
+            got = self._mj.fk(q)[0]
+            pos_err = float(np.linalg.norm(point - (got[:3, :3] @ tool_point + got[:3, 3])))
+            ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ d, -1.0, 1.0)))
+            return TrackResult(q, pos_err, ang)
+
+        swing = self._swing(r0, d, point, tool_point, seed[0])
+        root = self._secant(swing, self._psi)
+        local = None
+        if root is not None:
+            local = (root, self._try(r0, d, root, point, tool_point, seed))
+            if cost_of(local[1]) <= 1e-3:  # the branch the last step was on: the tracking case
+                return self._keep(root, result(*local))
+        # lost the branch (or a cold start): the least-cost root of the full turn inside the limits
+        found = [(x, self._try(r0, d, x, point, tool_point, seed)) for x in self._roots(swing)]
+        found = [c for c in found if c[1].ok]
+        if not found:  # no ψ puts the approach in the plane inside the limits: the least swing instead
+            return self._search(r0, d, point, tool_point, seed, cost_of, result)
+        psi_far, sol_far = min(found, key=lambda c: cost_of(c[1]))
+        far = result(psi_far, sol_far)
+        if local is None:
+            return self._keep(psi_far, far)
+        return self._keep(*self._local_or_far((local[0], result(*local)), (psi_far, far), q_init))
+
+    def _keep(self, psi: float, res: TrackResult) -> TrackResult:
+        self._psi = float(np.arctan2(np.sin(psi), np.cos(psi)))
+        return res
+
+    def _local_or_far(
+        self, local: tuple[float, TrackResult], far: tuple[float, TrackResult], q_init: F64
+    ) -> tuple[float, TrackResult]:
+        """Keep the local branch while it still tracks within tolerance (a far branch is a joint jump), else the
+        one that tracks better."""
+        res, other = local[1], far[1]
+        jump = float(np.max(np.abs(other.q - np.asarray(q_init, dtype=np.float64))))
+        local_ok = res.pos_error <= self._tolerance and res.axis_error <= 0.1
+        if not (local_ok and jump > BRANCH_JUMP) and (
+            other.pos_error + 0.05 * other.axis_error < res.pos_error + 0.05 * res.axis_error
+        ):
+            return far
+        return local
+
+    def _search(
+        self,
+        r0: F64,
+        d: F64,
+        point: F64,
+        tool_point: F64,
+        seed: tuple[float, ...],
+        cost_of: Callable[[Any], float],
+        result: Callable[..., TrackResult],
+    ) -> TrackResult:
+        """Golden-section search of ψ for the least cost (swing inside the limits, then nearness to the seed)
+        around the last angle, then over a sweep of the full turn: one closed-form solve per candidate."""
+
+        def cost(psi: float) -> float:
+            return cost_of(self._try(r0, d, psi, point, tool_point, seed))
 
         def refine(lo: float, hi: float) -> float:  # golden section on [lo, hi]
             g = 0.6180339887498949
@@ -209,29 +334,14 @@ class AnalyticTracker:
                     fb = cost(b)
             return a if fa < fb else b
 
-        def result(psi: float) -> TrackResult:
-            q = np.asarray(self._try(r0, d, psi, point, tool_point, seed).q, dtype=np.float64)
-            got = self._mj.fk(q)[0]
-            pos_err = float(np.linalg.norm(point - (got[:3, :3] @ tool_point + got[:3, 3])))
-            ang = float(np.arccos(np.clip((got[:3, :3] @ tool_axis) @ d, -1.0, 1.0)))
-            return TrackResult(q, pos_err, ang)
-
         psi = refine(self._psi - 0.15, self._psi + 0.15)
         res = result(psi)
-        if cost(psi) > 1e-3:  # lost the branch: sweep the full turn, then refine the best
+        if cost(psi) > 1e-3:
             grid = np.linspace(-np.pi, np.pi, 25)[:-1]
             best = float(grid[int(np.argmin([cost(float(x)) for x in grid]))])
             psi_far = refine(best - 0.3, best + 0.3)
-            far = result(psi_far)
-            jump = float(np.max(np.abs(far.q - np.asarray(q_init, dtype=np.float64))))
-            # keep the local branch while it still tracks within tolerance: a far branch is a joint jump
-            local_ok = res.pos_error <= self._tolerance and res.axis_error <= 0.1
-            if not (local_ok and jump > BRANCH_JUMP) and (
-                far.pos_error + 0.05 * far.axis_error < res.pos_error + 0.05 * res.axis_error
-            ):
-                psi, res = psi_far, far
-        self._psi = float(np.arctan2(np.sin(psi), np.cos(psi)))
-        return res
+            psi, res = self._local_or_far((psi, res), (psi_far, result(psi_far)), np.asarray(seed))
+        return self._keep(psi, res)
 
 
 def make_tracker(twin: Twin, cfg: TrackingConfig, config_dir: Path | None = None) -> Tracker:

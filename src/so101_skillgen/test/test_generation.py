@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -224,3 +225,36 @@ def test_a_smoothing_that_breaks_the_replay_falls_back_to_a_narrower_window(
         windows.append(demo.extra["smoothing"]["window"])
         assert _replay_succeeds(demo, fresh), f.name
     assert set(windows) <= {151, 75, 1} and min(windows) < 151, windows
+
+
+def test_analytic_tracker_tracks_a_path_by_secant_steps_as_closely_as_by_search() -> None:
+    """Along a tracked path the secant search on the signed swing finds ψ (no golden-section search) and
+    lands as close as the search does."""
+    from so101_skillgen.tracking import AnalyticTracker
+
+    twin = Twin(dr=DRConfig.disabled())
+    g = twin.grasp_geometry()
+    home = np.asarray(twin.config.robot.home[:5])
+    path = home + np.linspace(0.0, 1.0, 40)[:, None] * np.array([0.5, 0.4, -0.4, -0.3, 0.8])  # inside the limits
+    runs = {}
+    for secant in (True, False):
+        tr = AnalyticTracker(twin, TrackingConfig(backend="analytic"))
+        roots: list[float | None] = []
+        find = tr._secant
+
+        def counted(*a: Any, find: Any = find, roots: list[float | None] = roots, on: bool = secant) -> Any:
+            roots.append(find(*a) if on else None)
+            return roots[-1]
+
+        tr._secant = counted  # type: ignore[method-assign]
+        ee = tr.fk(path)
+        q, errs = path[0], []
+        for t in ee:
+            res = tr.solve(q, t[:3, :3] @ g.point + t[:3, 3], t[:3, :3] @ g.axis, g.point, g.axis)
+            errs.append((res.pos_error, res.axis_error))
+            q = res.q
+        runs[secant] = np.array(errs)
+        if secant:
+            assert sum(r is not None for r in roots) >= 0.9 * len(roots)
+    assert runs[True][:, 0].max() < 1e-4 and runs[True][:, 1].max() < 1e-3
+    assert runs[True][:, 0].max() <= runs[False][:, 0].max() + 1e-6

@@ -101,3 +101,26 @@ def test_numerical_backends_start_cold_targets_from_the_closed_form(kin: ArmKine
     bat = BatchedIK(cfg, kin).solve(T)
     assert jac.success_rate == 1.0 and bat.success_rate == 1.0
     assert jac.iterations <= 20  # converges at once from the analytic start (cold DLS needs ~100s)
+
+
+def test_signed_out_of_plane_swing_is_zero_on_the_arm_and_its_sine_off_it(kin: ArmKinematics, ik: AnalyticIK) -> None:
+    """The root the analytic tracker's secant search looks for: a·n vanishes on every pose the arm reaches and
+    is ±sin of a swing out of the arm's plane (the sign says which side)."""
+    qs = kin.random_q(50, torch.Generator().manual_seed(7))
+    ang = math.radians(5.0)
+    for q in qs:
+        T = kin.fk(q[None])
+        R, p = _one(T[0])
+        assert abs(ik.out_of_plane(R, p, float(q[0]))) < 1e-5  # the URDF's rounded rpy: ~5e-6 rad
+        k = swing_axis(T[:, :3, 2])[0]
+        k = k / torch.linalg.vector_norm(k)
+        K = torch.tensor([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]], dtype=torch.float64)
+        signs = []
+        for a in (ang, -ang):
+            rot = torch.eye(3, dtype=torch.float64) + math.sin(a) * K + (1 - math.cos(a)) * K @ K
+            Tt = T[0].clone()
+            Tt[:3, :3] = rot @ T[0, :3, :3]
+            got = ik.out_of_plane(*_one(Tt), float(q[0]))
+            assert got is not None and abs(abs(got) - math.sin(ang)) < 5e-3  # the pan moves with the tool offset
+            signs.append(math.copysign(1.0, got))
+        assert signs[0] == -signs[1]

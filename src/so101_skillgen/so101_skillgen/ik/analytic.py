@@ -189,6 +189,17 @@ class AnalyticIK:
         b = math.acos(self._D / rho)
         return alpha - self._kappa + b, alpha - self._kappa - b
 
+    def out_of_plane(self, R: Mat, p: Vec, pan_near: float) -> float | None:
+        """Signed sine of the target approach axis's swing out of the arm's plane (``a·n``), for the pan branch
+        nearest ``pan_near`` rad that the target position sets; None inside the pan's dead zone. Zero exactly
+        where a partial-pose target needs no projection: the root a point + axis tracker searches."""
+        o = _mv(R, self._o)
+        pans = self._pan((p[0] - o[0], p[1] - o[1], p[2] - o[2]))
+        if pans is None:
+            return None
+        q1 = min(pans, key=lambda x: abs(_wrap(x - pan_near)))
+        return _dot(_mv(R, self._approach), self._pitch_axis(q1))
+
     def solutions(self, R: Mat, p: Vec, partial_pose: bool = True) -> list[tuple[float, ...]]:
         """Every solution (5,) rad inside the joint limits of one target (best-matching pan branch)."""
         zero = (0.0, 0.0, 0.0, 0.0, 0.0)
