@@ -158,6 +158,7 @@ SECANT_STEPS = 8  # secant steps on the signed swing before the golden-section s
 SECANT_REACH = 0.3  # rad: the secant search stays this near the last call's ψ (else another branch's root)
 ROOT_GRID = 48  # intervals of the full turn searched for sign changes of the swing after a lost branch
 ROOT_TOLERANCE = 1e-9  # |signed swing| (sine) at a root
+SEARCH_STEPS = 9  # golden-section steps of the least-swing search (the window shrinks to 1.3 % of its width)
 
 
 class AnalyticTracker:
@@ -323,7 +324,7 @@ class AnalyticTracker:
             g = 0.6180339887498949
             a, b = hi - g * (hi - lo), lo + g * (hi - lo)
             fa, fb = cost(a), cost(b)
-            for _ in range(14):
+            for _ in range(SEARCH_STEPS):
                 if fa < fb:
                     hi, b, fb = b, a, fa
                     a = hi - g * (hi - lo)
