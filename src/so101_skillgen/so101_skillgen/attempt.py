@@ -39,7 +39,14 @@ from .segmentation import GRASP
 from .selection import select_source
 from .smoothing import smooth_joints, smoothing_windows
 from .tracking import Tracker
-from .transit import CollisionChecker, HeldObject, joint_path, safe_height, transit_waypoints
+from .transit import (
+    CollisionChecker,
+    HeldObject,
+    crossing_heights,
+    joint_path,
+    safe_height,
+    transit_waypoints,
+)
 
 FAILURE_REASONS: tuple[str, ...] = (
     "ik_divergence", "collision", "miss", "drop", "place_miss", "not_released", "filter", "replay_mismatch",
@@ -321,6 +328,30 @@ class AttemptRunner:
             prev = p
         return joint_path(q_way, lengths, self.cfg.transit, self._hz)
 
+    def _clear_transit(
+        self, q0: F64, p0: F64, a0: F64, p1: F64, a1: F64, tool_p: F64, tool_a: F64, seg: SourceSegment,
+        grip: float, held: HeldObject | None,
+    ) -> F64:  # fmt: skip
+        """A collision-checked transit (:meth:`_transit`) at the safe height, or, when that one cannot be
+        reached or collides, at the first lower crossing that can and does not (``crossing_heights``: the
+        safe height clears the tallest object anywhere, a standing vial in the rack, and may be out of the
+        arm's reach over a near slot); the safe height's failure is raised when none works."""
+        cfg, kind, obj = self.cfg, seg.subtask.kind, seg.subtask.object
+        safe = safe_height(self.twin, held, a0 if held is not None else None, cfg.transit.height)
+        released = self._released if held is None else None
+        first: AttemptError | None = None
+        for z in crossing_heights(safe, float(p0[2]), float(p1[2])):
+            try:
+                q_tr = self._transit(q0, p0, a0, p1, a1, z, tool_p, tool_a, kind)
+                hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every, released)
+                if hit is not None:
+                    raise AttemptError("collision", f"transit to {kind} of {obj} collides at step {hit}")
+                return q_tr
+            except AttemptError as fail:
+                first = first or fail
+        assert first is not None
+        raise first
+
     # ------------------------------------------------------------------ attempt
     def run(self, scene_seed: int, rng: np.random.Generator) -> AttemptOutcome:
         """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest."""
@@ -535,13 +566,8 @@ class AttemptRunner:
         kind, obj = seg.subtask.kind, seg.subtask.object
         ee = self._ee(q_cmd[:GRIPPER_INDEX])
         p0, a0 = ee[:3, :3] @ tool_p + ee[:3, 3], ee[:3, :3] @ tool_a
-        safe = safe_height(tw, held, a0 if held is not None else None, cfg.transit.height)
         grip = float(q_cmd[GRIPPER_INDEX]) if held is not None else float(seg.gripper[0])
-        q_tr = self._transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], safe, tool_p, tool_a, kind)
-        released = self._released if held is None else None
-        hit = self.checker.first_collision(q_tr, grip, held, cfg.transit.check_every, released)
-        if hit is not None:
-            raise AttemptError("collision", f"transit to {kind} of {obj} collides at step {hit}")
+        q_tr = self._clear_transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], tool_p, tool_a, seg, grip, held)
         dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)
         for q in np.concatenate([q_tr, dwell]):
             q_cmd = np.array([*q, grip])

@@ -46,6 +46,20 @@ def transit_waypoints(p0: F64, a0: F64, p1: F64, a1: F64, safe_z: float) -> list
     return out
 
 
+CROSSING_STEP = 0.015  # m between the crossing heights tried below the safe height
+CROSSING_ABOVE = 0.01  # m: the lowest crossing tried stays this far above the higher end point
+
+
+def crossing_heights(safe_z: float, z0: float, z1: float) -> list[float]:
+    """Crossing heights (m) to try in turn: ``safe_z``, then every ``CROSSING_STEP`` lower while above both
+    end points' heights ``z0`` and ``z1`` by ``CROSSING_ABOVE``."""
+    floor = max(z0, z1) + CROSSING_ABOVE
+    out = [safe_z]
+    while out[-1] - CROSSING_STEP >= floor:
+        out.append(out[-1] - CROSSING_STEP)
+    return out
+
+
 def joint_path(q_way: list[F64], lengths: list[float], cfg: TransitConfig, control_hz: float) -> F64:
     """Min-jerk joint interpolation (N, 5) through waypoint configurations ``q_way`` (first = start,
     excluded from the output); leg k lasts ``lengths[k] / cfg.speed`` s (at least ``cfg.min_steps`` steps)."""

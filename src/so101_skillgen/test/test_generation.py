@@ -258,3 +258,23 @@ def test_analytic_tracker_tracks_a_path_by_secant_steps_as_closely_as_by_search(
             assert sum(r is not None for r in roots) >= 0.9 * len(roots)
     assert runs[True][:, 0].max() < 1e-4 and runs[True][:, 1].max() < 1e-3
     assert runs[True][:, 0].max() <= runs[False][:, 0].max() + 1e-6
+
+
+def test_a_safe_height_out_of_reach_is_crossed_lower_where_the_arm_reaches(
+    seeds: list[SeedDemo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 30 cm clearance puts every transit's crossing out of the arm's reach: with the safe height alone every
+    attempt fails (``ik_divergence``); crossing lower, collision-checked, the attempts succeed."""
+    from so101_skillgen.transit import crossing_heights
+
+    from so101_skillgen import attempt as attempt_mod
+
+    base = load_skillgen_config()
+    cfg = replace(base, transit=replace(base.transit, height=0.3))
+    assert crossing_heights(0.4, 0.05, 0.1) == pytest.approx(np.arange(0.4, 0.1099, -0.015))
+    gen = Generator(seeds, cfg, check_reach=False)
+    assert gen.run(tmp_path / "lower", num_demos=1, max_attempts=3).kept == 1
+    monkeypatch.setattr(attempt_mod, "crossing_heights", lambda safe, z0, z1: [safe])
+    gen = Generator(seeds, cfg, check_reach=False)
+    summary = gen.run(tmp_path / "safe_only", num_demos=1, max_attempts=2)
+    assert summary.kept == 0 and set(summary.failures_by_reason) == {"ik_divergence"}, summary.failures_by_reason
