@@ -5,8 +5,10 @@ smoothed commands fail on replay, a narrower window, then the commands as execut
 
 A grasp is tried in a few variants (:meth:`AttemptRunner.grasp_variants`: the seed's in-hand axis or its
 mirror, turned about the jaw line so the pads sweep no lower than in the seed, raised ≤ 5 mm;
-:mod:`.clearance` says why a 5-joint arm needs this) from a twin snapshot, and a place that cannot be tracked
-tries the other k-nearest sources; the recording keeps only what was finally executed, so replays stay exact.
+:mod:`.clearance` says why a 5-joint arm needs this; first one with which the following place can hold the
+object upright over its slot) from a twin snapshot, and a place that cannot be tracked tries the other
+k-nearest sources; the recording keeps only what was finally executed, so replays stay exact. A transit
+crosses at the safe height, or lower where that is out of reach (:func:`.transit.crossing_heights`).
 
 Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
