@@ -22,6 +22,10 @@ class SelectionError(SkillGenError, ValueError):
     """No usable source seed for a subtask (empty seed set, inconsistent subtask structure)."""
 
 
+class SeedMismatchError(SkillGenError, ValueError):
+    """Seeds record other objects than the task variant's scene (a multi-vial seed needs the multi-vial task)."""
+
+
 class UnreachableRangeError(SkillGenConfigError):
     """The domain-randomization ranges put an object outside the arm's reach (``field`` names the range)."""
 

@@ -26,7 +26,7 @@ from so101_core.sim.twin import Twin
 
 from .attempt import AttemptOutcome, AttemptRunner
 from .config import SkillGenConfig
-from .errors import SkillGenError
+from .errors import SeedMismatchError, SkillGenError
 from .executors import AttemptExecutor, AttemptRecipe, InProcessExecutor
 from .library import SeedLibrary, build_library
 from .output import OutputDir
@@ -272,7 +272,7 @@ def _check_seed_objects(demos: Sequence[SeedDemo], names: Sequence[str], twin: T
     for name, demo in zip(names, demos, strict=True):
         got = sorted(demo.object_poses)
         if got != want:
-            raise SkillGenError(
+            raise SeedMismatchError(
                 f"seed {name} records objects {got}, the task variant {variant!r} has {want}: pick the task "
                 "the seeds were recorded with"
             )

@@ -2,8 +2,9 @@
 
 One goal at a time: a goal arriving while another runs is **rejected** (GoalResponse.REJECT; the node logs
 why), as rclpy users expect from a single-goal server that does not pre-empt. A goal whose fields are wrong
-(unknown or empty ``seeds_dir``, ``num_demos`` 0, a ``task`` the seeds do not contain, ``render`` true,
-no ``output_dir``) is accepted and aborted at once with ``result.message`` naming the field, e.g.
+(unknown or empty ``seeds_dir``, ``num_demos`` 0, a ``task`` that is neither the seeds' task nor a
+``task.yaml`` variant, or a variant whose scene the seeds were not recorded in, ``render`` true, no
+``output_dir``) is accepted and aborted at once with ``result.message`` naming the field, e.g.
 ``rejected: goal.num_demos: must be >= 1`` (the action protocol's rejection carries no text; Nav2 reports
 reasons the same way, in the result).
 
@@ -15,6 +16,9 @@ the same ``output_dir`` (and seeds, random_seed, config) resumes it (:mod:`so101
 The result gives the output directory as ``dataset_path`` (demo files; ``bag_path`` stays empty: bags
 and LeRobot datasets are written by the dataset stage), counts, ``success_rate`` = succeeded ÷ attempted
 and a message.
+
+``task``: empty or the seeds' task id (the base, single-vial scene), or a ``task.yaml`` variant, e.g.
+``multi_vial`` (the scene, expert layout and success rule generation then uses).
 
 Parameters: ``config`` (skillgen.yaml path, "" = the config directory's), ``dr_profile`` (dr.yaml
 profile, "" = base ranges), ``workers`` (attempt workers, 1 = in the node's process), ``executor``
@@ -32,11 +36,12 @@ from typing import Any
 
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from so101_core.seeds.format import SeedFormatError
+from so101_core.sim.config import load_task_config, task_variant
 from so101_core.sim.errors import SimError
 from so101_core.sim.randomization import load_dr_config
 
 from .config import SkillGenConfig, load_skillgen_config
-from .errors import SkillGenError
+from .errors import SeedMismatchError, SkillGenError
 from .executors import make_executor
 from .generation import Generator, ProgressEvent, load_seed_dir
 
@@ -170,12 +175,22 @@ class SkillGenNode:
         try:
             demos, names = load_seed_dir(str(goal.seeds_dir))
             tasks = sorted({d.task for d in demos})
-            if str(goal.task) and str(goal.task) not in tasks:
-                text = f"rejected: goal.task: {str(goal.task)!r} is not a task of the seeds (they hold {tasks})"
+            variant = task_variant(str(goal.task))
+            if str(goal.task) and variant is None and str(goal.task) not in tasks:
+                text = (
+                    f"rejected: goal.task: {str(goal.task)!r} is neither a task of the seeds (they hold {tasks}) "
+                    "nor a task.yaml variant"
+                )
                 handle.abort()
+                timer.cancel()
                 return self._result(text)
             cfg = replace(self.cfg, random_seed=int(goal.random_seed))
-            gen = Generator(demos, cfg, names=names, dr=self.dr)
+            try:
+                gen = Generator(demos, cfg, names=names, dr=self.dr, task=load_task_config(variant=variant))
+            except SeedMismatchError as exc:
+                timer.cancel()
+                handle.abort()
+                return self._result(f"rejected: goal.task: {exc}")
         except (SkillGenError, SeedFormatError, SimError) as exc:
             timer.cancel()
             handle.abort()

@@ -86,6 +86,8 @@ def test_generate_action_end_to_end(graph: Graph, seed_dir: Path, tmp_path: Path
         ({"seeds_dir": str(tmp_path / "nowhere"), "output_dir": str(out)}, "goal.seeds_dir"),
         ({"seeds_dir": str(seed_dir), "output_dir": str(out), "num_demos": 0}, "goal.num_demos"),
         ({"seeds_dir": str(seed_dir), "output_dir": str(out), "task": "pour_coffee"}, "goal.task"),
+        # a task.yaml variant is loaded (its scene, expert layout, success rule): single-vial seeds do not fit it
+        ({"seeds_dir": str(seed_dir), "output_dir": str(out), "task": "multi_vial"}, "variant 'multi_vial'"),
     ):
         status, result = action.send_goal(_goal(client, **fields)).result(60.0)
         assert status == ABORTED and name in result.message, (name, result.message)

@@ -254,6 +254,16 @@ def load_task_config(path: str | Path | None = None, variant: str | None = None)
     return _parse_task(f, variant)
 
 
+def task_variant(name: str, path: str | Path | None = None) -> str | None:
+    """``name`` when it names a task variant of ``task.yaml`` (``single_vial`` is the base), else None."""
+    if not name:
+        return None
+    try:
+        return load_task_config(path, variant=name).variant
+    except ConfigError:
+        return None
+
+
 def parse_task_config(data: Mapping[str, Any], variant: str | None = None) -> TaskConfig:
     return _parse_task(Fields(data, "task", error=ConfigError), variant)
 

@@ -6,7 +6,14 @@ import math
 
 import numpy as np
 import pytest
-from so101_core.sim.config import ConfigError, SimConfig, TaskConfig, load_task_config, parse_task_config
+from so101_core.sim.config import (
+    ConfigError,
+    SimConfig,
+    TaskConfig,
+    load_task_config,
+    parse_task_config,
+    task_variant,
+)
 from so101_core.sim.randomization import DRConfig, load_dr_config, sample_episode, vial_gap
 from so101_core.sim.rollout import run_scripted_episode
 from so101_core.sim.scene import RACK
@@ -55,6 +62,11 @@ def test_bad_variant_names_the_field(variant: dict, field: str) -> None:
 def test_unknown_variant_is_refused() -> None:
     with pytest.raises(ConfigError, match="unknown task variant"):
         parse_task_config(BASE, variant="nope")
+
+
+def test_task_variant_names_only_the_variants_of_task_yaml() -> None:
+    assert task_variant("multi_vial") == "multi_vial" and task_variant("single_vial") == "single_vial"
+    assert task_variant("pour_coffee") is None and task_variant("") is None
 
 
 def test_layout_closer_than_the_gap_is_refused(sim_cfg: SimConfig) -> None:
