@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import typer
 from nodegraph.transport.zenoh.keyexpr import ParsedToken, dds_to_ros_type
 from rich.console import Console
 
-from so101_cli.common import cli_node
+from so101_cli.common import cli_node, interrupt_event
 
 console = Console()
 ACTION_INFIX = "/_action/"
@@ -43,8 +42,8 @@ def graph(
     wait_s: float = typer.Option(1.0, "--wait", help="seconds to listen for liveliness tokens"),
 ) -> None:
     """List nodes, topics (with types), services and actions, like ``ros2 node/topic/service/action list -t``."""
-    with cli_node("graph") as node:
-        time.sleep(wait_s)
+    with cli_node("graph") as node, interrupt_event() as stop:  # Ctrl-C ends the wait, like node list
+        stop.wait(wait_s)
         summary = summarize(node.context.graph.tokens(), node.name)
     for section, entries in summary.items():
         console.print(f"[bold]{section}[/bold] ({len(entries)})", soft_wrap=True)
