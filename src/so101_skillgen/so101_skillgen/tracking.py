@@ -184,28 +184,22 @@ class AnalyticTracker:
     def fk(self, q: F64) -> F64:
         return self._mj.fk(q)
 
-    def _try(self, r0: F64, d: F64, psi: float, point: F64, tool_point: F64, seed: tuple[float, ...]) -> Any:
+    @staticmethod
+    def _target(r0: F64, d: F64, psi: float, point: F64, tool_point: F64) -> tuple[Any, Any]:
+        """The URDF EE target (rotation rows, origin) of EE rotation ``r0`` turned by ψ about ``d``, with the
+        tool point on ``point``."""
         rot = _axis_rotation(d, psi) @ r0
         p = point - rot @ tool_point
         ru = rot @ _RY90[:3, :3]
-        sol = self._ik.solve_one(
-            (tuple(ru[0]), tuple(ru[1]), tuple(ru[2])), (float(p[0]), float(p[1]), float(p[2])), seed
-        )
-        return sol
+        return (tuple(ru[0]), tuple(ru[1]), tuple(ru[2])), (float(p[0]), float(p[1]), float(p[2]))
+
+    def _try(self, r0: F64, d: F64, psi: float, point: F64, tool_point: F64, seed: tuple[float, ...]) -> Any:
+        return self._ik.solve_one(*self._target(r0, d, psi, point, tool_point), seed)
 
     def _swing(self, r0: F64, d: F64, point: F64, tool_point: F64, pan: float) -> Callable[[float], float | None]:
         """ψ → the signed out-of-plane swing (:meth:`AnalyticIK.out_of_plane`) of the target turned by ψ about
         ``d``: cheap (no solve), zero where the arm takes the target exactly."""
-
-        def swing(psi: float) -> float | None:
-            rot = _axis_rotation(d, psi) @ r0
-            p = point - rot @ tool_point
-            ru = rot @ _RY90[:3, :3]
-            return self._ik.out_of_plane(
-                (tuple(ru[0]), tuple(ru[1]), tuple(ru[2])), (float(p[0]), float(p[1]), float(p[2])), pan
-            )
-
-        return swing
+        return lambda psi: self._ik.out_of_plane(*self._target(r0, d, psi, point, tool_point), pan)
 
     def _secant(self, swing: Callable[[float], float | None], start: float) -> float | None:
         """A root of ``swing`` within ``SECANT_REACH`` of ``start`` (rad), or None."""
