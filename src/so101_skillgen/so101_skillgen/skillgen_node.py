@@ -36,7 +36,7 @@ from typing import Any
 
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from so101_core.seeds.format import SeedFormatError
-from so101_core.sim.config import load_task_config, task_variant
+from so101_core.sim.config import load_task_variant
 from so101_core.sim.errors import SimError
 from so101_core.sim.randomization import load_dr_config
 
@@ -175,8 +175,8 @@ class SkillGenNode:
         try:
             demos, names = load_seed_dir(str(goal.seeds_dir))
             tasks = sorted({d.task for d in demos})
-            variant = task_variant(str(goal.task))
-            if str(goal.task) and variant is None and str(goal.task) not in tasks:
+            task = load_task_variant(str(goal.task))
+            if str(goal.task) and task is None and str(goal.task) not in tasks:
                 text = (
                     f"rejected: goal.task: {str(goal.task)!r} is neither a task of the seeds (they hold {tasks}) "
                     "nor a task.yaml variant"
@@ -186,7 +186,7 @@ class SkillGenNode:
                 return self._result(text)
             cfg = replace(self.cfg, random_seed=int(goal.random_seed))
             try:
-                gen = Generator(demos, cfg, names=names, dr=self.dr, task=load_task_config(variant=variant))
+                gen = Generator(demos, cfg, names=names, dr=self.dr, task=task)  # None: the base task
             except SeedMismatchError as exc:
                 timer.cancel()
                 handle.abort()

@@ -254,12 +254,13 @@ def load_task_config(path: str | Path | None = None, variant: str | None = None)
     return _parse_task(f, variant)
 
 
-def task_variant(name: str, path: str | Path | None = None) -> str | None:
-    """``name`` when it names a task variant of ``task.yaml`` (``single_vial`` is the base), else None."""
+def load_task_variant(name: str, path: str | Path | None = None) -> TaskConfig | None:
+    """The task of variant ``name`` when ``name`` names one of ``task.yaml`` (``single_vial`` is the base),
+    else None."""
     if not name:
         return None
     try:
-        return load_task_config(path, variant=name).variant
+        return load_task_config(path, variant=name)
     except ConfigError:
         return None
 

@@ -11,8 +11,8 @@ from so101_core.sim.config import (
     SimConfig,
     TaskConfig,
     load_task_config,
+    load_task_variant,
     parse_task_config,
-    task_variant,
 )
 from so101_core.sim.randomization import DRConfig, load_dr_config, sample_episode, vial_gap
 from so101_core.sim.rollout import run_scripted_episode
@@ -64,9 +64,11 @@ def test_unknown_variant_is_refused() -> None:
         parse_task_config(BASE, variant="nope")
 
 
-def test_task_variant_names_only_the_variants_of_task_yaml() -> None:
-    assert task_variant("multi_vial") == "multi_vial" and task_variant("single_vial") == "single_vial"
-    assert task_variant("pour_coffee") is None and task_variant("") is None
+def test_load_task_variant_knows_only_the_variants_of_task_yaml() -> None:
+    multi, single = load_task_variant("multi_vial"), load_task_variant("single_vial")
+    assert multi is not None and multi.variant == "multi_vial"
+    assert single is not None and single.variant == "single_vial"
+    assert load_task_variant("pour_coffee") is None and load_task_variant("") is None
 
 
 def test_layout_closer_than_the_gap_is_refused(sim_cfg: SimConfig) -> None:
