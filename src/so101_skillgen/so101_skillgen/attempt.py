@@ -20,7 +20,9 @@ has left its slot), ``replay_mismatch`` (no smoothing of the commands, not even 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -150,6 +152,7 @@ class _Backtrack:
     tried: int = 0
     first: AttemptError | None = None
     pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
+    more: Iterator[tuple[int, F64, float, float]] | None = None  # the current source's variants not yet fitted
     released: str | None = None  # the object the jaws had just let go of when the grasp started
     place: tuple[F64, F64] | None = None  # the following place's insertion target (point, axis), world
 
@@ -237,20 +240,37 @@ class AttemptRunner:
         axes: F64,
         object_z: float,
         place: tuple[F64, F64] | None = None,
-    ) -> list[tuple[F64, float, float]]:
-        """Grasp variants to try in order, each (in-hand axis (3,) EE frame, turn δ rad, raise m).
+    ) -> Iterator[tuple[F64, float, float]]:
+        """Grasp variants to try in order, each (in-hand axis (3,) EE frame, turn δ rad, raise m), at most
+        ``GRASP_TRIES``.
 
         The seed's in-hand axis and its mirror (the jaws swapped about the cylinder, a roll by π: the moving
         jaw then sweeps on the high side) are each fitted by :meth:`grasp_axis`; one whose in-hand axis the
         following place (``place``: its insertion target point and axis, world) can hold upright goes first,
-        then the one needing less turn, then less raise; then the other, then the first raised 3 mm more."""
+        then the one needing less turn, then less raise; then the other, then the first raised 3 mm more.
+        Lazily: when the seed's axis fits as it is (no turn, no raise, upright), nothing can go before it,
+        and the mirror is fitted only if that grasp fails (one fit instead of two for most grasps)."""
         t = seg.tool_axes[0]
-        fits = [
-            self.grasp_axis(q0, seg, points, axes, object_z, base, place) for base in (t, np.array([t[0], -t[1], t[2]]))
-        ]
-        fits.sort(key=lambda f: (f[3] > PLACE_AXIS_TOLERANCE, abs(f[1]) > 0, f[2], abs(f[1])))
-        a, d, r, _ = fits[0]
-        return [*((f[0], f[1], f[2]) for f in fits), (a, d, r + 0.003)][:GRASP_TRIES]
+
+        def fit(base: F64) -> tuple[F64, float, float, float]:
+            return self.grasp_axis(q0, seg, points, axes, object_z, base, place)
+
+        def key(f: tuple[F64, float, float, float]) -> tuple[bool, bool, float, float]:
+            return (f[3] > PLACE_AXIS_TOLERANCE, abs(f[1]) > 0, f[2], abs(f[1]))
+
+        def ordered() -> Iterator[tuple[F64, float, float]]:
+            first = fit(t)
+            as_is = key(first) == (False, False, 0.0, 0.0)
+            if as_is:
+                yield first[:3]
+            fits = sorted([first, fit(np.array([t[0], -t[1], t[2]]))], key=key)  # stable: the seed's on a tie
+            if not as_is:
+                yield fits[0][:3]
+            yield fits[1][:3]
+            a, d, r, _ = fits[0]
+            yield a, d, r + 0.003
+
+        return islice(ordered(), GRASP_TRIES)
 
     def place_axis_error(self, q0: F64, tool_p: F64, tool_a: F64, place: tuple[F64, F64] | None) -> float:
         """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's insertion axis
@@ -359,6 +379,7 @@ class AttemptRunner:
         """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest."""
         tw, cfg = self.twin, self.cfg
         tw.reset(scene_seed)
+        self.tracker.reset()  # the tracker's warm start must not carry over from another attempt
         rec = _Recorder(tw, self.task)
         sources: list[dict[str, Any]] = []
         try:
@@ -441,7 +462,7 @@ class AttemptRunner:
                 if back is None:
                     raise
                 back.first = back.first or fail
-                if back.tried >= len(back.variants) and not back.pending:
+                if not self._expand(back, back.q_cmd, plans[back.slot][3]):
                     raise back.first from None
                 tw.restore(back.state)
                 rec.rewind(back.mark)
@@ -523,15 +544,25 @@ class AttemptRunner:
         assert first is not None
         raise first
 
-    def _expand(self, back: _Backtrack, q_cmd: F64, query: F64) -> None:
-        """Make sure ``back`` has an untried variant: the next k-nearest grasp source's variants when the
-        current source's are spent (the drawn source first, then the others in distance order)."""
-        while back.tried >= len(back.variants) and back.pending:
+    def _expand(self, back: _Backtrack, q_cmd: F64, query: F64) -> bool:
+        """Make sure ``back`` has an untried variant: the current source's next one (fitted now), else the next
+        k-nearest grasp source's (the drawn source first, then the others in distance order); False when
+        none is left."""
+        while back.tried >= len(back.variants):
+            if back.more is not None:
+                nxt = next(back.more, None)
+                if nxt is not None:
+                    back.variants.append(nxt)
+                    continue
+                back.more = None
+            if not back.pending:
+                return False
             j = back.pending.pop(0)
             seg = self.library.slots[back.slot][j]
             points, axes = seg.retarget(query)
-            for v in self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, float(query[2, 3]), back.place):
-                back.variants.append((j, *v))
+            variants = self.grasp_variants(q_cmd[:GRIPPER_INDEX], seg, points, axes, float(query[2, 3]), back.place)
+            back.more = ((j, *v) for v in variants)
+        return True
 
     def _grasp(self, rec: _Recorder, q_cmd: F64, rack0: F64, back: _Backtrack, query: F64) -> tuple[F64, HeldObject]:
         """Transit to and run the next untried variant of a retargeted grasp; (last command (6,), held)."""

@@ -60,7 +60,7 @@ class TransitConfig:
     """
 
     height: float = 0.03
-    speed: float = 0.25
+    speed: float = 0.12
     min_steps: int = 6
     check_every: int = 2
     dwell_steps: int = 5

@@ -51,6 +51,10 @@ class Tracker(Protocol):
         """Joints (5,) moving ``tool_point`` (EE frame) to ``point`` (world) and ``tool_axis`` onto ``axis``."""
         ...
 
+    def reset(self) -> None:
+        """Forget what earlier solves left behind (an attempt then depends on its own index alone)."""
+        ...
+
 
 class MujocoTracker:
     """The ``mujoco`` backend on the twin's model (its simulation state is never touched)."""
@@ -72,6 +76,9 @@ class MujocoTracker:
     def solve(self, q_init: F64, point: F64, axis: F64, tool_point: F64, tool_axis: F64) -> TrackResult:
         res = self._ik.solve(q_init, point, tool_point, [AxisTarget(tool_axis, axis)])
         return TrackResult(res.q, res.pos_error, res.axis_error)
+
+    def reset(self) -> None:
+        """Stateless: nothing to forget."""
 
 
 _RY90 = np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
@@ -115,6 +122,9 @@ class SkillgenTracker:
         self._torch = torch
         self._kin = ArmKinematics.from_urdf()
         self._mj = MujocoTracker(twin, cfg)
+
+    def reset(self) -> None:
+        """Stateless: nothing to forget."""
 
     def fk(self, q: F64) -> F64:
         t = self._kin.fk(self._torch.as_tensor(np.asarray(q).reshape(-1, 5), dtype=self._torch.float64))
@@ -183,6 +193,10 @@ class AnalyticTracker:
 
     def fk(self, q: F64) -> F64:
         return self._mj.fk(q)
+
+    def reset(self) -> None:
+        """Start the next secant search from ψ = 0, as after construction (the last call's ψ otherwise)."""
+        self._psi = 0.0
 
     @staticmethod
     def _target(r0: F64, d: F64, psi: float, point: F64, tool_point: F64) -> tuple[Any, Any]:

@@ -278,3 +278,16 @@ def test_a_safe_height_out_of_reach_is_crossed_lower_where_the_arm_reaches(
     gen = Generator(seeds, cfg, check_reach=False)
     summary = gen.run(tmp_path / "safe_only", num_demos=1, max_attempts=2)
     assert summary.kept == 0 and set(summary.failures_by_reason) == {"ik_divergence"}, summary.failures_by_reason
+
+
+def test_an_attempt_does_not_depend_on_the_attempts_run_before_it(seeds: list[SeedDemo]) -> None:
+    """The same attempt index gives the same commands, bit for bit, in a fresh generator and after other
+    attempts in the same process (a worker's history, or a resume, must not change what it generates)."""
+    gen = Generator(seeds, load_skillgen_config(), check_reach=False)
+    _, first = gen.attempt(2)
+    for i in (0, 1):
+        gen.attempt(i)
+    _, again = gen.attempt(2)
+    assert (first.success, first.reason) == (again.success, again.reason)
+    np.testing.assert_array_equal(first.actions, again.actions)
+    np.testing.assert_array_equal(first.joint_positions, again.joint_positions)
