@@ -13,8 +13,9 @@ crosses at the safe height, or lower where that is out of reach (:func:`.transit
 Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
-``not_released`` (placed but still held), ``filter`` (the last step fails the geometric filter, or a vial
-has left its slot), ``replay_mismatch`` (no smoothing of the commands, not even none, succeeds on replay).
+``not_released`` (placed but still held), ``filter`` (the last step fails the geometric filter, a vial has
+left its slot, or stands in another slot than its episode's target), ``replay_mismatch`` (no smoothing of the
+commands, not even none, succeeds on replay).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.sim.config import TaskConfig
 from so101_core.sim.scene import RACK
-from so101_core.sim.task import SuccessDetector, geometric_filter, placed
+from so101_core.sim.task import SuccessDetector, geometric_filter, placed, slot_centres
 from so101_core.sim.twin import Twin
 from so101_core.sim.workshop_rule import WorkshopRule
 
@@ -398,15 +399,33 @@ class AttemptRunner:
             return AttemptOutcome(
                 False, "replay_mismatch", "the executed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
-        # the last step too, not only the latched hold (a vial may tip after it)
-        miss = self._unplaced({n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})
+        # the last step too, not only the latched hold (a vial may tip after it), and in the episode's slots
+        last = {n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()}
+        miss = self._unplaced(last)
         if miss is not None:
             name, near = miss
             detail = (
                 f"{name} left its slot after the hold" if near else f"final state of {name} fails the geometric filter"
             )
             return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
+        wrong = self._off_target(last)
+        if wrong is not None:
+            return AttemptOutcome(False, "filter", wrong, a2, q2, p2, sources, ws)
         return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws, window)
+
+    def _off_target(self, poses: dict[str, tuple[F64, F64]]) -> str | None:
+        """Why a placed vial stands in another slot than its episode's target (``poses``: name → position (3,),
+        quaternion (4,)); None when every vial is in its own."""
+        episode = self.twin.episode
+        if episode is None:
+            return None
+        rp, rq = poses[RACK]
+        centres = slot_centres(rp, rq, self.twin.config.rack)
+        for name, target in zip(self.twin.vial_names, episode.target_slots, strict=True):
+            got = int(np.argmin(np.linalg.norm(centres - np.asarray(poses[name][0])[:2], axis=1)))
+            if got != target:
+                return f"{name} stands in slot {got}, not in its target slot {target}"
+        return None
 
     def _unplaced(self, poses: dict[str, tuple[F64, F64]]) -> tuple[str, bool] | None:
         """The first vial not in a slot (:func:`placed`) among ``poses`` (name → position (3,), quaternion (4,)),

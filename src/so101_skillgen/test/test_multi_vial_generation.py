@@ -71,3 +71,26 @@ def test_generated_demos_place_every_vial(tmp_path: Path, seeds: list[SeedDemo],
 def test_seeds_of_another_task_are_refused(seeds: list[SeedDemo]) -> None:
     with pytest.raises(SkillGenError, match=r"task variant .single_vial. has"):
         Generator(seeds, load_skillgen_config(), dr=load_dr_config(), check_reach=False)
+
+
+def test_a_vial_in_another_slot_than_its_target_is_not_kept(seeds: list[SeedDemo], multi: TaskConfig) -> None:
+    """The final check of a kept demo: every vial upright in its episode's target slot; two vials swapped (each
+    standing in the other's slot) fail it, naming the first and both slots."""
+    gen = Generator(seeds, load_skillgen_config(), dr=load_dr_config(), task=multi, check_reach=False)
+    tw = gen.twin
+    tw.reset(7)
+    assert tw.episode is not None
+    rack = tw.object_poses()[RACK]
+    centres = slot_centres(rack.position, rack.quaternion, tw.config.rack)
+    targets = tw.episode.target_slots
+    upright = np.array([1.0, 0.0, 0.0, 0.0])
+
+    def standing(order: tuple[int, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        poses = {n: (np.array([*centres[order[k]], 0.06]), upright) for k, n in enumerate(tw.vial_names)}
+        return {**poses, RACK: (rack.position, rack.quaternion)}
+
+    assert gen.runner._off_target(standing(targets)) is None
+    swapped = (targets[1], targets[0], targets[2])
+    assert gen.runner._off_target(standing(swapped)) == (
+        f"vial_0 stands in slot {targets[1]}, not in its target slot {targets[0]}"
+    )
