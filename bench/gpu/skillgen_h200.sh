@@ -4,7 +4,8 @@
 # machine's cores: 1,200 kept single-vial demos under the wide DR profile, plus the cases chosen by CASES
 # (default: the multi-vial variant under both profiles, clean seeds). Each result is copied to $OUT (the device
 # tool's output folder) as soon as it exists.
-# Results: bench/results/ik_h200.json, bench/results/skillgen_h200.json (the 1,200), skillgen_h200_cases.json.
+# Results: bench/results/ik_h200.json, bench/results/skillgen_h200.json (the 1,200), skillgen_h200_cases.json
+# (the wheels to carry: bench/README.md).
 #
 # Usage, from the repository root on the GPU machine, with the venv (or the wheels) in place:
 #   bench/gpu/skillgen_h200.sh [--no-ik]            # CASES=none: only the IK and the 1,200-demo runs
