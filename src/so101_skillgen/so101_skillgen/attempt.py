@@ -250,7 +250,7 @@ class AttemptRunner:
         following place (``place``: its insertion target point and axis, world) can hold upright goes first,
         then the one needing less turn, then less raise; then the other, then the first raised 3 mm more.
         Lazily: when the seed's axis fits as it is (no turn, no raise, upright), nothing can go before it,
-        and the mirror is fitted only if that grasp fails (one fit instead of two for most grasps)."""
+        and the mirror is fitted only if that grasp fails (one fit instead of two for such a grasp)."""
         t = seg.tool_axes[0]
 
         def fit(base: F64) -> tuple[F64, float, float, float]:
