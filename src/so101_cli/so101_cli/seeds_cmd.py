@@ -57,7 +57,7 @@ def record_description(
     cameras: list[str],
     randomize: bool = True,
     max_steps: int = 0,
-    service_timeout_s: float = 10.0,
+    service_timeout_s: float = 30.0,
 ) -> LaunchDescriptionData:
     """The graph ``so101 seeds record`` runs: sim + scripted expert + seed recorder, or the recorder alone."""
     recorder: dict[str, Any] = {
@@ -138,7 +138,7 @@ def record(
     real_time_factor: float = typer.Option(0.0, "--real-time-factor", help="sim speed (overrides --fast)"),
     cameras: str = typer.Option("", "--cameras", help="cameras to render and record, e.g. ego,side,top"),
     max_steps: int = typer.Option(0, "--max-steps", help="control steps per episode (0: task.yaml's / none)"),
-    service_timeout: float = typer.Option(10.0, "--service-timeout", help="s to wait for the sim's services"),
+    service_timeout: float = typer.Option(30.0, "--service-timeout", help="s to wait for the sim's services"),
     endpoint: str = typer.Option("", "--endpoint", help="zenoh router endpoint (default: the usual one)"),
 ) -> None:
     """Record seed demos: --scripted brings up sim + expert; else teleop against the running graph."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -135,19 +136,43 @@ def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_sigkill_while_rendering_resumes_to_the_same_dataset(tmp_path: Path) -> None:
+RENDERED = (
+    f"threads: 1\nseeds: {{count: {SEEDS}, real_time_factor: 3.0}}\n"
+    f"skillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
+    "dataset: {set: {fps: 10, width: 32, height: 24, cameras: [top], workers: 1, render: {shadows: false}}}\n"
+    "train: {set: {steps: 30, batch_size: 2, num_workers: 0, dim_model: 32, dim_feedforward: 64, n_heads: 2,\n"
+    "  n_encoder_layers: 1, save_freq: 5, log_freq: 5, device: cpu, system_metrics: false}}\n"
+    "tracking: {mlflow: false}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pipeline output run up to the dataset once (seeds, demos, dataset), copied by the tests below."""
     pytest.importorskip("so101_dataset.build")
+    root = tmp_path_factory.mktemp("rendered")
+    config, out = root / "pipeline.yaml", root / "out"
+    config.write_text(RENDERED)
+    subprocess.run([*_args(config, out)[:-1], "dataset"], check=True, capture_output=True, timeout=540)
+    return out
+
+
+def _copy(rendered: Path, tmp_path: Path, drop: str) -> tuple[Path, Path]:
+    """The shared output in ``tmp_path/out`` without stage ``drop``'s output; returns (config, out)."""
     config, out = tmp_path / "pipeline.yaml", tmp_path / "out"
-    config.write_text(
-        f"threads: 1\nseeds: {{count: {SEEDS}}}\nskillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
-        "dataset: {set: {width: 32, height: 24, cameras: [top], workers: 1, render: {shadows: false}}}\n"
-        "tracking: {mlflow: false}\n"
-    )
+    config.write_text(RENDERED)
+    shutil.copytree(rendered, out)
+    shutil.rmtree(out / drop, ignore_errors=True)
+    return config, out
+
+
+def test_sigkill_while_rendering_resumes_to_the_same_dataset(rendered: Path, tmp_path: Path) -> None:
+    config, out = _copy(rendered, tmp_path, "dataset")
     args = [*_args(config, out)[:-1], "dataset"]
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     episodes = out / "dataset" / "episodes"
-    rendered = lambda: episodes.is_dir() and any(episodes.glob("episode_*/episode.json"))  # noqa: E731
-    _wait_for(rendered, 300, "a rendered episode", child)
+    rendered_one = lambda: episodes.is_dir() and any(episodes.glob("episode_*/episode.json"))  # noqa: E731
+    _wait_for(rendered_one, 300, "a rendered episode", child)
     stage = _descendants(child.pid)
     os.kill(child.pid, signal.SIGKILL)  # mid-rendering
     child.wait()
@@ -160,17 +185,9 @@ def test_sigkill_while_rendering_resumes_to_the_same_dataset(tmp_path: Path) -> 
     assert sorted(p.name for p in episodes.glob("episode_*")) == [f"episode_{i:06d}" for i in range(DEMOS)]
 
 
-def test_sigkill_while_training_resumes_to_the_requested_steps(tmp_path: Path) -> None:
-    pytest.importorskip("so101_dataset.build")
+def test_sigkill_while_training_resumes_to_the_requested_steps(rendered: Path, tmp_path: Path) -> None:
     pytest.importorskip("so101_policy.train", reason="so101_policy's training (issue 10) is not merged here yet")
-    config, out = tmp_path / "pipeline.yaml", tmp_path / "out"
-    config.write_text(
-        f"threads: 1\nseeds: {{count: {SEEDS}}}\nskillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
-        "dataset: {set: {width: 32, height: 24, cameras: [top], workers: 1, render: {shadows: false}}}\n"
-        "train: {set: {steps: 30, batch_size: 2, num_workers: 0, dim_model: 32, dim_feedforward: 64, n_heads: 2,\n"
-        "  n_encoder_layers: 1, save_freq: 5, log_freq: 5, device: cpu, system_metrics: false}}\n"
-        "tracking: {mlflow: false}\n"
-    )
+    config, out = _copy(rendered, tmp_path, "train")
     args = [*_args(config, out)[:-1], "train"]
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoints = out / "train" / "checkpoints"

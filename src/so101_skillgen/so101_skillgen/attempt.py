@@ -62,6 +62,9 @@ GRASP_TRIES = 3  # grasp variants tried per grasp (grasp_variants)
 GRASP_TURNS = (0.0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5, 0.6, -0.6)  # rad, tried in order
 CLOSE_STRIDE = 3  # targets stepped over while following a grasp to its closing pose (only that pose is used)
 PLACE_AXIS_TOLERANCE = 0.15  # rad: a grasp is chosen so that the place can hold the object this near upright
+CENTRING_GAIN = 0.2  # of the measured miss added to the place's targets per step (an integrator at the control rate)
+CENTRING_ABOVE = 0.05  # m: centring starts once the held vial's lower end is this near the rack's top
+CENTRING_MAX = 0.01  # m: the largest correction (servo sag and grasp slip are a few mm; the cells leave 6 mm)
 
 
 class AttemptError(SkillGenError):
@@ -155,7 +158,7 @@ class _Backtrack:
     pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
     more: Iterator[tuple[int, F64, float, float]] | None = None  # the current source's variants not yet fitted
     released: str | None = None  # the object the jaws had just let go of when the grasp started
-    place: tuple[F64, F64] | None = None  # the following place's insertion target (point, axis), world
+    place: tuple[F64, F64] | None = None  # the following place's start and insertion (points, axes (2, 3)), world
 
 
 class AttemptRunner:
@@ -193,16 +196,37 @@ class AttemptRunner:
         """IK along the targets, warm-started; (N, 5) rad or :class:`AttemptError` (``ik_divergence``)."""
         out = np.empty((len(points), GRIPPER_INDEX))
         q = np.asarray(q0, dtype=np.float64)
-        tol = self.cfg.ik.tolerance
         for i, (p, a) in enumerate(zip(points, axes, strict=True)):
-            res = self.tracker.solve(q, p, a, tool_p, tool_a)
-            if res.pos_error > tol:
-                raise AttemptError("ik_divergence", f"{what} step {i}: tracking error {res.pos_error:.4f} m > {tol}")
-            if np.max(np.abs(res.q - q)) > MAX_JOINT_JUMP:
-                raise AttemptError("ik_divergence", f"{what} step {i}: joint jump {np.max(np.abs(res.q - q)):.2f} rad")
-            q = res.q
-            out[i] = q
+            q = out[i] = self._track_step(q, p, a, tool_p, tool_a, f"{what} step {i}")
         return out
+
+    def _track_step(self, q: F64, p: F64, a: F64, tool_p: F64, tool_a: F64, where: str) -> F64:
+        """One warm-started IK step from ``q`` to target (``p``, ``a``); (5,) rad or ``ik_divergence``."""
+        res = self.tracker.solve(q, p, a, tool_p, tool_a)
+        tol = self.cfg.ik.tolerance
+        if res.pos_error > tol:
+            raise AttemptError("ik_divergence", f"{where}: tracking error {res.pos_error:.4f} m > {tol}")
+        jump = float(np.max(np.abs(res.q - q)))
+        if jump > MAX_JOINT_JUMP:
+            raise AttemptError("ik_divergence", f"{where}: joint jump {jump:.2f} rad")
+        return np.asarray(res.q, dtype=np.float64)
+
+    def _centring(self, held: HeldObject, cell_xy: F64) -> F64 | None:
+        """How far (xy (2,) m, world) the held vial must move to enter its cell centred: the cell centre
+        ``cell_xy`` minus where the vial's axis crosses the rack's top (its lower end while that is still above);
+        None while the lower end is more than ``CENTRING_ABOVE`` over the top, or the vial is not upright."""
+        tw = self.twin
+        pose, rack = tw.object_poses()[held.name], tw.object_poses()[RACK]
+        up = pose_to_matrix(np.concatenate(pose))[:3, 2]
+        up = up if up[2] >= 0 else -up
+        if up[2] < 0.5:
+            return None
+        top = float(rack.position[2]) + tw.config.rack.top_height
+        low = pose.position - tw.config.vial.half_length * up
+        if low[2] > top + CENTRING_ABOVE:
+            return None
+        rim = low if low[2] >= top else pose.position + (top - pose.position[2]) / up[2] * up
+        return np.asarray(cell_xy, dtype=np.float64) - rim[:2]
 
     def _solve_multistart(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> tuple[F64, float]:
         best = self.tracker.solve(q0, p, a, tool_p, tool_a)
@@ -247,8 +271,9 @@ class AttemptRunner:
 
         The seed's in-hand axis and its mirror (the jaws swapped about the cylinder, a roll by π: the moving
         jaw then sweeps on the high side) are each fitted by :meth:`grasp_axis`; one whose in-hand axis the
-        following place (``place``: its insertion target point and axis, world) can hold upright goes first,
-        then the one needing less turn, then less raise; then the other, then the first raised 3 mm more.
+        following place (``place``: its start and insertion targets, world, :meth:`_insertion`) can hold
+        upright goes first, then the one needing less turn, then less raise; then the other, then the first
+        raised 3 mm more.
         Lazily: when the seed's axis fits as it is (no turn, no raise, upright), nothing can go before it,
         and the mirror is fitted only if that grasp fails (one fit instead of two for such a grasp)."""
         t = seg.tool_axes[0]
@@ -274,18 +299,21 @@ class AttemptRunner:
         return islice(ordered(), GRASP_TRIES)
 
     def place_axis_error(self, q0: F64, tool_p: F64, tool_a: F64, place: tuple[F64, F64] | None) -> float:
-        """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's insertion axis
-        at its insertion point (``place``: world point (3,), axis (3,)); 0 without a place to follow."""
+        """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's axis at its start
+        and at its insertion (``place``: world points (M, 3), axes (M, 3)), the worse of them (π where a point is
+        out of reach); 0 without a place to follow."""
         if place is None:
             return 0.0
-        res = self.tracker.solve(q0, place[0], place[1], tool_p, tool_a)
+        return max(self._hold_error(q0, p, a, tool_p, tool_a) for p, a in zip(*place, strict=True))
+
+    def _hold_error(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> float:
+        res = self.tracker.solve(q0, p, a, tool_p, tool_a)
         if res.pos_error > self.cfg.ik.tolerance or res.axis_error > PLACE_AXIS_TOLERANCE:
             home = np.asarray(self.twin.config.robot.home[:GRIPPER_INDEX], dtype=np.float64)
             res = min(
-                (self.tracker.solve(np.array([*home[:4], roll]), place[0], place[1], tool_p, tool_a)
-                 for roll in (-1.5, 0.0, 1.5)),
+                (self.tracker.solve(np.array([*home[:4], roll]), p, a, tool_p, tool_a) for roll in (-1.5, 0.0, 1.5)),
                 key=lambda r: (r.pos_error > self.cfg.ik.tolerance, r.axis_error),
-            )  # fmt: skip
+            )
         return float(res.axis_error) if res.pos_error <= self.cfg.ik.tolerance else float(np.pi)
 
     def grasp_axis(
@@ -527,15 +555,16 @@ class AttemptRunner:
         rng: np.random.Generator,
         sources: list[dict[str, Any]],
     ) -> tuple[F64, F64] | None:
-        """The insertion target (world point (3,), axis (3,)) of the place that follows grasp ``i``: its drawn
-        source's retarget at the release (planned now, in the order the subtasks draw); None without one."""
+        """The targets (world points (2, 3), axes (2, 3)) of the place that follows grasp ``i``: its drawn
+        source's retarget at its start and at the release (planned now, in the order the subtasks draw); None
+        without one. Close to the robot the start, above the cell, may be out of reach where the release is not."""
         sig = self.library.signature
         if i + 1 >= len(sig) or sig[i + 1][0] == GRASP or sig[i + 1][2] != sig[i][1]:
             return None
         seg, points, axes, _ = self._plan(i + 1, plans, rng, sources)
         opened = np.flatnonzero(seg.gripper > self.cfg.segmentation.gripper_closed_below)
         k = max(int(opened[0]) - 1, 0) if len(opened) else len(points) - 1
-        return points[k], axes[k]
+        return points[[0, k]], axes[[0, k]]
 
     def _place(self, rec: _Recorder, i: int, held: HeldObject, q_cmd: F64, rack0: F64, source: dict[str, Any]) -> F64:
         """Run place subtask ``i`` with the drawn source; when it cannot be tracked (``ik_divergence``) or
@@ -553,8 +582,9 @@ class AttemptRunner:
             source.update(seed=seg.seed_name, place_tries=n + 1, seed_slot=seg.slot)
             h = self._held(held.name, tw.joint_positions()[:GRIPPER_INDEX])
             try:
+                cell = self._query[i][:2, 3] if seg.subtask.object == RACK else None
                 return self._subtask(
-                    rec, seg, points, axes, h.ee_to_object[:3, 3], h.ee_to_object[:3, 2], q_cmd, h, rack0
+                    rec, seg, points, axes, h.ee_to_object[:3, 3], h.ee_to_object[:3, 2], q_cmd, h, rack0, cell
                 )
             except AttemptError as fail:
                 if fail.reason not in ("ik_divergence", "collision"):
@@ -611,9 +641,12 @@ class AttemptRunner:
         q_cmd: F64,
         held: HeldObject | None,
         rack0: F64,
+        cell_xy: F64 | None = None,
     ) -> F64:
         """Transit (checked for collisions) + dwell + the tracked segment, stepped in the twin; returns the
-        last command (6,). ``held``: the object in the hand (a place), None for a grasp."""
+        last command (6,). ``held``: the object in the hand (a place), None for a grasp. ``cell_xy``: the centre
+        (2,) m, world, of the rack cell a place puts the held vial into: near the rack's top the targets follow
+        the measured miss (:meth:`_centring`), so servo sag and a tilted grasp still enter the cell centred."""
         tw, cfg = self.twin, self.cfg
         kind, obj = seg.subtask.kind, seg.subtask.object
         ee = self._ee(q_cmd[:GRIPPER_INDEX])
@@ -629,7 +662,18 @@ class AttemptRunner:
             points = points - (tw.object_poses()[held.name].position - points[0])
         q_seg = self._track(q_tr[-1], points, axes, tool_p, tool_a, f"{kind} of {obj}")
         closed_below = cfg.segmentation.gripper_closed_below
-        for q, g in zip(q_seg, seg.gripper, strict=True):
+        corr = np.zeros(3)  # m, world: the centring correction of the targets (held, into a cell)
+        q = q_tr[-1]
+        for n, g in enumerate(seg.gripper):
+            if held is not None and cell_xy is not None and g < closed_below:
+                miss = self._centring(held, cell_xy)
+                if miss is not None:
+                    corr[:2] += CENTRING_GAIN * miss
+                    corr *= min(1.0, CENTRING_MAX / max(float(np.linalg.norm(corr)), 1e-12))
+            if corr.any():
+                q = self._track_step(q, points[n] + corr, axes[n], tool_p, tool_a, f"{kind} of {obj} step {n}")
+            else:
+                q = q_seg[n]
             q_cmd = np.array([*q, g])
             rec.step(q_cmd)
             if held is None:

@@ -52,11 +52,15 @@ CROSSING_ABOVE = 0.01  # m: the lowest crossing tried stays this far above the h
 
 def crossing_heights(safe_z: float, z0: float, z1: float) -> list[float]:
     """Crossing heights (m) to try in turn: ``safe_z``, then every ``CROSSING_STEP`` lower while above both
-    end points' heights ``z0`` and ``z1`` by ``CROSSING_ABOVE``."""
+    end points' heights ``z0`` and ``z1`` by ``CROSSING_ABOVE``; last, when the destination is the higher end
+    (a place's start above its cell), its own height: the move across then ends on it, where a 5-joint arm
+    holding a vial upright close to its base can still reach (the crossings above it may be out of reach)."""
     floor = max(z0, z1) + CROSSING_ABOVE
     out = [safe_z]
     while out[-1] - CROSSING_STEP >= floor:
         out.append(out[-1] - CROSSING_STEP)
+    if z1 >= z0 + CROSSING_ABOVE and out[-1] - z1 > 1e-4:
+        out.append(z1)
     return out
 
 
