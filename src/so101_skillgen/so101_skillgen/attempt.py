@@ -63,7 +63,7 @@ GRASP_TURNS = (0.0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5, 0.6, 
 CLOSE_STRIDE = 3  # targets stepped over while following a grasp to its closing pose (only that pose is used)
 PLACE_AXIS_TOLERANCE = 0.15  # rad: a grasp is chosen so that the place can hold the object this near upright
 CENTRING_GAIN = 0.2  # of the measured miss added to the place's targets per step (an integrator at the control rate)
-CENTRING_ABOVE = 0.05  # m: centring starts once the held vial's lower end is this near the rack's top
+CENTRING_ABOVE = 0.05  # m: centring runs while the held vial's lower end is this near above the rack's top
 CENTRING_MAX = 0.01  # m: the largest correction (servo sag and grasp slip are a few mm; the cells leave 6 mm)
 
 
@@ -213,8 +213,9 @@ class AttemptRunner:
 
     def _centring(self, held: HeldObject, cell_xy: F64) -> F64 | None:
         """How far (xy (2,) m, world) the held vial must move to enter its cell centred: the cell centre
-        ``cell_xy`` minus where the vial's axis crosses the rack's top (its lower end while that is still above);
-        None while the lower end is more than ``CENTRING_ABOVE`` over the top, or the vial is not upright."""
+        ``cell_xy`` minus the vial's lower end, while that end is between the rack's top and ``CENTRING_ABOVE``
+        over it; None elsewhere (inside the cell the walls guide it, and a correction there would lean it) or
+        when the vial is not upright."""
         tw = self.twin
         pose, rack = tw.object_poses()[held.name], tw.object_poses()[RACK]
         up = pose_to_matrix(np.concatenate(pose))[:3, 2]
@@ -223,10 +224,9 @@ class AttemptRunner:
             return None
         top = float(rack.position[2]) + tw.config.rack.top_height
         low = pose.position - tw.config.vial.half_length * up
-        if low[2] > top + CENTRING_ABOVE:
+        if not top <= low[2] <= top + CENTRING_ABOVE:
             return None
-        rim = low if low[2] >= top else pose.position + (top - pose.position[2]) / up[2] * up
-        return np.asarray(cell_xy, dtype=np.float64) - rim[:2]
+        return np.asarray(cell_xy, dtype=np.float64) - low[:2]
 
     def _solve_multistart(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> tuple[F64, float]:
         best = self.tracker.solve(q0, p, a, tool_p, tool_a)
