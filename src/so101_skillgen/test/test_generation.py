@@ -297,10 +297,10 @@ def test_an_attempt_does_not_depend_on_the_attempts_run_before_it(seeds: list[Se
 def test_a_place_aimed_beside_its_cell_is_steered_into_it(
     seeds: list[SeedDemo], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Servo sag, a slipped grasp or a tilted hold put the vial beside its cell; near the rack's top the place
-    follows the measured miss (``_centring``). Aimed 11 mm off (the cell leaves 6 mm around a vial), the vial is
-    released within 3 mm of the cell's centre; with the correction switched off it is released where it was
-    aimed, on the wall."""
+    """Servo sag, a slipped grasp or a tilted hold put the vial beside its cell; just above the rack's top the
+    place follows the measured miss of the vial's lower end (``_centring``). Aimed 11 mm off (the cell leaves
+    6 mm around a vial), the vial is released within 3 mm of the cell's centre; with the correction switched off
+    it is released where it was aimed, on the wall."""
     from so101_core.sim.task import slot_centres
     from so101_skillgen.library import SourceSegment
     from so101_skillgen.segmentation import GRASP
