@@ -158,7 +158,7 @@ class _Backtrack:
     pending: list[int] = field(default_factory=list)  # k-nearest sources whose variants are not listed yet
     more: Iterator[tuple[int, F64, float, float]] | None = None  # the current source's variants not yet fitted
     released: str | None = None  # the object the jaws had just let go of when the grasp started
-    place: tuple[F64, F64] | None = None  # the following place's start and insertion (points, axes (2, 3)), world
+    place: tuple[F64, F64] | None = None  # the following place's insertion and start (points, axes (2, 3)), world
 
 
 class AttemptRunner:
@@ -299,12 +299,17 @@ class AttemptRunner:
         return islice(ordered(), GRASP_TRIES)
 
     def place_axis_error(self, q0: F64, tool_p: F64, tool_a: F64, place: tuple[F64, F64] | None) -> float:
-        """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's axis at its start
-        and at its insertion (``place``: world points (M, 3), axes (M, 3)), the worse of them (π where a point is
-        out of reach); 0 without a place to follow."""
+        """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's axis at its
+        insertion and at its start (``place``: world points (M, 3), axes (M, 3)), the worse of them (π where a
+        point is out of reach; past ``PLACE_AXIS_TOLERANCE`` the first such error); 0 without a place to follow."""
         if place is None:
             return 0.0
-        return max(self._hold_error(q0, p, a, tool_p, tool_a) for p, a in zip(*place, strict=True))
+        worst = 0.0
+        for p, a in zip(*place, strict=True):
+            worst = max(worst, self._hold_error(q0, p, a, tool_p, tool_a))
+            if worst > PLACE_AXIS_TOLERANCE:
+                break  # not upright already: the verdict is all a grasp variant uses
+        return worst
 
     def _hold_error(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> float:
         res = self.tracker.solve(q0, p, a, tool_p, tool_a)
@@ -556,7 +561,7 @@ class AttemptRunner:
         sources: list[dict[str, Any]],
     ) -> tuple[F64, F64] | None:
         """The targets (world points (2, 3), axes (2, 3)) of the place that follows grasp ``i``: its drawn
-        source's retarget at its start and at the release (planned now, in the order the subtasks draw); None
+        source's retarget at the release and at its start (planned now, in the order the subtasks draw); None
         without one. Close to the robot the start, above the cell, may be out of reach where the release is not."""
         sig = self.library.signature
         if i + 1 >= len(sig) or sig[i + 1][0] == GRASP or sig[i + 1][2] != sig[i][1]:
@@ -564,7 +569,7 @@ class AttemptRunner:
         seg, points, axes, _ = self._plan(i + 1, plans, rng, sources)
         opened = np.flatnonzero(seg.gripper > self.cfg.segmentation.gripper_closed_below)
         k = max(int(opened[0]) - 1, 0) if len(opened) else len(points) - 1
-        return points[[0, k]], axes[[0, k]]
+        return points[[k, 0]], axes[[k, 0]]
 
     def _place(self, rec: _Recorder, i: int, held: HeldObject, q_cmd: F64, rack0: F64, source: dict[str, Any]) -> F64:
         """Run place subtask ``i`` with the drawn source; when it cannot be tracked (``ik_divergence``) or
