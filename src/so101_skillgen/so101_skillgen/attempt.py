@@ -312,6 +312,8 @@ class AttemptRunner:
         return worst
 
     def _hold_error(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> float:
+        """Axis error (rad) holding ``tool_a`` on axis ``a`` at point ``p`` (π when out of reach), from ``q0``
+        and, when that falls short, from home at three wrist rolls."""
         res = self.tracker.solve(q0, p, a, tool_p, tool_a)
         if res.pos_error > self.cfg.ik.tolerance or res.axis_error > PLACE_AXIS_TOLERANCE:
             home = np.asarray(self.twin.config.robot.home[:GRIPPER_INDEX], dtype=np.float64)
@@ -650,8 +652,8 @@ class AttemptRunner:
     ) -> F64:
         """Transit (checked for collisions) + dwell + the tracked segment, stepped in the twin; returns the
         last command (6,). ``held``: the object in the hand (a place), None for a grasp. ``cell_xy``: the centre
-        (2,) m, world, of the rack cell a place puts the held vial into: near the rack's top the targets follow
-        the measured miss (:meth:`_centring`), so servo sag and a tilted grasp still enter the cell centred."""
+        (2,) m, world, of the rack cell a place puts the held vial into: just above the rack's top the targets
+        follow the measured miss (:meth:`_centring`), so servo sag and a tilted grasp still enter the cell centred."""
         tw, cfg = self.twin, self.cfg
         kind, obj = seg.subtask.kind, seg.subtask.object
         ee = self._ee(q_cmd[:GRIPPER_INDEX])
