@@ -30,6 +30,7 @@ import numpy as np
 from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.sim.config import TaskConfig
+from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.scene import RACK
 from so101_core.sim.task import SuccessDetector, geometric_filter, placed, slot_centres
 from so101_core.sim.twin import Twin
@@ -218,7 +219,7 @@ class AttemptRunner:
         when the vial is not upright."""
         tw = self.twin
         pose, rack = tw.object_poses()[held.name], tw.object_poses()[RACK]
-        up = pose_to_matrix(np.concatenate(pose))[:3, 2]
+        up = quat_to_mat(pose.quaternion)[:, 2]
         up = up if up[2] >= 0 else -up
         if up[2] < 0.5:
             return None
@@ -677,7 +678,7 @@ class AttemptRunner:
                 if miss is not None:
                     corr[:2] += CENTRING_GAIN * miss
                     corr *= min(1.0, CENTRING_MAX / max(float(np.linalg.norm(corr)), 1e-12))
-            if corr.any():
+            if corr.any():  # the pre-tracked q_seg proved the whole segment reachable; re-solve the shifted target
                 q = self._track_step(q, points[n] + corr, axes[n], tool_p, tool_a, f"{kind} of {obj} step {n}")
             else:
                 q = q_seg[n]
