@@ -80,6 +80,7 @@ def skillgen(
     variants: str = typer.Option("single_vial,multi_vial", "--variants", help="task.yaml variants of the cases"),
     profiles: str = typer.Option("default,wide", "--profiles", help="dr.yaml profiles of the cases"),
     noise: str = typer.Option("0,5,10", "--noise", help="seed joint noise of the cases, mrad"),
+    bound_scenes: int = typer.Option(40, "--bound-scenes", help="scenes judged by the upright bound per clean case"),
     label: str = typer.Option("", "--label", help="result name suffix: skillgen_<label>.json"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/skillgen[_<label>].json"),
@@ -100,6 +101,7 @@ def skillgen(
         workers=workers,
         large=large,
         large_profile=None if large_profile in ("", "default") else large_profile,
+        bound_scenes=bound_scenes,
         **grid,
     )
     _report(f"skillgen_{label}" if label else "skillgen", result, as_json, save)

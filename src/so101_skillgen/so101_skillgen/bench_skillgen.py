@@ -6,7 +6,9 @@ and 10 mrad on the seed's channels, a shaky teleoperator). Seeds come from the s
 scene distribution (scene seeds 10_000 + i, successful, not partly done; failed expert episodes are
 counted in ``expert``). Yield = kept ÷ attempted with our rule (``yield``) and kept demos that also pass
 the upstream workshop rule ÷ attempted (``yield_workshop``). ``kept_per_min_per_core`` is kept demos per
-CPU-minute of one worker (one worker is one core).
+CPU-minute of one worker (one worker is one core). ``upright_bound`` (:mod:`.upright`): the share of the case's
+scenes (seeds 0 … ``bound_scenes`` - 1) whose every target slot the arm can hold a vial upright over with some
+grasp of the vial lying on the mat, an upper bound on any generator's yield there.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from .errors import SkillGenError
 from .executors import make_executor
 from .generation import Generator
 from .seeds_from_sim import seed_from_record
+from .tracking import make_tracker
+from .upright import upright_bound
 
 GOALS = {
     "yield_single_wide_workshop_min": 0.90,
@@ -84,12 +88,15 @@ def run_case(
     cfg: SkillGenConfig | None = None,
     sim: SimConfig | None = None,
     dr: DRConfig | None = None,
+    bound_scenes: int = 40,
 ) -> dict[str, Any]:
-    """One case: seeds on the case's scenes, then generate ``num_demos``; a JSON-ready dict."""
+    """One case: the upright bound over ``bound_scenes`` scenes (0: none), seeds on the case's scenes, then
+    generate ``num_demos``; a JSON-ready dict."""
     cfg = cfg or load_skillgen_config()
     dr = dr or load_dr_config(profile=profile)
     task = load_task_config(variant=variant)
     twin = Twin(sim, dr, task)
+    bound = upright_bound(twin, make_tracker(twin, cfg.ik), bound_scenes) if bound_scenes > 0 else None
     demos, expert = expert_seeds(twin, num_seeds)
     rng = np.random.default_rng(int(noise_mrad * 1000) + 7)
     demos = [noisy(d, noise_mrad, rng) for d in demos]
@@ -130,6 +137,7 @@ def run_case(
         "setup_cpu_s": round(time.process_time() - c0 - cpu, 3),
         "expert": expert,
         "worker_restarts": summary.worker_restarts,
+        "upright_bound": bound.to_json() if bound is not None else None,
     }
 
 
@@ -143,6 +151,7 @@ def run_skillgen_benchmark(
     workers: int = 1,
     large: int = 0,
     large_profile: str | None = None,
+    bound_scenes: int = 40,
 ) -> dict[str, Any]:
     """Every variant × profile × noise case, each on ``workers`` local processes; ``large`` > 0 adds one
     clean run of that many kept demos with DR profile ``large_profile`` (the H200 figure). Headline keys on
@@ -154,7 +163,7 @@ def run_skillgen_benchmark(
                 key = f"{variant.split('_')[0]}_{prof or 'default'}_noise{int(mrad)}"
                 cases[key] = run_case(
                     variant=variant, profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos,
-                    workers=workers,
+                    workers=workers, bound_scenes=bound_scenes if mrad == 0 else 0,
                 )  # fmt: skip
     out: dict[str, Any] = {}
     headline = {  # key: (case, figure of that case)
@@ -170,9 +179,14 @@ def run_skillgen_benchmark(
     }
     for key, (case, figure) in headline.items():
         out[key] = cases[case][figure] if case in cases else None
+    for case in ("single_wide_noise0", "multi_wide_noise0"):
+        if cases.get(case, {}).get("upright_bound"):
+            out[f"upright_bound_{case.split('_')[0]}_wide"] = cases[case]["upright_bound"]["yield_upper_bound"]
     out["cases"] = cases
     if large > 0:
-        out["large"] = run_case(profile=large_profile, num_seeds=num_seeds, num_demos=large, workers=workers)
+        out["large"] = run_case(
+            profile=large_profile, num_seeds=num_seeds, num_demos=large, workers=workers, bound_scenes=0
+        )
     out["cpu_count"] = os.cpu_count()
     out["goals"] = GOALS
     return out
