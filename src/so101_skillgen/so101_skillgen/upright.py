@@ -7,11 +7,12 @@ each θ the vial stands upright at one pitch of the approach only, and close to 
 reach whatever θ; and the vial's pose on the mat limits the θ the arm can grasp it with. A vial's target slot is
 *fillable* when some θ (every ``THETA_STEP``) and grasp point along the vial (the planned one or ``ALONG_SHIFTS``
 from it) let the arm both grasp the vial where it lies (jaw point on its axis, approach from above:
-``APPROACH_DOWN``) and hold it upright (within ``AXIS_TOLERANCE``) with its centre
-over the slot at the release and where it enters the cell (lower end ``ENTRY_ABOVE`` over the rack's top). The
-judgement is generous: no jaw clearance on the mat, no collision, no physics. A scene with a vial whose slot is
-not fillable fails for every generator that grasps the vials lying on the mat, so the fraction of scenes whose
-vials are all fillable is an upper bound on the yield of the scene distribution (task variant x DR profile).
+``APPROACH_DOWN``) and hold it upright (within ``PLACE_AXIS_TOLERANCE``) with its centre over the slot at the
+release and where it enters the cell (lower end ``ENTRY_ABOVE`` over the rack's top). The judgement is generous
+(no jaw clearance on the mat, no collision, no physics), so a scene with a vial whose slot is not fillable fails
+for every generator that grasps the vials lying on the mat from above at those points, and the fraction of
+scenes whose vials are all fillable is an upper bound on such a generator's yield over the scene distribution
+(task variant x DR profile).
 Looser still, ``entry_only`` also counts a vial that can only be held upright at the cell's entry (let go there,
 it would have to fall 3 cm into a cell 6 mm wider than itself and stand).
 """
@@ -28,11 +29,12 @@ from so101_core.sim.scene import RACK
 from so101_core.sim.task import slot_centres
 from so101_core.sim.twin import Twin
 
+from .attempt import PLACE_AXIS_TOLERANCE
 from .tracking import Tracker
 
 THETA_STEP = np.deg2rad(5.0)  # rad between the in-hand axes tried
-AXIS_TOLERANCE = 0.15  # rad: held this near upright (attempt.PLACE_AXIS_TOLERANCE)
 POSITION_TOLERANCE = 0.002  # m
+GRASP_AXIS_TOLERANCE = 0.05  # rad: the in-hand axis on the lying vial's axis at the grasp
 RELEASE_GAP = 0.004  # m between the vial's lower end and the cell floor at the release (the expert's seat gap)
 ENTRY_ABOVE = 0.005  # m: the vial enters its cell upright from this high over the rack's top
 ROLLS = (0.0, -1.5, 1.5)  # rad: wrist rolls of the home pose the solves start from
@@ -85,7 +87,7 @@ def fillable(tracker: Tracker, home: F64, jaw: F64, along: float, vial: tuple[F6
     for a in in_hand_axes():
         if vial is not None and not _grasps(tracker, starts, (vial[0] + along * vial[1], vial[1]), jaw, a):
             continue
-        if all(_holds(tracker, starts, p, up, jaw - along * a, a, AXIS_TOLERANCE) for p in points):
+        if all(_holds(tracker, starts, p, up, jaw - along * a, a) for p in points):
             return True
     return False
 
@@ -94,15 +96,16 @@ def _grasps(tracker: Tracker, starts: list[F64], grasp: tuple[F64, F64], jaw: F6
     for q in starts:
         res = tracker.solve(q, grasp[0], grasp[1], jaw, axis)
         approach = tracker.fk(res.q[None])[0][:3, 0]  # the EE x axis: along the jaws
-        if res.pos_error <= POSITION_TOLERANCE and res.axis_error <= 0.05 and approach[2] <= -APPROACH_DOWN:
+        ok = res.pos_error <= POSITION_TOLERANCE and res.axis_error <= GRASP_AXIS_TOLERANCE
+        if ok and approach[2] <= -APPROACH_DOWN:
             return True
     return False
 
 
-def _holds(tracker: Tracker, starts: list[F64], p: F64, up: F64, tool_point: F64, axis: F64, tol: float) -> bool:
+def _holds(tracker: Tracker, starts: list[F64], p: F64, up: F64, tool_point: F64, axis: F64) -> bool:
     for q in starts:
         res = tracker.solve(q, p, up, tool_point, axis)
-        if res.pos_error <= POSITION_TOLERANCE and res.axis_error <= tol:
+        if res.pos_error <= POSITION_TOLERANCE and res.axis_error <= PLACE_AXIS_TOLERANCE:
             return True
     return False
 
