@@ -82,30 +82,41 @@ def fillable(tracker: Tracker, home: F64, jaw: F64, along: float, vial: tuple[F6
     ``vial[1]`` (3,), world (None: already in the hand, not judged), the jaw point (EE frame ``jaw`` (3,) m)
     ``along`` m up its axis from the centre, then hold it upright with its centre at each of ``points``
     (K, 3) m, world; every solve from ``home`` (5,) at the ``ROLLS``."""
+    return _fill(tracker, home, jaw, along, vial, points)[0]
+
+
+def _fill(
+    tracker: Tracker, home: F64, jaw: F64, along: float, vial: tuple[F64, F64] | None, points: F64
+) -> tuple[bool, bool]:
+    """(:func:`fillable` at every one of ``points``, at the last of them alone), each grasp solved once."""
     up = np.array([0.0, 0.0, 1.0])
     starts = [np.array([*home[:4], roll]) for roll in ROLLS]
+    last = False
     for a in in_hand_axes():
-        if vial is not None and not _grasps(tracker, starts, (vial[0] + along * vial[1], vial[1]), jaw, a):
+        if vial is not None:
+            grasp = vial[0] + along * vial[1]
+            if not _reaches(tracker, starts, grasp, vial[1], jaw, a, GRASP_AXIS_TOLERANCE, down=True):
+                continue
+        centre = jaw - along * a
+        if not _reaches(tracker, starts, points[-1], up, centre, a, PLACE_AXIS_TOLERANCE):
             continue
-        if all(_holds(tracker, starts, p, up, jaw - along * a, a) for p in points):
-            return True
-    return False
+        last = True
+        if all(_reaches(tracker, starts, p, up, centre, a, PLACE_AXIS_TOLERANCE) for p in points[:-1]):
+            return True, True
+    return False, last
 
 
-def _grasps(tracker: Tracker, starts: list[F64], grasp: tuple[F64, F64], jaw: F64, axis: F64) -> bool:
+def _reaches(
+    tracker: Tracker, starts: list[F64], p: F64, axis: F64, tool_point: F64, tool_axis: F64, tol: float,
+    down: bool = False,
+) -> bool:  # fmt: skip
+    """Whether a solve from one of ``starts`` puts ``tool_point`` on ``p`` (``POSITION_TOLERANCE``) and
+    ``tool_axis`` within ``tol`` rad of ``axis``; ``down``: with the approach (EE x) ``APPROACH_DOWN`` below level."""
     for q in starts:
-        res = tracker.solve(q, grasp[0], grasp[1], jaw, axis)
-        approach = tracker.fk(res.q[None])[0][:3, 0]  # the EE x axis: along the jaws
-        ok = res.pos_error <= POSITION_TOLERANCE and res.axis_error <= GRASP_AXIS_TOLERANCE
-        if ok and approach[2] <= -APPROACH_DOWN:
-            return True
-    return False
-
-
-def _holds(tracker: Tracker, starts: list[F64], p: F64, up: F64, tool_point: F64, axis: F64) -> bool:
-    for q in starts:
-        res = tracker.solve(q, p, up, tool_point, axis)
-        if res.pos_error <= POSITION_TOLERANCE and res.axis_error <= PLACE_AXIS_TOLERANCE:
+        res = tracker.solve(q, p, axis, tool_point, tool_axis)
+        if res.pos_error > POSITION_TOLERANCE or res.axis_error > tol:
+            continue
+        if not down or tracker.fk(res.q[None])[0][2, 0] <= -APPROACH_DOWN:
             return True
     return False
 
@@ -139,9 +150,15 @@ def upright_bound(twin: Twin, tracker: Tracker, scenes: int, first_seed: int = 0
         for name, in_hand, points in zip(twin.vial_names, held, slot_points(twin), strict=True):
             pose = poses[name]
             vial = None if in_hand else (pose.position, quat_to_mat(pose.quaternion)[:, 2])
-            if not any(fillable(tracker, home, jaw, along, vial, points) for along in alongs):
+            entry = False
+            for along in alongs:
+                full, at_entry = _fill(tracker, home, jaw, along, vial, points)
+                entry = entry or at_entry
+                if full:
+                    break
+            else:
                 bad.append(float(np.linalg.norm(points[0, :2])))
-                bad_entry = bad_entry or not any(fillable(tracker, home, jaw, a, vial, points[1:]) for a in alongs)
+                bad_entry = bad_entry or not entry
         ok += not bad
         entry_ok += not bad_entry
         radii += bad
