@@ -102,6 +102,7 @@ def skillgen(
         large=large,
         large_profile=None if large_profile in ("", "default") else large_profile,
         bound_scenes=bound_scenes,
+        on_case=lambda key, case: typer.echo(f"case {key}: {json.dumps(case)}", err=True),
         **grid,
     )
     _report(f"skillgen_{label}" if label else "skillgen", result, as_json, save)

@@ -7,7 +7,9 @@ A grasp is tried in a few variants (:meth:`AttemptRunner.grasp_variants`: the se
 mirror, turned about the jaw line so the pads sweep no lower than in the seed, raised ≤ 5 mm;
 :mod:`.clearance` says why a 5-joint arm needs this; first one with which the following place can hold the
 object upright over its slot) from a twin snapshot, and a place that cannot be tracked tries the other
-k-nearest sources; the recording keeps only what was finally executed, so replays stay exact. A transit
+k-nearest sources; the recording keeps only what was finally executed, so replays stay exact. A place whose
+release depth is out of the arm's upright reach (close to the base) lets the vial go higher, no more than
+``DROP_ABOVE`` over the rack's top, so it drops into its cell (:meth:`AttemptRunner._track_segment`). A transit
 crosses at the safe height, or lower where that is out of reach (:func:`.transit.crossing_heights`).
 
 Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error above ``ik.tolerance``),
@@ -66,6 +68,8 @@ PLACE_AXIS_TOLERANCE = 0.15  # rad: a grasp is chosen so that the place can hold
 CENTRING_GAIN = 0.2  # of the measured miss added to the place's targets per step (an integrator at the control rate)
 CENTRING_ABOVE = 0.05  # m: centring runs while the held vial's lower end is this near above the rack's top
 CENTRING_MAX = 0.01  # m: the largest correction (servo sag and grasp slip are a few mm; the cells leave 6 mm)
+DROP_ABOVE = 0.005  # m: the highest a vial is let go, its lower end over the rack's top (it drops into its cell)
+DROP_LEVELS = (0.25, 0.5, 0.75, 1.0)  # tried release heights, as fractions from the planned one to DROP_ABOVE
 
 
 class AttemptError(SkillGenError):
@@ -146,7 +150,8 @@ def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple
 @dataclass
 class _Backtrack:
     """Where a grasp started (twin state, recording mark, command) and its variants, tried in order (those of
-    the drawn source, then of the other k-nearest sources)."""
+    the drawn source, then of the other k-nearest sources); when none works, each again with ``drop`` set (the
+    following place may let its vial drop into the cell)."""
 
     slot: int
     state: tuple[Any, int]
@@ -160,6 +165,7 @@ class _Backtrack:
     more: Iterator[tuple[int, F64, float, float]] | None = None  # the current source's variants not yet fitted
     released: str | None = None  # the object the jaws had just let go of when the grasp started
     place: tuple[F64, F64] | None = None  # the following place's insertion and start (points, axes (2, 3)), world
+    drop: bool = False
 
 
 class AttemptRunner:
@@ -200,6 +206,31 @@ class AttemptRunner:
         for i, (p, a) in enumerate(zip(points, axes, strict=True)):
             q = out[i] = self._track_step(q, p, a, tool_p, tool_a, f"{what} step {i}")
         return out
+
+    def _track_segment(
+        self, q0: F64, points: F64, axes: F64, tool_p: F64, tool_a: F64, what: str, drop: bool = False
+    ) -> tuple[F64, F64, float]:
+        """:meth:`_track` of a segment's targets, returned with them and how far (m) they were raised. ``drop``:
+        a place into a rack cell that cannot be tracked down to its release is tracked with its targets (the held
+        vial's centre) floored at the first of ``DROP_LEVELS`` that can, up to the vial's lower end ``DROP_ABOVE``
+        over the rack's top: the gripper opens there as planned and the vial drops into the cell."""
+        try:
+            return self._track(q0, points, axes, tool_p, tool_a, what), points, 0.0
+        except AttemptError as fail:
+            if not drop or fail.reason != "ik_divergence":
+                raise
+            tw = self.twin
+            top = float(tw.object_poses()[RACK].position[2]) + tw.config.rack.top_height
+            low, high = float(points[:, 2].min()), top + DROP_ABOVE + tw.config.vial.half_length
+            for level in DROP_LEVELS if high > low else ():
+                floored = points.copy()
+                floored[:, 2] = np.maximum(points[:, 2], low + level * (high - low))
+                try:
+                    q_seg = self._track(q0, floored, axes, tool_p, tool_a, what)
+                except AttemptError:
+                    continue
+                return q_seg, floored, level * (high - low)
+            raise
 
     def _track_step(self, q: F64, p: F64, a: F64, tool_p: F64, tool_a: F64, where: str) -> F64:
         """One warm-started IK step from ``q`` to target (``p``, ``a``); (5,) rad or ``ik_divergence``."""
@@ -477,7 +508,8 @@ class AttemptRunner:
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
         grasp's in-hand pose cannot reach or finish) returns the twin to that grasp's start and tries its
-        next variant (:meth:`grasp_variants`); the recording keeps only what was finally executed, and the
+        next variant (:meth:`grasp_variants`), and when none is left every variant again with its place allowed
+        to drop the vial (:class:`_Backtrack`); the recording keeps only what was finally executed, and the
         first variant's failure is raised when none succeeds."""
         tw, lib = self.twin, self.library
         q_cmd = tw.joint_targets()
@@ -508,7 +540,8 @@ class AttemptRunner:
                     else:
                         if held is None or held.name != seg.subtask.held:
                             raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
-                        q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1])
+                        drop = back is None or back.drop  # no grasp to vary: a partly-done start
+                        q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1], drop)
                         self._released, held = held.name, None
                     i += 1
                 self._settle(rec, q_cmd)
@@ -518,7 +551,9 @@ class AttemptRunner:
                     raise
                 back.first = back.first or fail
                 if not self._expand(back, back.q_cmd, plans[back.slot][3]):
-                    raise back.first from None
+                    if back.drop or not back.variants:
+                        raise back.first from None
+                    back.drop, back.tried = True, 0  # every variant once more, its place allowed to drop
                 tw.restore(back.state)
                 rec.rewind(back.mark)
                 i, q_cmd, held, self._released = back.slot, back.q_cmd, None, back.released
@@ -574,10 +609,13 @@ class AttemptRunner:
         k = max(int(opened[0]) - 1, 0) if len(opened) else len(points) - 1
         return points[[k, 0]], axes[[k, 0]]
 
-    def _place(self, rec: _Recorder, i: int, held: HeldObject, q_cmd: F64, rack0: F64, source: dict[str, Any]) -> F64:
+    def _place(
+        self, rec: _Recorder, i: int, held: HeldObject, q_cmd: F64, rack0: F64, source: dict[str, Any], drop: bool
+    ) -> F64:
         """Run place subtask ``i`` with the drawn source; when it cannot be tracked (``ik_divergence``) or
         collides, the twin goes back to the place's start and the other k-nearest sources are tried in
-        turn (``source["place_tries"]``); the drawn source's failure is raised when none works."""
+        turn (``source["place_tries"]``); the drawn source's failure is raised when none works. ``drop``: a
+        place into a cell may let the vial drop from higher (:meth:`_track_segment`, ``source["drop_m"]``)."""
         tw = self.twin
         state, mark = tw.snapshot(), rec.mark()
         first: AttemptError | None = None
@@ -588,11 +626,13 @@ class AttemptRunner:
             seg = self.library.slots[i][j]
             points, axes = seg.retarget(self._query[i])
             source.update(seed=seg.seed_name, place_tries=n + 1, seed_slot=seg.slot)
+            source.pop("drop_m", None)
             h = self._held(held.name, tw.joint_positions()[:GRIPPER_INDEX])
+            cell = self._query[i][:2, 3] if seg.subtask.object == RACK else None
             try:
-                cell = self._query[i][:2, 3] if seg.subtask.object == RACK else None
+                tool_p, tool_a = h.ee_to_object[:3, 3], h.ee_to_object[:3, 2]
                 return self._subtask(
-                    rec, seg, points, axes, h.ee_to_object[:3, 3], h.ee_to_object[:3, 2], q_cmd, h, rack0, cell
+                    rec, seg, points, axes, tool_p, tool_a, q_cmd, h, rack0, cell, source if drop else None
                 )
             except AttemptError as fail:
                 if fail.reason not in ("ik_divergence", "collision"):
@@ -650,11 +690,14 @@ class AttemptRunner:
         held: HeldObject | None,
         rack0: F64,
         cell_xy: F64 | None = None,
+        drop_note: dict[str, Any] | None = None,
     ) -> F64:
         """Transit (checked for collisions) + dwell + the tracked segment, stepped in the twin; returns the
         last command (6,). ``held``: the object in the hand (a place), None for a grasp. ``cell_xy``: the centre
         (2,) m, world, of the rack cell a place puts the held vial into: just above the rack's top the targets
-        follow the measured miss (:meth:`_centring`), so servo sag and a tilted grasp still enter the cell centred."""
+        follow the measured miss (:meth:`_centring`), so servo sag and a tilted grasp still enter the cell
+        centred. ``drop_note`` given: a place whose release is out of reach may drop the vial from higher
+        (:meth:`_track_segment`), noted there as ``drop_m``."""
         tw, cfg = self.twin, self.cfg
         kind, obj = seg.subtask.kind, seg.subtask.object
         ee = self._ee(q_cmd[:GRIPPER_INDEX])
@@ -668,7 +711,10 @@ class AttemptRunner:
             self._monitor(held, rack0)
         if held is not None:  # servo sag / grasp offset: shift the targets by the measured miss
             points = points - (tw.object_poses()[held.name].position - points[0])
-        q_seg = self._track(q_tr[-1], points, axes, tool_p, tool_a, f"{kind} of {obj}")
+        may_drop = drop_note is not None and cell_xy is not None
+        q_seg, points, drop = self._track_segment(q_tr[-1], points, axes, tool_p, tool_a, f"{kind} of {obj}", may_drop)
+        if drop > 0 and drop_note is not None:
+            drop_note["drop_m"] = round(drop, 4)
         closed_below = cfg.segmentation.gripper_closed_below
         corr = np.zeros(3)  # m, world: the centring correction of the targets (held, into a cell)
         q = q_tr[-1]

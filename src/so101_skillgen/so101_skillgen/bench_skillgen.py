@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -152,10 +152,11 @@ def run_skillgen_benchmark(
     large: int = 0,
     large_profile: str | None = None,
     bound_scenes: int = 40,
+    on_case: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Every variant × profile × noise case, each on ``workers`` local processes; ``large`` > 0 adds one
     clean run of that many kept demos with DR profile ``large_profile`` (the H200 figure). Headline keys on
-    top."""
+    top. ``on_case(key, case)`` is called as each case finishes (a long run cut short keeps what it did)."""
     cases: dict[str, Any] = {}
     for variant in variants:
         for prof in profiles:
@@ -165,6 +166,8 @@ def run_skillgen_benchmark(
                     variant=variant, profile=prof, noise_mrad=mrad, num_seeds=num_seeds, num_demos=num_demos,
                     workers=workers, bound_scenes=bound_scenes if mrad == 0 else 0,
                 )  # fmt: skip
+                if on_case is not None:
+                    on_case(key, cases[key])
     out: dict[str, Any] = {}
     headline = {  # key: (case, figure of that case)
         "yield_single_wide_workshop": ("single_wide_noise0", "yield_workshop"),
@@ -181,12 +184,16 @@ def run_skillgen_benchmark(
         out[key] = cases[case][figure] if case in cases else None
     for case in ("single_wide_noise0", "multi_wide_noise0"):
         if cases.get(case, {}).get("upright_bound"):
-            out[f"upright_bound_{case.split('_')[0]}_wide"] = cases[case]["upright_bound"]["yield_upper_bound"]
+            bound = cases[case]["upright_bound"]
+            out[f"upright_bound_{case.split('_')[0]}_wide"] = bound["yield_upper_bound"]
+            out[f"upright_bound_entry_only_{case.split('_')[0]}_wide"] = bound["yield_upper_bound_entry_only"]
     out["cases"] = cases
     if large > 0:
         out["large"] = run_case(
             profile=large_profile, num_seeds=num_seeds, num_demos=large, workers=workers, bound_scenes=0
         )
+        if on_case is not None:
+            on_case("large", out["large"])
     out["cpu_count"] = os.cpu_count()
     out["goals"] = GOALS
     return out

@@ -8,13 +8,14 @@ reach whatever θ; and the vial's pose on the mat limits the θ the arm can gras
 *fillable* when some θ (every ``THETA_STEP``) and grasp point along the vial (the planned one or ``ALONG_SHIFTS``
 from it) let the arm both grasp the vial where it lies (jaw point on its axis, approach from above:
 ``APPROACH_DOWN``) and hold it upright (within ``PLACE_AXIS_TOLERANCE``) with its centre over the slot at the
-release and where it enters the cell (lower end ``ENTRY_ABOVE`` over the rack's top). The judgement is generous
+release and where it enters the cell (lower end ``DROP_ABOVE`` over the rack's top). The judgement is generous
 (no jaw clearance on the mat, no collision, no physics), so a scene with a vial whose slot is not fillable fails
 for every generator that grasps the vials lying on the mat from above at those points, and the fraction of
 scenes whose vials are all fillable is an upper bound on such a generator's yield over the scene distribution
 (task variant x DR profile).
-Looser still, ``entry_only`` also counts a vial that can only be held upright at the cell's entry (let go there,
-it would have to fall 3 cm into a cell 6 mm wider than itself and stand).
+Looser, ``entry_only`` also counts a vial that can only be held upright at the cell's entry: the generator lets
+such a vial drop into its cell (:mod:`.attempt`, 3 cm into a cell 12 mm wider than itself), so ``entry_only`` bounds
+its yield.
 """
 
 from __future__ import annotations
@@ -29,14 +30,13 @@ from so101_core.sim.scene import RACK
 from so101_core.sim.task import slot_centres
 from so101_core.sim.twin import Twin
 
-from .attempt import PLACE_AXIS_TOLERANCE
+from .attempt import DROP_ABOVE, PLACE_AXIS_TOLERANCE
 from .tracking import Tracker
 
 THETA_STEP = np.deg2rad(5.0)  # rad between the in-hand axes tried
 POSITION_TOLERANCE = 0.002  # m
 GRASP_AXIS_TOLERANCE = 0.05  # rad: the in-hand axis on the lying vial's axis at the grasp
 RELEASE_GAP = 0.004  # m between the vial's lower end and the cell floor at the release (the expert's seat gap)
-ENTRY_ABOVE = 0.005  # m: the vial enters its cell upright from this high over the rack's top
 ROLLS = (0.0, -1.5, 1.5)  # rad: wrist rolls of the home pose the solves start from
 APPROACH_DOWN = 0.5  # the grasp's approach axis points at least this much down (z component -0.5: 30° below level)
 ALONG_SHIFTS = (0.0, 0.025, -0.025)  # m: grasp points tried along the vial's axis, from the planned one
@@ -129,7 +129,7 @@ def slot_points(twin: Twin) -> list[F64]:
     centres = slot_centres(rack.position, rack.quaternion, cfg.rack)
     base = float(rack.position[2])
     release = base + cfg.rack.base_height + RELEASE_GAP + cfg.vial.half_length
-    entry = base + cfg.rack.top_height + ENTRY_ABOVE + cfg.vial.half_length
+    entry = base + cfg.rack.top_height + DROP_ABOVE + cfg.vial.half_length
     return [np.array([[*centres[s], release], [*centres[s], entry]]) for s in twin.episode.target_slots]
 
 

@@ -264,10 +264,12 @@ def sample_episode(
         raise ValueError(f"{len(choices)} free target slots for {len(layout)} vials (occupied: {sorted(occupied)})")
     if not dr.enabled:
         z3 = np.zeros(3)
-        first = centre_slot(sim) if len(layout) == 1 and centre_slot(sim) in choices else choices[0]
-        rest = [i for i in choices if i != first][: len(layout) - 1]
-        if rest and task is not None and task.fill == "far_first":
-            first, *rest = _far_first([first, *rest], sim, np.array(sim.rack.xy), sim.rack.yaw)
+        if len(layout) == 1:
+            first, rest = (centre_slot(sim) if centre_slot(sim) in choices else choices[0]), []
+        elif task is not None and task.fill == "far_first":  # the farthest free slots, farthest first
+            first, *rest = _far_first(choices, sim, np.array(sim.rack.xy), sim.rack.yaw)[: len(layout)]
+        else:
+            first, *rest = choices[: len(layout)]
         more = tuple(VialSample(np.array(v.xy), v.yaw, sim.vial.roll) for v in layout[1:])
         return EpisodeSample(
             seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(layout[0].xy), sim.vial.roll, False, 1.0,

@@ -35,7 +35,7 @@ def multi() -> TaskConfig:
 
 
 def test_variant_loads_over_the_base(multi: TaskConfig, task_cfg: TaskConfig) -> None:
-    assert multi.variant == "multi_vial" and multi.vial_count == 3 and len(multi.slots) == 3
+    assert multi.variant == "multi_vial" and multi.vial_count == 3 and multi.slots == ()  # every free slot
     assert multi.max_steps > task_cfg.max_steps
     assert multi.slot_tolerance == task_cfg.slot_tolerance  # success keys not overridden come from the base
     assert task_cfg.vial_count == 1 and task_cfg.vials == ()
@@ -83,16 +83,22 @@ def test_layout_closer_than_the_gap_is_refused(sim_cfg: SimConfig) -> None:
 def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi: TaskConfig) -> None:
     wide = load_dr_config(profile="wide")
     nominal = sample_episode(sim_cfg, DRConfig.disabled(), np.random.default_rng(0), 0, task=multi)
+    allowed = set(multi.slots or range(sim_cfg.rack.slots**2))
+    used: set[int] = set()
     for seed, dr in [(0, DRConfig.disabled()), *((seed, wide) for seed in range(200))]:
         s = sample_episode(sim_cfg, dr, np.random.default_rng(seed), seed, task=multi)
-        assert len(s.vials) == 3 and len(s.target_slots) == 3
+        assert len(s.vials) == 3 and len(set(s.target_slots)) == 3 and set(s.target_slots) <= allowed
         assert vial_gap(s.vials, sim_cfg.vial.half_length) >= multi.min_vial_gap - 1e-9
-        assert sorted(s.target_slots) == sorted(multi.slots)
+        used |= set(s.target_slots)
         c, n = math.cos(s.rack_yaw), math.sin(s.rack_yaw)
         off = np.asarray(sim_cfg.rack.slot_offsets())[list(s.target_slots)]
         dist = np.linalg.norm(s.rack_xy + off @ np.array([[c, n], [-n, c]]), axis=1)
         assert np.all(np.diff(dist) <= 1e-12), "slots are filled farthest from the robot first"
+    assert used == allowed, "every allowed slot is drawn in some episode"
     assert [tuple(v.xy) for v in nominal.vials] == [v.xy for v in multi.vials]
+    centres = np.asarray(sim_cfg.rack.xy) + np.asarray(sim_cfg.rack.slot_offsets())  # nominal rack yaw: 0
+    farthest = np.argsort(-np.linalg.norm(centres, axis=1), kind="stable")[:3]
+    assert sim_cfg.rack.yaw == 0.0 and nominal.target_slots == tuple(int(i) for i in farthest)
     a = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     b = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     assert a.target_slots == b.target_slots and np.allclose(a.vials[2].xy, b.vials[2].xy)
