@@ -150,8 +150,8 @@ def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple
 @dataclass
 class _Backtrack:
     """Where a grasp started (twin state, recording mark, command) and its variants, tried in order (those of
-    the drawn source, then of the other k-nearest sources); when none works, each again with ``drop`` set (the
-    following place may let its vial drop into the cell)."""
+    the drawn source, then of the other k-nearest sources); when none works and a place was out of reach
+    (``droppable``), each again with ``drop`` set (the following place may let its vial drop into the cell)."""
 
     slot: int
     state: tuple[Any, int]
@@ -165,6 +165,7 @@ class _Backtrack:
     more: Iterator[tuple[int, F64, float, float]] | None = None  # the current source's variants not yet fitted
     released: str | None = None  # the object the jaws had just let go of when the grasp started
     place: tuple[F64, F64] | None = None  # the following place's insertion and start (points, axes (2, 3)), world
+    droppable: bool = False
     drop: bool = False
 
 
@@ -508,9 +509,9 @@ class AttemptRunner:
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
         grasp's in-hand pose cannot reach or finish) returns the twin to that grasp's start and tries its
-        next variant (:meth:`grasp_variants`), and when none is left every variant again with its place allowed
-        to drop the vial (:class:`_Backtrack`); the recording keeps only what was finally executed, and the
-        first variant's failure is raised when none succeeds."""
+        next variant (:meth:`grasp_variants`), and when none is left but a place was out of reach every variant
+        again with its place allowed to drop the vial (:class:`_Backtrack`); the recording keeps only what was
+        finally executed, and the first variant's failure is raised when none succeeds."""
         tw, lib = self.twin, self.library
         q_cmd = tw.joint_targets()
         rack0 = tw.object_poses()[RACK].position.copy()
@@ -541,7 +542,12 @@ class AttemptRunner:
                         if held is None or held.name != seg.subtask.held:
                             raise AttemptError("drop", f"nothing held at the start of the place onto {obj}")
                         drop = back is None or back.drop  # no grasp to vary: a partly-done start
-                        q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1], drop)
+                        try:
+                            q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1], drop)
+                        except AttemptError as fail:
+                            if back is not None and fail.reason == "ik_divergence":
+                                back.droppable = True
+                            raise
                         self._released, held = held.name, None
                     i += 1
                 self._settle(rec, q_cmd)
@@ -551,7 +557,7 @@ class AttemptRunner:
                     raise
                 back.first = back.first or fail
                 if not self._expand(back, back.q_cmd, plans[back.slot][3]):
-                    if back.drop or not back.variants:
+                    if back.drop or not back.droppable:
                         raise back.first from None
                     back.drop, back.tried = True, 0  # every variant once more, its place allowed to drop
                 tw.restore(back.state)

@@ -204,7 +204,8 @@ class TaskConfig:
 
     ``vials`` empty: the single vial of ``sim.yaml``; otherwise one vial per placement (grasp + place each,
     in that order). ``slots``: the rack slots (``RackConfig.slot_offsets`` indices) targets are drawn from
-    (empty: all). ``min_vial_gap``: closest allowed distance (m) between two vials' axes on the mat.
+    (empty: all). ``min_vial_gap``: closest allowed distance (m) between two vials' axes on the mat;
+    ``min_slot_gap``: between two target slots' centres (a closer slot is not drawn while another is free).
     ``fill``: how the drawn slots are given to the vials (placed in order): ``far_first`` (the slot farthest
     from the robot base to the first vial, so the hand never reaches over a standing vial) or ``drawn``.
     """
@@ -221,6 +222,7 @@ class TaskConfig:
     vials: tuple[VialPlacement, ...] = ()
     slots: tuple[int, ...] = ()
     min_vial_gap: float = 0.05
+    min_slot_gap: float = 0.0
     fill: str = "far_first"
 
     @property
@@ -518,6 +520,7 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
         vials=vials,
         slots=tuple(slots),
         min_vial_gap=f.num("min_vial_gap", TaskConfig.min_vial_gap, lo=0.0, hi=0.5),
+        min_slot_gap=f.num("min_slot_gap", TaskConfig.min_slot_gap, lo=0.0, hi=0.5),
         fill=f.text("fill", TaskConfig.fill, choices=("far_first", "drawn")),
         description=f.text("description"),
         xy_radius=s.num("xy_radius", lo=0.0, hi=0.5, lo_open=True),

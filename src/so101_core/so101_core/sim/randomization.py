@@ -233,6 +233,17 @@ def _far_first(slots: list[int], sim: SimConfig, rack_xy: F64, rack_yaw: float) 
     return [slots[int(i)] for i in order]
 
 
+def _apart(free: list[int], drawn: list[int], sim: SimConfig, task: TaskConfig | None) -> list[int]:
+    """The slots of ``free`` at least ``task.min_slot_gap`` from every slot of ``drawn`` (centres, m); all of
+    ``free`` when none is."""
+    gap = task.min_slot_gap if task is not None else 0.0
+    if gap <= 0 or not drawn:
+        return free
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
+    apart = [i for i in free if np.min(np.linalg.norm(off[drawn] - off[i], axis=1)) >= gap - 1e-9]
+    return apart or free
+
+
 MAX_LAYOUT_DRAWS = 50  # draws of a vial that lies too close to another; then the farthest draw is kept
 
 
@@ -248,7 +259,9 @@ def sample_episode(
 
     The vial's heading and the target slot (uniform among the task's slots not in ``occupied``) are drawn
     last, so the other draws of a seed are those of earlier versions. A multi-vial ``task`` then draws the
-    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one) and their slots.
+    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one) and their slots
+    (uniform among the free slots ``task.min_slot_gap`` from those drawn before). Without DR: the centre slot
+    (one vial), else the farthest free slots (``far_first``) or the first ones, each apart from those before.
     """
 
     def u(iv: Interval) -> float:
@@ -266,10 +279,14 @@ def sample_episode(
         z3 = np.zeros(3)
         if len(layout) == 1:
             first, rest = (centre_slot(sim) if centre_slot(sim) in choices else choices[0]), []
-        elif task is not None and task.fill == "far_first":  # the farthest free slots, farthest first
-            first, *rest = _far_first(choices, sim, np.array(sim.rack.xy), sim.rack.yaw)[: len(layout)]
-        else:
-            first, *rest = choices[: len(layout)]
+        else:  # the farthest free slots (far_first) or the first ones, each apart from those taken before it
+            ordered = choices
+            if task is not None and task.fill == "far_first":
+                ordered = _far_first(choices, sim, np.array(sim.rack.xy), sim.rack.yaw)
+            taken: list[int] = []
+            for _ in layout:
+                taken.append(_apart([i for i in ordered if i not in taken], taken, sim, task)[0])
+            first, *rest = taken
         more = tuple(VialSample(np.array(v.xy), v.yaw, sim.vial.roll) for v in layout[1:])
         return EpisodeSample(
             seed, np.array(sim.rack.xy), sim.rack.yaw, np.array(layout[0].xy), sim.vial.roll, False, 1.0,
@@ -305,7 +322,9 @@ def sample_episode(
                 break
         assert best is not None
         placed.append(best[1])  # the first draw that keeps the gap, else the one farthest from the others
-        slots.append(int(free.pop(int(rng.integers(len(free))))))
+        apart = _apart(free, [target, *slots], sim, task)
+        slots.append(int(apart[int(rng.integers(len(apart)))]))
+        free.remove(slots[-1])
     if slots and task is not None and task.fill == "far_first":
         target, *slots = _far_first([target, *slots], sim, rack_xy, rack_yaw)
     return EpisodeSample(

@@ -81,6 +81,12 @@ def test_layout_closer_than_the_gap_is_refused(sim_cfg: SimConfig) -> None:
 
 
 def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    offsets = np.asarray(sim_cfg.rack.slot_offsets())
+
+    def slot_gap(slots: tuple[int, ...]) -> float:
+        off = offsets[list(slots)]
+        return float(min(np.linalg.norm(a - b) for i, a in enumerate(off) for b in off[i + 1 :]))
+
     wide = load_dr_config(profile="wide")
     nominal = sample_episode(sim_cfg, DRConfig.disabled(), np.random.default_rng(0), 0, task=multi)
     allowed = set(multi.slots or range(sim_cfg.rack.slots**2))
@@ -89,6 +95,7 @@ def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi
         s = sample_episode(sim_cfg, dr, np.random.default_rng(seed), seed, task=multi)
         assert len(s.vials) == 3 and len(set(s.target_slots)) == 3 and set(s.target_slots) <= allowed
         assert vial_gap(s.vials, sim_cfg.vial.half_length) >= multi.min_vial_gap - 1e-9
+        assert slot_gap(s.target_slots) >= multi.min_slot_gap > 0.038, "no two target slots share a wall"
         used |= set(s.target_slots)
         c, n = math.cos(s.rack_yaw), math.sin(s.rack_yaw)
         off = np.asarray(sim_cfg.rack.slot_offsets())[list(s.target_slots)]
@@ -97,8 +104,8 @@ def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi
     assert used == allowed, "every allowed slot is drawn in some episode"
     assert [tuple(v.xy) for v in nominal.vials] == [v.xy for v in multi.vials]
     centres = np.asarray(sim_cfg.rack.xy) + np.asarray(sim_cfg.rack.slot_offsets())  # nominal rack yaw: 0
-    farthest = np.argsort(-np.linalg.norm(centres, axis=1), kind="stable")[:3]
-    assert sim_cfg.rack.yaw == 0.0 and nominal.target_slots == tuple(int(i) for i in farthest)
+    assert sim_cfg.rack.yaw == 0.0 and nominal.target_slots[0] == int(np.argmax(np.linalg.norm(centres, axis=1)))
+    assert slot_gap(nominal.target_slots) >= multi.min_slot_gap
     a = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     b = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     assert a.target_slots == b.target_slots and np.allclose(a.vials[2].xy, b.vials[2].xy)
