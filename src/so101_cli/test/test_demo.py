@@ -1,16 +1,20 @@
 """The README's main job, tiny: ``so101 demo`` runs the whole pipeline (seeds → SkillGen → dataset → train →
 eval → report) end to end, prints the summary and the report's path; a second run skips every stage. (Deleting an
-output re-runs it and what follows: test_stage_runner.py, on stages that cost nothing.)"""
+output re-runs it and what follows: test_stage_runner.py, on stages that cost nothing.) Its seed recording gets a
+router endpoint of its own (a free port), apart from any other test's graph."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from graph_testing import free_port
 from nodegraph.bag import info
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV
 from so101_core.seeds import load_seeds
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -29,7 +33,8 @@ tracking: {mlflow: true}
 
 def _demo(config: Path, out: Path) -> subprocess.CompletedProcess[str]:
     args = [sys.executable, "-m", "so101_cli", "demo", "--config", str(config), "--out", str(out)]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    env = {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}"}
+    done = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done
 

@@ -10,7 +10,10 @@ import signal
 from pathlib import Path
 
 import numpy as np
+import pytest
 from dataset_fixtures import write_demos
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_ray_instance")]  # conftest.py at the root
 
 
 def _frames(unit: Path) -> dict[str, np.ndarray]:

@@ -1,6 +1,7 @@
 """The real stages (scripted seeds in the twin over a zenoh graph, SkillGen) through ``so101 pipeline run`` in a
 child process: a second run skips everything, a changed section re-runs from there, SIGKILL during a stage and a
-re-run give exactly the requested counts, and no process of a killed pipeline outlives it."""
+re-run give exactly the requested counts, and no process of a killed pipeline outlives it. Each pipeline process
+gets its own router endpoint (a free port), so no two tests' seed recordings share a router."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from graph_testing import free_port
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -35,8 +38,13 @@ def _args(config: Path, out: Path) -> list[str]:
             "--until", "skillgen"]  # fmt: skip
 
 
+def _env() -> dict[str, str]:
+    """The environment of a pipeline process: the seed recording's router on a free loopback port."""
+    return {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}"}
+
+
 def _run(config: Path, out: Path) -> dict[str, dict[str, object]]:
-    subprocess.run(_args(config, out), check=True, capture_output=True, timeout=240)
+    subprocess.run(_args(config, out), check=True, capture_output=True, timeout=240, env=_env())
     summary = json.loads((out / "summary.json").read_text())
     return {name: stage for name, stage in summary["stages"].items()}
 
@@ -85,15 +93,26 @@ def _demos(out: Path) -> list[str]:
     return sorted(p.name for p in (out / "skillgen").glob("demo_*.npz"))
 
 
-def test_skip_rerun_downstream_and_sigkill_in_generation(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, object]]]:
+    """A fresh pipeline run up to SkillGen (seeds, demos) and its stages, copied by the tests below."""
+    root = tmp_path_factory.mktemp("generated")
+    out = root / "out"
+    return out, _run(_config(root), out)
+
+
+def test_skip_rerun_downstream_and_sigkill_in_generation(
+    generated: tuple[Path, dict[str, dict[str, object]]], tmp_path: Path
+) -> None:
     config, out = _config(tmp_path), tmp_path / "out"
-    first = _run(config, out)
+    shutil.copytree(generated[0], out)  # the first run's output, moved: skipping holds wherever it lies
+    first = generated[1]
     assert _skipped(first) == {"seeds": False, "skillgen": False, "report": False}
     assert _skipped(_run(config, out)) == {"seeds": True, "skillgen": True, "report": True}
     assert _demos(out) == [f"demo_{i:06d}.npz" for i in range(DEMOS)]
 
     more = _config(tmp_path, DEMOS + 2, "more.yaml")  # the skillgen section changed: skillgen + report re-run
-    child = subprocess.Popen(_args(more, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(_args(more, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
     marker = out / "skillgen" / "stage.json"  # written once the old output is wiped and the new run starts
     _wait_for(lambda: marker.exists() and len(_demos(out)) >= 2, 120, "two kept demos of the new run", child)
     os.kill(child.pid, signal.SIGKILL)  # mid-generation
@@ -114,7 +133,7 @@ def test_skip_rerun_downstream_and_sigkill_in_generation(tmp_path: Path) -> None
 
 def test_sigkill_while_recording_seeds_leaves_no_process_and_resumes(tmp_path: Path) -> None:
     config, out = _config(tmp_path), tmp_path / "out"
-    child = subprocess.Popen(_args(config, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(_args(config, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
     _wait_for(lambda: (out / "seeds" / "seed_000.npz").exists(), 120, "the first seed", child)
     graph = _descendants(child.pid)  # the recording command, its router and nodes
     assert len(graph) >= 3
@@ -130,7 +149,8 @@ def test_sigkill_while_recording_seeds_leaves_no_process_and_resumes(tmp_path: P
 def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("seeds: {count: 0}\n")
-    result = subprocess.run(_args(bad, tmp_path / "out"), capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "COLUMNS": "200"}  # one line however long the (worker's) temporary path
+    result = subprocess.run(_args(bad, tmp_path / "out"), capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 2
     assert f"{bad}: pipeline.seeds.count: must be >= 1" in " ".join(result.stdout.split())
     assert not (tmp_path / "out").exists()
@@ -147,13 +167,16 @@ RENDERED = (
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A pipeline output run up to the dataset once (seeds, demos, dataset), copied by the tests below."""
+def rendered(generated: tuple[Path, dict[str, dict[str, object]]], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated output run on up to the dataset once (same seeds and SkillGen sections: those two are
+    skipped), copied by the tests below."""
     pytest.importorskip("so101_dataset.build")
     root = tmp_path_factory.mktemp("rendered")
     config, out = root / "pipeline.yaml", root / "out"
     config.write_text(RENDERED)
-    subprocess.run([*_args(config, out)[:-1], "dataset"], check=True, capture_output=True, timeout=540)
+    shutil.copytree(generated[0], out)
+    args = [*_args(config, out)[:-1], "dataset"]
+    subprocess.run(args, check=True, capture_output=True, timeout=540, env=_env())
     return out
 
 
@@ -169,7 +192,7 @@ def _copy(rendered: Path, tmp_path: Path, drop: str) -> tuple[Path, Path]:
 def test_sigkill_while_rendering_resumes_to_the_same_dataset(rendered: Path, tmp_path: Path) -> None:
     config, out = _copy(rendered, tmp_path, "dataset")
     args = [*_args(config, out)[:-1], "dataset"]
-    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
     episodes = out / "dataset" / "episodes"
     rendered_one = lambda: episodes.is_dir() and any(episodes.glob("episode_*/episode.json"))  # noqa: E731
     _wait_for(rendered_one, 300, "a rendered episode", child)
@@ -177,7 +200,7 @@ def test_sigkill_while_rendering_resumes_to_the_same_dataset(rendered: Path, tmp
     os.kill(child.pid, signal.SIGKILL)  # mid-rendering
     child.wait()
     _wait_for(lambda: not any(_alive(p) for p in stage), 60, "the dataset stage's processes to stop")
-    subprocess.run(args, check=True, capture_output=True, timeout=540)
+    subprocess.run(args, check=True, capture_output=True, timeout=540, env=_env())
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stages"]["dataset"]["resumed"] is True and summary["stages"]["skillgen"]["skipped"] is True
     info = json.loads((out / "dataset" / "lerobot_v3" / "meta" / "info.json").read_text())
@@ -189,12 +212,12 @@ def test_sigkill_while_training_resumes_to_the_requested_steps(rendered: Path, t
     pytest.importorskip("so101_policy.train", reason="so101_policy's training (issue 10) is not merged here yet")
     config, out = _copy(rendered, tmp_path, "train")
     args = [*_args(config, out)[:-1], "train"]
-    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
     checkpoints = out / "train" / "checkpoints"
     _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.glob("0*"))) >= 2, 480, "two checkpoints", child)
     os.kill(child.pid, signal.SIGKILL)  # mid-training
     child.wait()
-    subprocess.run(args, check=True, capture_output=True, timeout=540)
+    subprocess.run(args, check=True, capture_output=True, timeout=540, env=_env())
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stages"]["train"]["resumed"] is True and summary["stages"]["dataset"]["skipped"] is True
     assert summary["train_steps"] == 30

@@ -48,6 +48,7 @@ def config(seconds: float) -> EvalConfig:
     )
 
 
+@pytest.mark.slow
 def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path, int, float], tmp_path: Path) -> None:
     actions, steps, opened = demo
     replay = PolicySpec(("--replay", str(actions), "--cameras", "top", "--horizon", "16"), ("top",), 32, 24, "replay")

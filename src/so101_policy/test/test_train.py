@@ -99,6 +99,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_from_the_last_checkpoint(dataset: Path, tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(SCRIPT.format(tiny=TINY))

@@ -77,6 +77,7 @@ def test_two_local_processes_keep_the_same_demos_and_survive_a_killed_worker(
     assert sorted(attempts) == list(range(summary.attempted))  # every attempt committed exactly once
 
 
+@pytest.mark.usefixtures("one_ray_instance")  # conftest.py at the root
 def test_two_ray_workers_keep_the_same_demos_and_survive_a_killed_worker(
     gen: Generator, reference: list[tuple[int, bytes]], tmp_path: Path
 ) -> None:

@@ -1,12 +1,13 @@
 """The fused Triton IK kernel (so101_skillgen.ik.fused) on the CPU through Triton's interpreter.
 
-The interpreter must be chosen before the kernel is defined, so the checks run in a subprocess with
-``TRITON_INTERPRET=1`` (this file as a script) and report JSON; the tests assert on it. Checked: a few
-iterations agree lane for lane with the torch step (float64, no collision term in either); the kernel's
-sphere check agrees with :class:`SphereModel` (colliding solutions are never picked); full solves through
-:class:`BatchedIK` with the fused kernel reach the targets (FK: 1 mm / 2°), as often as the torch loop, free
-of self-collision and within the limits, for partial and full pose, computing in float64 and float32 (the
-float32 verdict re-checked in float64 at the configured tolerances); a seed is lane 0's start and wins ties.
+The interpreter must be chosen before the kernel is defined, so the checks run in subprocesses with
+``TRITON_INTERPRET=1`` (this file as a script, one process per part of :data:`PARTS`, side by side) and report
+JSON; the tests assert on the merged report. Checked: a few iterations agree lane for lane with the torch step
+(float64, no collision term in either); the kernel's sphere check agrees with :class:`SphereModel` (colliding
+solutions are never picked); full solves through :class:`BatchedIK` with the fused kernel reach the targets (FK:
+1 mm / 2°), as often as the torch loop, free of self-collision and within the limits, for partial and full pose,
+computing in float64 and float32 (the float32 verdict re-checked in float64 at the configured tolerances); a seed
+is lane 0's start and wins ties.
 """
 
 # ruff: noqa: N806  (math notation: T pose)
@@ -20,22 +21,68 @@ import math
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
+
+if TYPE_CHECKING:
+    from so101_skillgen.ik import BatchedIK, IKConfig
+    from so101_skillgen.kinematics import ArmKinematics
+
+pytestmark = pytest.mark.slow  # the interpreter runs the kernel's Python for every iteration
 
 POS_TOL = 1e-3  # m
 ANG_TOL = math.radians(2.0)
 
 
-def _checks() -> dict[str, Any]:
-    from so101_skillgen.ik import BatchedIK, IKError, load_ik_config
-    from so101_skillgen.ik.fused import fused_params, fused_solve
+PARTS = ("kernel", "solves")
+"""The checks in two processes run side by side, each about half of the interpreter's kernel iterations:
+``kernel`` the step, the sphere check, bad input and the float32 kinematics; ``solves`` the other solves."""
+
+
+def _solve(
+    kin: ArmKinematics, kin_: ArmKinematics, check: BatchedIK, fused: bool, targets: torch.Tensor, partial: bool,
+    c: IKConfig, seed: torch.Tensor | None = None,
+) -> dict[str, float]:  # fmt: skip
+    """A :class:`BatchedIK` solve with kinematics ``kin_`` (fused kernel or torch loop), judged in float64 with
+    ``kin`` and the collision check of ``check``."""
+    from so101_skillgen.ik import BatchedIK
     from so101_skillgen.ik.pose_error import pose_error
-    from so101_skillgen.kinematics import ArmKinematics
 
     from so101_skillgen import se3
+
+    ik = BatchedIK(c, kin_)
+    ik.fused = fused
+    res = ik.solve(targets.to(kin_.dtype), None if seed is None else seed.to(kin_.dtype), partial_pose=partial)
+    ok = res.success
+    Tq = kin.fk(res.q.double())
+    pe = (Tq[:, :3, 3] - targets[:, :3, 3]).norm(dim=-1)
+    if partial:
+        cos = (Tq[:, :3, 2] * targets[:, :3, 2]).sum(-1).clamp(-1, 1)
+        ae = torch.acos(cos)
+    else:
+        ae = se3.rotation_error(targets[:, :3, :3], Tq[:, :3, :3]).norm(dim=-1)
+    # the solver's own verdict re-checked in float64 at the configured tolerances
+    _, pe64, re64 = pose_error(targets, Tq, kin.approach_axis, partial)
+    within = (pe64 <= c.position_tolerance) & (re64 <= c.rotation_tolerance)
+    return {
+        "success": float(ok.double().mean()),
+        "max_pe": float(pe[ok].max()) if bool(ok.any()) else 0.0,
+        "max_ae": float(ae[ok].max()) if bool(ok.any()) else 0.0,
+        "verdict_wrong": float((ok & ~within).sum()),
+        "error_diff": float((res.position_error.double() - pe64).abs().max()),
+        "collisions": float(check.self_collision(res.q.double()[ok]).sum()),
+        "outside_limits": float(((res.q.double() < kin.lower - 1e-6) | (res.q.double() > kin.upper + 1e-6)).sum()),
+        "iterations": float(res.iterations),
+        "seed_distance": float((res.q.double() - seed).abs().max()) if seed is not None else 0.0,
+    }
+
+
+def _checks(part: str) -> dict[str, Any]:
+    from so101_skillgen.ik import BatchedIK, IKError, load_ik_config
+    from so101_skillgen.ik.fused import fused_params, fused_solve
+    from so101_skillgen.kinematics import ArmKinematics
 
     torch.set_num_threads(1)
     kin = ArmKinematics.from_urdf()
@@ -46,7 +93,18 @@ def _checks() -> dict[str, Any]:
     q = kin.random_q(200, torch.Generator().manual_seed(7))
     hit = torch_ik.self_collision(q)
     T = kin.fk(q[~hit][:64])
+    qs = q[~hit][:24]  # > ANALYTIC_SEED_MAX: the seed itself is lane 0's start (and padded lanes)
     out: dict[str, Any] = {"targets": len(T)}
+    if part == "solves":
+        out["partial_fused"] = _solve(kin, kin, torch_ik, True, T, True, f64)
+        out["partial_torch"] = _solve(kin, kin, torch_ik, False, T, True, cfg)
+        out["full_fused"] = _solve(kin, kin, torch_ik, True, T[:16], False, f64)
+        out["partial_fused_f32"] = _solve(kin, kin, torch_ik, True, T, True, cfg)  # the default: float32 inside
+        out["seeded_fused"] = _solve(kin, kin, torch_ik, True, T[:24], True, cfg, qs)
+        return out
+    assert part == "kernel", part
+    kin32 = kin.to(dtype=torch.float32)
+    out["partial_fused_f32_kinematics"] = _solve(kin, kin32, torch_ik, True, T[:32], True, cfg)
 
     # lane for lane against the torch step (float64, no collision term): lanes that converged stop in the
     # kernel, and so does a target with a converged seed, so compare the open lanes of targets still running
@@ -87,42 +145,6 @@ def _checks() -> dict[str, Any]:
     out["free_checked"] = int(conv.sum())
     out["free_mismatch"] = int((rf.seed_free[conv] == torch_ik.self_collision(rf.seed_q[conv])).sum())
 
-    def solve(kin_: ArmKinematics, fused: bool, targets: torch.Tensor, partial: bool, c: Any = cfg,
-              seed: torch.Tensor | None = None) -> dict[str, float]:  # fmt: skip
-        ik = BatchedIK(c, kin_)
-        ik.fused = fused
-        res = ik.solve(targets.to(kin_.dtype), None if seed is None else seed.to(kin_.dtype), partial_pose=partial)
-        ok = res.success
-        Tq = kin.fk(res.q.double())
-        pe = (Tq[:, :3, 3] - targets[:, :3, 3]).norm(dim=-1)
-        if partial:
-            cos = (Tq[:, :3, 2] * targets[:, :3, 2]).sum(-1).clamp(-1, 1)
-            ae = torch.acos(cos)
-        else:
-            ae = se3.rotation_error(targets[:, :3, :3], Tq[:, :3, :3]).norm(dim=-1)
-        # the solver's own verdict re-checked in float64 at the configured tolerances
-        _, pe64, re64 = pose_error(targets, Tq, kin.approach_axis, partial)
-        within = (pe64 <= c.position_tolerance) & (re64 <= c.rotation_tolerance)
-        return {
-            "success": float(ok.double().mean()),
-            "max_pe": float(pe[ok].max()) if bool(ok.any()) else 0.0,
-            "max_ae": float(ae[ok].max()) if bool(ok.any()) else 0.0,
-            "verdict_wrong": float((ok & ~within).sum()),
-            "error_diff": float((res.position_error.double() - pe64).abs().max()),
-            "collisions": float(torch_ik.self_collision(res.q.double()[ok]).sum()),
-            "outside_limits": float(((res.q.double() < kin.lower - 1e-6) | (res.q.double() > kin.upper + 1e-6)).sum()),
-            "iterations": float(res.iterations),
-            "seed_distance": float((res.q.double() - seed).abs().max()) if seed is not None else 0.0,
-        }
-
-    out["partial_fused"] = solve(kin, True, T, True, f64)
-    out["partial_torch"] = solve(kin, False, T, True)
-    out["full_fused"] = solve(kin, True, T[:16], False, f64)
-    out["partial_fused_f32"] = solve(kin, True, T, True)  # the default: float32 inside, float64 results
-    out["partial_fused_f32_kinematics"] = solve(kin.to(dtype=torch.float32), True, T[:32], True)
-    qs = q[~hit][:24]  # > ANALYTIC_SEED_MAX: the seed itself is lane 0's start (and padded lanes)
-    out["seeded_fused"] = solve(kin, True, T[:24], True, cfg, qs)
-
     # bad input on the fused path (its finiteness check runs beside the kernel; before the closed-form seed of
     # ≤ 16 targets): the same clear errors
     fused_ik = BatchedIK(dataclasses.replace(cfg, batched=dataclasses.replace(cfg.batched, iterations=2)), kin)
@@ -146,11 +168,20 @@ def _checks() -> dict[str, Any]:
 def report() -> dict[str, Any]:
     if importlib.util.find_spec("triton") is None:
         pytest.skip("triton is not installed")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=170, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"interpreter run failed:\n{proc.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    env, pipe = {**os.environ, "TRITON_INTERPRET": "1"}, subprocess.PIPE
+    args = [[sys.executable, __file__, part] for part in PARTS]
+    procs = [subprocess.Popen(a, env=env, stdout=pipe, stderr=pipe, text=True) for a in args]  # side by side
+    result: dict[str, Any] = {}
+    try:
+        for part, proc in zip(PARTS, procs, strict=True):
+            stdout, stderr = proc.communicate(timeout=170)
+            if proc.returncode != 0:
+                pytest.fail(f"interpreter run ({part}) failed:\n{stderr[-3000:]}")
+            result.update(json.loads(stdout.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
     return result
 
 
@@ -199,4 +230,4 @@ def test_fused_success_matches_the_torch_loop(report: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_checks()))
+    print(json.dumps(_checks(sys.argv[1])))

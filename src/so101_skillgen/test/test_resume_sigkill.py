@@ -43,6 +43,7 @@ def _progress(out: Path) -> int:
         return -1
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_equals_the_uninterrupted_run(seed_dir: Path, tmp_path: Path) -> None:
     ref = tmp_path / "reference"
     summary = generate(seed_dir, ref, load_skillgen_config(), num_demos=N)
