@@ -150,8 +150,9 @@ def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple
 @dataclass
 class _Backtrack:
     """Where a grasp started (twin state, recording mark, command) and its variants, tried in order (those of
-    the drawn source, then of the other k-nearest sources); when none works and a place was out of reach
-    (``droppable``), each again with ``drop`` set (the following place may let its vial drop into the cell)."""
+    the drawn source, then of the other k-nearest sources); when none works, those whose place was out of
+    reach (``droppable``, indices into ``variants``) once more with ``drop`` set (the place may let its vial
+    drop into the cell)."""
 
     slot: int
     state: tuple[Any, int]
@@ -165,7 +166,7 @@ class _Backtrack:
     more: Iterator[tuple[int, F64, float, float]] | None = None  # the current source's variants not yet fitted
     released: str | None = None  # the object the jaws had just let go of when the grasp started
     place: tuple[F64, F64] | None = None  # the following place's insertion and start (points, axes (2, 3)), world
-    droppable: bool = False
+    droppable: list[int] = field(default_factory=list)
     drop: bool = False
 
 
@@ -509,8 +510,8 @@ class AttemptRunner:
     def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
         grasp's in-hand pose cannot reach or finish) returns the twin to that grasp's start and tries its
-        next variant (:meth:`grasp_variants`), and when none is left but a place was out of reach every variant
-        again with its place allowed to drop the vial (:class:`_Backtrack`); the recording keeps only what was
+        next variant (:meth:`grasp_variants`), and when none is left the variants whose place was out of reach
+        again, the place allowed to drop the vial (:class:`_Backtrack`); the recording keeps only what was
         finally executed, and the first variant's failure is raised when none succeeds."""
         tw, lib = self.twin, self.library
         q_cmd = tw.joint_targets()
@@ -545,8 +546,8 @@ class AttemptRunner:
                         try:
                             q_cmd = self._place(rec, i, held, q_cmd, rack0, sources[-1], drop)
                         except AttemptError as fail:
-                            if back is not None and fail.reason == "ik_divergence":
-                                back.droppable = True
+                            if back is not None and not back.drop and fail.reason == "ik_divergence":
+                                back.droppable.append(back.tried - 1)  # the variant just tried
                             raise
                         self._released, held = held.name, None
                     i += 1
@@ -559,7 +560,8 @@ class AttemptRunner:
                 if not self._expand(back, back.q_cmd, plans[back.slot][3]):
                     if back.drop or not back.droppable:
                         raise back.first from None
-                    back.drop, back.tried = True, 0  # every variant once more, its place allowed to drop
+                    back.variants = [back.variants[k] for k in back.droppable]  # each once more, dropping
+                    back.drop, back.tried = True, 0
                 tw.restore(back.state)
                 rec.rewind(back.mark)
                 i, q_cmd, held, self._released = back.slot, back.q_cmd, None, back.released
