@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -49,6 +50,7 @@ def test_variant_loads_over_the_base(multi: TaskConfig, task_cfg: TaskConfig) ->
         ({"slots": [0], "vials": [{"xy": [0.2, 0.0], "yaw": 0.0}, {"xy": [0.2, 0.1], "yaw": 0.0}]},
          "task.variants.v.slots"),
         ({"fill": "random"}, "task.variants.v.fill"),
+        ({"min_slot_gap": -0.01}, "task.variants.v.min_slot_gap"),
         ({"vials": [{"xy": [0.2, 0.0], "yaw": 0.0, "roll": 1.0}, {"xy": [0.2, 0.1], "yaw": 0.0}]},
          "task.variants.v.vials[0].roll"),
     ],
@@ -109,6 +111,17 @@ def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi
     a = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     b = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     assert a.target_slots == b.target_slots and np.allclose(a.vials[2].xy, b.vials[2].xy)
+
+
+def test_slots_closer_than_the_gap_are_drawn_when_no_other_is_free(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    wide = load_dr_config(profile="wide")
+    for gap in (0.5, multi.min_slot_gap):  # no two slots 50 cm apart: the gap cannot hold, the draw still does
+        task = replace(multi, min_slot_gap=gap)
+        for seed in range(20):
+            s = sample_episode(sim_cfg, wide, np.random.default_rng(seed), seed, task=task)
+            assert len(set(s.target_slots)) == 3
+        nominal = sample_episode(sim_cfg, DRConfig.disabled(), np.random.default_rng(0), 0, task=task)
+        assert len(set(nominal.target_slots)) == 3
 
 
 def test_single_vial_draws_do_not_change(sim_cfg: SimConfig, dr_cfg: DRConfig, task_cfg: TaskConfig) -> None:
