@@ -67,6 +67,9 @@ def test_motion_homing_offset_and_limits(emulator: FeetechEmulator, wait_until: 
     assert emulator.present_position(1) == 2148  # torque off: no motion
     emulator.write_register(1, p.TORQUE_ENABLE, 1)
     wait_until(lambda: emulator.present_position(1) == 2500)  # goal clamped to the max limit
+    # Torque off first, as a calibration does: with torque on the servo would go on chasing its goal (2500), now
+    # read in the new offset's frame, and the next tick would move it off 2048.
+    emulator.write_register(1, p.TORQUE_ENABLE, 0)
     emulator.write_register(1, p.TORQUE_ENABLE, 128)  # "calibrate middle"
     assert emulator.present_position(1) == 2048
 
