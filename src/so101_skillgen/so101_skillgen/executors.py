@@ -19,6 +19,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -113,9 +114,29 @@ class InProcessExecutor(AttemptExecutor):
         return [(i, scene, outcome)]
 
 
+SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Environment of a local worker: one attempt per core, so no BLAS / OpenMP pool of its own. It must be in
+place when the process starts (the pools are sized when numpy and torch load, before any worker code runs);
+without it each of N workers starts N threads of its own."""
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` inside the block (what a spawned process inherits), then restored."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _worker_main(recipe: AttemptRecipe, conn: Connection) -> None:
     """Local worker process: build once, then answer attempt indices until told to stop (None)."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
     torch.set_num_threads(1)
@@ -163,7 +184,8 @@ class LocalProcessExecutor(AttemptExecutor):
     def _spawn(self) -> _Slot:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=_worker_main, args=(self._recipe, child), daemon=True)
-        proc.start()
+        with _environment(SINGLE_THREADED):
+            proc.start()
         child.close()
         return _Slot(proc, parent)
 
@@ -285,7 +307,9 @@ class RayExecutor(AttemptExecutor):
             kw: dict[str, Any] = {"address": address} if address else {"num_cpus": workers, "include_dashboard": False}
             ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
         self.workers = workers
-        self._actor_cls: Any = ray.remote(num_cpus=1, max_restarts=0)(_RayWorker)
+        self._actor_cls: Any = ray.remote(
+            num_cpus=1, max_restarts=0, runtime_env={"env_vars": SINGLE_THREADED}
+        )(_RayWorker)
         self._recipe_ref = ray.put(recipe)
         self._actors: list[Any] = [self._actor_cls.remote(self._recipe_ref) for _ in range(workers)]
         self._idle = list(range(workers))

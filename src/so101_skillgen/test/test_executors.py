@@ -46,6 +46,14 @@ def _committed(out: Path) -> int:
         return 0
 
 
+def _single_threaded(pid: int) -> bool:
+    """Whether process ``pid`` started with one BLAS / OpenMP thread (N workers must not start N pools of N)."""
+    env = dict(
+        kv.split("=", 1) for kv in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in kv
+    )
+    return all(env.get(k) == "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
+
+
 def _run_and_kill(gen: Generator, ex: AttemptExecutor, out: Path, victim: int | None) -> GenerationSummary:
     """Generate N on ``ex`` in a thread; once an attempt is committed, SIGKILL process ``victim`` (a worker)."""
     box: list[GenerationSummary] = []
@@ -66,10 +74,13 @@ def test_two_local_processes_keep_the_same_demos_and_survive_a_killed_worker(
 ) -> None:
     with LocalProcessExecutor(gen.recipe(), 2) as ex:
         ex.wait_ready()
+        assert all(_single_threaded(pid) for pid in ex.worker_pids())
+        assert "OPENBLAS_NUM_THREADS" not in os.environ  # set for the workers only
         summary = _run_and_kill(gen, ex, tmp_path / "a", None)
         assert summary.kept == N and _kept(tmp_path / "a") == reference
         victim = ex.busy_pids() or ex.worker_pids()
         summary = _run_and_kill(gen, ex, tmp_path / "b", victim[0])
+        assert all(_single_threaded(pid) for pid in ex.worker_pids())  # the replacement too
     assert summary.kept == N and summary.worker_restarts >= 1
     assert _kept(tmp_path / "b") == reference  # the killed worker's attempt was redone once, in order
     failures = json.loads((tmp_path / "b" / "failures.json").read_text()) if summary.attempted > N else []
