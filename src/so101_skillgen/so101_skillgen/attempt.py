@@ -429,7 +429,7 @@ class AttemptRunner:
         safe height clears the tallest object anywhere, a standing vial in the rack, and may be out of the
         arm's reach over a near slot); the safe height's failure is raised when none works."""
         cfg, kind, obj = self.cfg, seg.subtask.kind, seg.subtask.object
-        safe = safe_height(self.twin, held, a0 if held is not None else None, cfg.transit.height)
+        safe = safe_height(self.twin, held, (a0, a1), cfg.transit.height)
         released = self._released if held is None else None
         first: AttemptError | None = None
         for z in crossing_heights(safe, float(p0[2]), float(p1[2])):

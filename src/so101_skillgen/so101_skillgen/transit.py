@@ -8,6 +8,7 @@ Points are tool points in the world frame (m); axes are unit world directions of
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -75,9 +76,11 @@ def joint_path(q_way: list[F64], lengths: list[float], cfg: TransitConfig, contr
     return np.asarray(rows)
 
 
-def safe_height(twin: Twin, held: HeldObject | None, held_axis: F64 | None, clearance: float) -> float:
+def safe_height(twin: Twin, held: HeldObject | None, held_axes: Sequence[F64], clearance: float) -> float:
     """Tool-point height (m) that keeps the jaws (or the held object's lowest point) ``clearance`` above
-    the tops of the objects not held (rack top; a vial's top, lying or standing in the rack)."""
+    the tops of the objects not held (rack top; a vial's top, lying or standing in the rack). ``held_axes``:
+    the held vial's axis at the transit's start and end; it turns on the way (lying to upright for a place),
+    and its lowest point is the lower of the two."""
     tops: list[float] = []
     poses = twin.object_poses()
     rack = twin.config.rack
@@ -89,8 +92,8 @@ def safe_height(twin: Twin, held: HeldObject | None, held_axis: F64 | None, clea
         else:
             tops.append(float(pose.position[2]) + _vial_half_height(twin, quat_to_mat(pose.quaternion)[:, 2]))
     below = TOOL_EXTENT
-    if held is not None and held_axis is not None:
-        below = max(below, _vial_half_height(twin, held_axis))  # tool point = the held vial's centre
+    if held is not None:  # tool point = the held vial's centre
+        below = max([below, *(_vial_half_height(twin, a) for a in held_axes)])
     return max(tops, default=0.0) + clearance + below
 
 

@@ -20,7 +20,7 @@ from so101_skillgen.errors import ResumeError, SkillGenConfigError, UnreachableR
 from so101_skillgen.generation import Generator, attempt_seeds, generate
 from so101_skillgen.seeds_from_sim import scripted_seeds
 from so101_skillgen.tracking import make_tracker
-from so101_skillgen.transit import CollisionChecker
+from so101_skillgen.transit import TOOL_EXTENT, CollisionChecker, HeldObject, safe_height
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +159,19 @@ def test_transit_collision_check_sees_the_rack() -> None:
         assert res.pos_error < 1e-3
         hit = checker.first_collision(np.linspace(home, res.q, 20), 0.9, None)
         assert (hit is not None) == hits
+
+
+def test_the_safe_height_keeps_a_held_vial_clear_as_it_turns_upright() -> None:
+    """A place picks the vial up lying and carries it upright over the rack: the crossing clears the tops with
+    the vial's lower end at its upright extent (half its length under the centre), not at its lying one."""
+    twin = Twin(dr=DRConfig.disabled())
+    vial, clearance = twin.config.vial, 0.03
+    top = float(twin.object_poses()[RACK].position[2]) + twin.config.rack.top_height  # the only other object
+    held = HeldObject(VIAL, np.eye(4))
+    lying, upright = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+    assert safe_height(twin, None, (), clearance) == pytest.approx(top + clearance + TOOL_EXTENT)
+    assert safe_height(twin, held, (lying, lying), clearance) == pytest.approx(top + clearance + TOOL_EXTENT)
+    assert safe_height(twin, held, (lying, upright), clearance) == pytest.approx(top + clearance + vial.half_length)
 
 
 def test_skillgen_ik_backend_agrees_with_the_twin() -> None:
