@@ -307,9 +307,9 @@ class RayExecutor(AttemptExecutor):
             kw: dict[str, Any] = {"address": address} if address else {"num_cpus": workers, "include_dashboard": False}
             ray.init(ignore_reinit_error=True, log_to_driver=False, **kw)
         self.workers = workers
-        self._actor_cls: Any = ray.remote(
-            num_cpus=1, max_restarts=0, runtime_env={"env_vars": SINGLE_THREADED}
-        )(_RayWorker)
+        self._actor_cls: Any = ray.remote(num_cpus=1, max_restarts=0, runtime_env={"env_vars": SINGLE_THREADED})(
+            _RayWorker
+        )
         self._recipe_ref = ray.put(recipe)
         self._actors: list[Any] = [self._actor_cls.remote(self._recipe_ref) for _ in range(workers)]
         self._idle = list(range(workers))

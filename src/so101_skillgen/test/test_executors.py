@@ -48,9 +48,7 @@ def _committed(out: Path) -> int:
 
 def _single_threaded(pid: int) -> bool:
     """Whether process ``pid`` started with one BLAS / OpenMP thread (N workers must not start N pools of N)."""
-    env = dict(
-        kv.split("=", 1) for kv in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in kv
-    )
+    env = dict(kv.split("=", 1) for kv in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in kv)
     return all(env.get(k) == "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
 
 
