@@ -81,6 +81,7 @@ def skillgen(
     profiles: str = typer.Option("default,wide", "--profiles", help="dr.yaml profiles of the cases"),
     noise: str = typer.Option("0,5,10", "--noise", help="seed joint noise of the cases, mrad"),
     bound_scenes: int = typer.Option(40, "--bound-scenes", help="scenes judged by the upright bound per clean case"),
+    seed_sets: int = typer.Option(1, "--seed-sets", help="seed sets per case, pooled (each set's figures listed)"),
     label: str = typer.Option("", "--label", help="result name suffix: skillgen_<label>.json"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/skillgen[_<label>].json"),
@@ -102,6 +103,7 @@ def skillgen(
         large=large,
         large_profile=None if large_profile in ("", "default") else large_profile,
         bound_scenes=bound_scenes,
+        seed_sets=seed_sets,
         on_case=lambda key, case: typer.echo(f"case {key}: {json.dumps(case)}", err=True),
         **grid,
     )

@@ -54,7 +54,10 @@ def test_sdk_port_handler_opens_the_pty_at_1mbps(emulator: FeetechEmulator) -> N
     assert port.openPort()
     assert port.setBaudRate(1_000_000)
     packet = scs.PacketHandler(0)
-    model, comm, error = packet.ping(port, 5)
+    for _ in range(5):  # the SDK waits ~34 ms for the answer; a loaded machine may miss that once (so LeRobot retries)
+        model, comm, error = packet.ping(port, 5)
+        if comm != scs.COMM_RX_TIMEOUT:
+            break
     assert (model, comm, error) == (777, scs.COMM_SUCCESS, 0)
     port.closePort()
 
