@@ -11,9 +11,9 @@ scenes (seeds 0 … ``bound_scenes`` - 1) whose every target slot the arm can ho
 grasp of the vial lying on the mat, an upper bound on any generator's yield there.
 
 The yield depends on the seeds as much as on the scenes (a multi-vial case measured 51 % on one set of five
-and 82 % on another), and which scenes the expert succeeds in differs between machines (floating point):
-``seed_sets`` > 1 runs each case on that many seed sets (scene seeds from ``SEED_SET_STRIDE`` apart) and pools
-them; the case then lists each set's figures in ``seed_sets``.
+and 80 % on another, ``skillgen_multi_seedsets_cpu.json``), and which scenes the expert succeeds in differs
+between machines (floating point): ``seed_sets`` > 1 runs each case on that many seed sets (scene seeds
+``SEED_SET_STRIDE`` apart) and pools them; the case then lists each set's figures in ``seed_sets``.
 """
 
 from __future__ import annotations
