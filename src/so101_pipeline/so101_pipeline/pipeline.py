@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from so101_core.threads import thread_env
+
 from .atomic import write_json
 from .config import PipelineConfig, load_pipeline_config, resolve_section
 from .errors import StageDependencyError
@@ -40,14 +42,6 @@ class RunOptions:
     out: str = ""
     until: str = "report"
     address: str = ""
-
-
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "LP_NUM_THREADS")
-
-
-def thread_env(threads: int) -> dict[str, str]:
-    """Environment of the stage processes for ``threads`` (none when 0: the libraries' defaults)."""
-    return {name: str(threads) for name in THREAD_VARIABLES} if threads else {}
 
 
 def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfig:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from so101_core.seeds.format import SeedDemo
 from so101_core.sim.config import SimConfig, TaskConfig
 from so101_core.sim.randomization import DRConfig
+from so101_core.threads import thread_env
 
 from .config import SkillGenConfig
 from .errors import SkillGenError
@@ -114,10 +115,9 @@ class InProcessExecutor(AttemptExecutor):
         return [(i, scene, outcome)]
 
 
-SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-"""Environment of a local worker: one attempt per core, so no BLAS / OpenMP pool of its own. It must be in
-place when the process starts (the pools are sized when numpy and torch load, before any worker code runs);
-without it each of N workers starts N threads of its own."""
+SINGLE_THREADED = thread_env(1)
+"""Environment of a local worker: one attempt per core, so no BLAS / OpenMP pool of its own (without it each of
+N workers starts N threads of its own); set when the worker starts (:mod:`so101_core.threads`)."""
 
 
 @contextlib.contextmanager
