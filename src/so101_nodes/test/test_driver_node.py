@@ -95,6 +95,27 @@ class Rig:
             self.commands.publish(msg)
             time.sleep(0.02)
 
+    def command_until(
+        self, positions: list[float], names: list[str] | None, arrived: Callable[[], bool], what: str
+    ) -> None:
+        """Stream one target at 50 Hz, as a teleop source does, until ``arrived()`` (within 10 s).
+
+        Streaming until arrival, rather than for a fixed time, keeps the watchdog from holding the arm part-way
+        when a loaded machine runs the driver's cycles late.
+        """
+        msg = self.client.message("sensor_msgs/msg/JointState", name=names or [], position=positions)
+        deadline = time.monotonic() + 10.0
+        while not arrived():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not reached within 10 s")
+            self.commands.publish(msg)
+            time.sleep(0.02)
+
+    def drive(self, joint: str, target: float) -> None:
+        """:meth:`command_until` ``joint`` is at ``target`` (rad) within 3 counts."""
+        arrived = lambda: abs(self.position(joint) - target) < 3 * RAD_PER_COUNT  # noqa: E731
+        self.command_until([target], [joint], arrived, f"{joint} at {target} rad")
+
     def trajectory(self, names: list[str], points: list[tuple[float, list[float]]]) -> Any:
         pts = [
             self.client.message(
@@ -200,13 +221,12 @@ def test_joint_states_names_rate_and_pose(rig: Rig) -> None:
 
 
 def test_command_moves_servo_and_is_clamped(rig: Rig) -> None:
-    rig.command([0.5], ["shoulder_pan"], seconds=0.6)
-    wait_until(lambda: abs(rig.position("shoulder_pan") - 0.5) < 3 * RAD_PER_COUNT, 5.0, "pan at 0.5 rad")
+    rig.drive("shoulder_pan", 0.5)
     assert abs(rig.position("elbow_flex")) < 3 * RAD_PER_COUNT  # joints not named keep their target
     # Full canonical order, elbow far beyond its limit: clamped to the shared (twin ∩ calibrated) range.
-    rig.command([0.5, 0.0, 5.0, 0.0, 0.0, 0.8], seconds=1.5)
     upper = rig.driver.limits.upper[2]
-    wait_until(lambda: abs(rig.position("elbow_flex") - upper) < 3 * RAD_PER_COUNT, 5.0, "elbow at its limit")
+    at_limit = lambda: abs(rig.position("elbow_flex") - upper) < 3 * RAD_PER_COUNT  # noqa: E731
+    rig.command_until([0.5, 0.0, 5.0, 0.0, 0.0, 0.8], None, at_limit, "elbow at its limit")
     assert rig.emu.read_register(3, p.GOAL_POSITION) <= CALIBRATION["elbow_flex"]["range_max"]
     assert rig.latest().position[2] == pytest.approx(upper, abs=3 * RAD_PER_COUNT)
     # Malformed commands are rejected and counted, never applied.
@@ -234,8 +254,7 @@ def test_estop_service_holds_until_released(rig: Rig) -> None:
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT
     assert rig.wait_status("arm", lambda s: s.level == 1).message.startswith("e-stop engaged")
     estop.call(rig.client.message("std_srvs/srv/SetBool_Request", data=False), 5.0)
-    rig.command([0.6], ["shoulder_pan"], seconds=0.6)
-    wait_until(lambda: abs(rig.position("shoulder_pan") - 0.6) < 3 * RAD_PER_COUNT, 5.0, "pan at 0.6 rad")
+    rig.drive("shoulder_pan", 0.6)
 
 
 def test_follow_joint_trajectory_succeeds_cancels_and_rejects(rig: Rig) -> None:
@@ -297,8 +316,7 @@ def test_faults_reported_node_survives_and_recovers(rig: Rig) -> None:
     rig.emu.set_gone(4, False)
     rig.wait_status("arm", lambda s: s.level == 0)
     wait_until(lambda: list(rig.latest().name) == list(JOINT_NAMES), 5.0, "all joints again")
-    rig.command([0.3], ["shoulder_pan"], seconds=0.5)
-    wait_until(lambda: abs(rig.position("shoulder_pan") - 0.3) < 3 * RAD_PER_COUNT, 5.0, "pan at 0.3 rad")
+    rig.drive("shoulder_pan", 0.3)
 
 
 def test_missing_port_reports_and_keeps_retrying(rig_factory: RigFactory) -> None:

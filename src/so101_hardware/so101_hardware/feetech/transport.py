@@ -160,7 +160,11 @@ class ScservoTransport:
 
     def ping(self, servo_id: int) -> tuple[int, Comm, int]:
         port = self._begin()
-        model, comm, error = self._guard(self._packet.ping, port, servo_id)
+        try:
+            model, comm, error = self._guard(self._packet.ping, port, servo_id)
+        except IndexError:  # the SDK takes the model number from the read's reply without checking its length
+            port.is_using = False
+            return 0, Comm.CORRUPT, 0
         return int(model), _COMM_CODES.get(comm, Comm.NOT_AVAILABLE), int(error)
 
     def read(self, servo_id: int, address: int, length: int) -> tuple[bytes, Comm, int]:

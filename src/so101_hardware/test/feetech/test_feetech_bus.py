@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import tty
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from so101_hardware.errors import (
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.bus import BusConfig, FeetechBus
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.transport import Comm, ScservoTransport
 
 IDS = (1, 2, 3, 4, 5, 6)
 
@@ -120,6 +124,36 @@ def test_dropped_replies_are_retried(emulator: FeetechEmulator) -> None:
         for _ in range(5):
             assert len(bus.read_telemetry()) == 6
     assert emulator.replies_dropped > 0
+
+
+def test_a_model_number_reply_without_data_is_corrupt_not_a_crash() -> None:
+    """A servo (here: this test on a raw pty) that answers the ping but returns no bytes for the model number."""
+    master, slave = os.openpty()
+    tty.setraw(slave)
+
+    def read_exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            data += os.read(master, n - len(data))
+        return data
+
+    def servo() -> None:
+        assert read_exactly(6) == p.build_packet(1, p.INST_PING)
+        os.write(master, p.build_packet(1, 0))
+        assert read_exactly(8) == p.build_packet(1, p.INST_READ, bytes([p.MODEL_NUMBER.address, 2]))
+        os.write(master, p.build_packet(1, 0))  # a status packet with no data
+
+    thread = threading.Thread(target=servo, daemon=True)
+    thread.start()
+    transport = ScservoTransport()
+    transport.open(os.ttyname(slave), 1_000_000, timeout_ms=500.0)
+    try:
+        assert transport.ping(1) == (0, Comm.CORRUPT, 0)
+    finally:
+        transport.close()
+        os.close(master)
+        os.close(slave)
+    thread.join(timeout=1.0)
 
 
 def test_handshake_names_the_missing_servo(emulator: FeetechEmulator, bus_config: BusConfig) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import scservo_sdk as scs
@@ -55,6 +56,8 @@ def test_sdk_port_handler_opens_the_pty_at_1mbps(emulator: FeetechEmulator) -> N
     assert port.setBaudRate(1_000_000)
     packet = scs.PacketHandler(0)
     for _ in range(5):  # the SDK waits ~34 ms for the answer; a loaded machine may miss that once (so LeRobot retries)
+        time.sleep(0.1)
+        port.ser.reset_input_buffer()  # a late answer to a timed-out try must not be taken for this try's
         model, comm, error = packet.ping(port, 5)
         if comm != scs.COMM_RX_TIMEOUT:
             break
