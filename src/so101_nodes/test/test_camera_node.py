@@ -117,7 +117,7 @@ def test_realsense_node_publishes_images_depth_and_info_and_survives_a_drop_out(
             "camera": "side",
             "diagnostics_period_s": 0.2,
             "reconnect_period_s": 0.2,
-            "error_after_s": 0.8,
+            "error_after_s": 3.0,  # WARN for 3 s: seen in /diagnostics even when a loaded machine runs late
         }
         node = ZenohNode("camera_side", args=[], context=contexts[0], parameter_overrides=overrides)
         stack.callback(node.shutdown)
@@ -213,7 +213,7 @@ def test_opencv_camera_process_publishes_and_resumes_after_the_source_disappears
         "hfov_deg:=90.0",
         "diagnostics_period_s:=0.2",
         "reconnect_period_s:=0.2",
-        "error_after_s:=0.8",
+        "error_after_s:=3.0",  # WARN for 3 s: seen in /diagnostics even when a loaded machine runs late
     )
     try:
         wait_until(lambda: listener.count(listener.info) >= 3, 20.0, "images from the camera process")

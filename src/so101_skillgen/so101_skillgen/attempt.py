@@ -79,6 +79,7 @@ class AttemptError(SkillGenError):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.rollout: AttemptOutcome | None = None  # what had been executed when it was raised (_Recorder.seal)
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,11 @@ class AttemptOutcome:
 
 
 class _Recorder:
-    def __init__(self, twin: Twin, task: TaskConfig) -> None:
+    """The steps an attempt executes (with the rules' state) and its ``sources`` (:class:`AttemptOutcome`)."""
+
+    def __init__(self, twin: Twin, task: TaskConfig, sources: list[dict[str, Any]] | None = None) -> None:
         self.twin = twin
+        self.sources = sources if sources is not None else []
         self.detector = SuccessDetector(task, twin.config.rack)
         self.workshop = WorkshopRule(twin.config.rack, twin.config.physics.control_hz)
         self.qs: list[F64] = []
@@ -129,6 +133,15 @@ class _Recorder:
         for v in self.poses.values():
             del v[n:]
         self.detector, self.workshop = copy.deepcopy(det), copy.deepcopy(ws)
+
+    def seal(self, fail: AttemptError) -> AttemptError:
+        """``fail`` with the steps recorded so far attached (unless it has them already): a backtrack that then
+        tries other variants, and fails too, still reports the rollout that ``fail`` describes."""
+        if fail.rollout is None:
+            a, q, p = self.arrays()
+            sources = copy.deepcopy(self.sources)
+            fail.rollout = AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources, self.workshop.succeeded)
+        return fail
 
     def arrays(self) -> tuple[F64, F64, dict[str, F64]]:
         if not self.acts:
@@ -450,13 +463,14 @@ class AttemptRunner:
         tw, cfg = self.twin, self.cfg
         tw.reset(scene_seed)
         self.tracker.reset()  # the tracker's warm start must not carry over from another attempt
-        rec = _Recorder(tw, self.task)
         sources: list[dict[str, Any]] = []
+        rec = _Recorder(tw, self.task, sources)
         try:
             self._execute(rec, rng, sources)
         except AttemptError as fail:
-            a, q, p = rec.arrays()
-            return AttemptOutcome(False, fail.reason, fail.detail, a, q, p, sources, rec.workshop.succeeded)
+            rollout = rec.seal(fail).rollout
+            assert rollout is not None
+            return rollout
         a, _, _ = rec.arrays()
         for window in smoothing_windows(cfg.smoothing.window, cfg.smoothing.order):
             ok, rep = replay(tw, self.task, scene_seed, smooth_joints(a, window, cfg.smoothing.order))
@@ -512,7 +526,7 @@ class AttemptRunner:
         grasp's in-hand pose cannot reach or finish) returns the twin to that grasp's start and tries its
         next variant (:meth:`grasp_variants`), and when none is left the variants whose place was out of reach
         again, the place allowed to drop the vial (:class:`_Backtrack`); the recording keeps only what was
-        finally executed, and the first variant's failure is raised when none succeeds."""
+        finally executed, and the first variant's failure is raised, with its own rollout, when none succeeds."""
         tw, lib = self.twin, self.library
         q_cmd = tw.joint_targets()
         rack0 = tw.object_poses()[RACK].position.copy()
@@ -556,7 +570,7 @@ class AttemptRunner:
             except AttemptError as fail:
                 if back is None:
                     raise
-                back.first = back.first or fail
+                back.first = back.first or rec.seal(fail)
                 if not self._expand(back, back.q_cmd, plans[back.slot][3]):
                     if back.drop or not back.droppable:
                         raise back.first from None
@@ -645,7 +659,7 @@ class AttemptRunner:
             except AttemptError as fail:
                 if fail.reason not in ("ik_divergence", "collision"):
                     raise
-                first = first or fail
+                first = first or rec.seal(fail)
         assert first is not None
         raise first
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -142,3 +143,41 @@ def test_a_grasp_is_chosen_that_the_place_can_stand_upright(gen: Generator) -> N
         if checked == 2:
             break
     assert checked == 2, "fewer than 2 scenes in 40 whose clearance-first grasp cannot be placed upright"
+
+
+def test_an_attempt_whose_variants_all_fail_reports_the_rollout_of_the_failure_it_names(gen: Generator) -> None:
+    """Each grasp variant here runs its own number of real twin steps (3, 6, 9, ...) and fails with its own
+    reason; the attempt names the first variant's failure, so the rollout kept for replay must be that
+    variant's (3 steps, its sources), not the last variant's that the twin executed last."""
+    from so101_skillgen.attempt import AttemptError
+
+    runner: AttemptRunner = gen.runner
+    reasons = ("miss", "collision", "drop")
+
+    def scripted_grasp(rec: _Recorder, q_cmd: np.ndarray, _rack0: np.ndarray, back: Any, _query: np.ndarray) -> Any:
+        k = back.tried
+        back.tried += 1
+        back.source.update(grasp_tries=back.tried)
+        for _ in range(3 * (k + 1)):
+            rec.step(q_cmd)
+        raise AttemptError(reasons[k % 3], f"variant {k}")
+
+    i = next(i for i in range(50) if not _partly_done(gen, i))
+    variants = runner.grasp_variants
+    runner._grasp = scripted_grasp  # type: ignore[method-assign]
+    runner.grasp_variants = lambda q0, seg, *_: [(seg.tool_axes[0], 0.0, 0.0)] * 3  # type: ignore[method-assign]
+    try:
+        out = gen.attempt(i)[1]
+    finally:
+        del runner._grasp
+        runner.grasp_variants = variants  # type: ignore[method-assign]
+    assert (out.success, out.reason, out.detail) == (False, "miss", "variant 0")
+    assert len(out.actions) == len(out.joint_positions) == 3
+    assert all(len(p) == 3 for p in out.object_poses.values())
+    assert out.sources[0]["grasp_tries"] == 1
+
+
+def _partly_done(gen: Generator, i: int) -> bool:
+    scene, _ = attempt_seeds(gen.cfg.random_seed, i)
+    gen.twin.reset(scene)
+    return gen.twin.episode is None or gen.twin.episode.partly_done
