@@ -725,7 +725,24 @@ class AttemptRunner:
         ee = self._ee(q_cmd[:GRIPPER_INDEX])
         p0, a0 = ee[:3, :3] @ tool_p + ee[:3, 3], ee[:3, :3] @ tool_a
         grip = float(q_cmd[GRIPPER_INDEX]) if held is not None else float(seg.gripper[0])
-        q_tr = self._clear_transit(q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], tool_p, tool_a, seg, grip, held)
+
+        def transit(jaw: float) -> F64:
+            return self._clear_transit(
+                q_cmd[:GRIPPER_INDEX], p0, a0, points[0], axes[0], tool_p, tool_a, seg, jaw, held
+            )
+
+        try:
+            q_tr = transit(grip)
+        except AttemptError as fail:
+            now = float(q_cmd[GRIPPER_INDEX])
+            if held is not None or fail.reason != "collision" or grip <= now:
+                raise
+            # jaws opened wide at once beside a vial standing next door would knock it: they keep their present
+            # opening through the transit, and the segment's first step opens them, above the next object
+            try:
+                q_tr, grip = transit(now), now
+            except AttemptError:
+                raise fail from None
         dwell = np.repeat(q_tr[-1:], cfg.transit.dwell_steps, axis=0)
         for q in np.concatenate([q_tr, dwell]):
             q_cmd = np.array([*q, grip])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.randomization import load_dr_config
-from so101_core.sim.scene import VIAL
+from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.twin import Twin
 from so101_skillgen.attempt import AttemptRunner, _Recorder
 from so101_skillgen.bench_skillgen import expert_seeds
@@ -181,3 +181,56 @@ def _partly_done(gen: Generator, i: int) -> bool:
     scene, _ = attempt_seeds(gen.cfg.random_seed, i)
     gen.twin.reset(scene)
     return gen.twin.episode is None or gen.twin.episode.partly_done
+
+
+def test_jaws_that_would_knock_a_neighbour_keep_their_opening_through_the_transit(gen: Generator) -> None:
+    """After a release the next grasp's transit opens the jaws wide at once; where that collides (here: the
+    planner's check answers "collision" for any wider opening), the transit keeps the present opening and the
+    grasp segment's first step opens the jaws; a transit that collides either way fails with the first
+    collision."""
+    from so101_skillgen.attempt import AttemptError
+
+    runner: AttemptRunner = gen.runner
+    tw = gen.twin
+    i = next(i for i in range(50) if not _partly_done(gen, i))
+    seg = runner.library.slots[0][0]
+    query = _object_query(gen)
+    points, axes = seg.retarget(query)
+    q_cmd = tw.joint_targets().copy()
+    q_cmd[5] = 0.3  # rad: jaws half open, as after a release
+    assert seg.gripper[0] > q_cmd[5] + 0.1
+    rack0 = tw.object_poses()[RACK].position.copy()
+    real = runner._clear_transit
+    widest: list[float] = []
+
+    def checked(*args: Any) -> Any:
+        grip = args[-2]
+        widest.append(grip)
+        if grip > q_cmd[5] + 1e-9 or len(widest) > 2:
+            raise AttemptError("collision", f"transit collides with the jaws at {grip:.2f} rad")
+        return real(*args)
+
+    runner._clear_transit = checked  # type: ignore[method-assign]
+    try:
+        rec = _Recorder(tw, gen.task)
+        runner._subtask(rec, seg, points, axes, seg.tool_points[0], seg.tool_axes[0], q_cmd, None, rack0)
+        acts = np.asarray(rec.acts)
+        transit_steps = int(np.argmax(acts[:, 5] != q_cmd[5]))
+        assert transit_steps > 0 and np.all(acts[:transit_steps, 5] == q_cmd[5])
+        assert acts[transit_steps, 5] == pytest.approx(seg.gripper[0])
+        assert widest == [pytest.approx(seg.gripper[0]), pytest.approx(q_cmd[5])]
+        tw.reset(attempt_seeds(gen.cfg.random_seed, i)[0])
+        with pytest.raises(AttemptError, match=r"collision: .* jaws at 0\.[0-9]+ rad") as fail:
+            runner._subtask(_Recorder(tw, gen.task), seg, points, axes, seg.tool_points[0], seg.tool_axes[0],
+                            q_cmd, None, rack0)  # fmt: skip
+        assert f"{seg.gripper[0]:.2f}" in fail.value.detail
+    finally:
+        del runner._clear_transit
+
+
+def _object_query(gen: Generator) -> np.ndarray:
+    """The query frame (4, 4) of the first grasp's object in the twin's current scene."""
+    from so101_skillgen.frames import object_frame
+
+    obj = gen.library.signature[0][1]
+    return object_frame(np.concatenate(gen.twin.object_poses()[obj]), gen.cfg.is_symmetric(obj))
