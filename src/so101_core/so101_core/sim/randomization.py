@@ -245,6 +245,21 @@ def _apart(free: list[int], drawn: list[int], sim: SimConfig, task: TaskConfig |
 
 
 MAX_LAYOUT_DRAWS = 50  # draws of a vial that lies too close to another; then the farthest draw is kept
+SPAWN_CLEARANCE = 0.005  # m between a lying vial's surface and the rack or the resting arm (``keep_out``)
+
+
+def spawn_clearance(v: VialSample, sim: SimConfig, rack_xy: F64, rack_yaw: float, keep_out: F64) -> float:
+    """Distance (m) from the surface of vial ``v`` lying on the mat to the rack's footprint (at ``rack_xy``,
+    ``rack_yaw``) or the nearest of the ``keep_out`` points (K, 2), world; negative where they overlap."""
+    t = np.linspace(-sim.vial.half_length, sim.vial.half_length, 41)
+    axis = v.xy + t[:, None] * np.array([math.cos(v.yaw), math.sin(v.yaw)])  # (41, 2) m, sampled every 2.5 mm
+    c, s = math.cos(rack_yaw), math.sin(rack_yaw)
+    local = (axis - rack_xy) @ np.array([[c, -s], [s, c]])  # rack frame
+    outside = np.maximum(np.abs(local) - sim.rack.size / 2, 0.0)
+    nearest = float(np.min(np.linalg.norm(outside, axis=1)))
+    if len(keep_out):
+        nearest = min(nearest, float(np.min(np.linalg.norm(axis[:, None] - keep_out[None], axis=-1))))
+    return nearest - sim.vial.radius
 
 
 def sample_episode(
@@ -254,6 +269,7 @@ def sample_episode(
     seed: int | None = None,
     occupied: tuple[int, ...] = (),
     task: TaskConfig | None = None,
+    keep_out: F64 | None = None,
 ) -> EpisodeSample:
     """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result.
 
@@ -262,6 +278,9 @@ def sample_episode(
     other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one) and their slots
     (uniform among the free slots ``task.min_slot_gap`` from those drawn before). Without DR: the centre slot
     (one vial), else the farthest free slots (``far_first``) or the first ones, each apart from those before.
+    A drawn vial (not the nominal layout) is also redrawn while it lies within ``SPAWN_CLEARANCE`` of the rack
+    or of a ``keep_out`` point ((K, 2) m, world: where the arm rests on the mat, :class:`~.twin.Twin`); only
+    such episodes draw differently from earlier versions.
     """
 
     def u(iv: Interval) -> float:
@@ -306,22 +325,36 @@ def sample_episode(
     rack_rgb, mat_rgb = jitter(dr.object_color), jitter(dr.mat_color)
     friction, mass, damping = u(dr.friction_scale), u(dr.mass_scale), u(dr.damping_scale)
     vial_yaw = layout[0].yaw + u(dr.vial_yaw)
+    keep = np.zeros((0, 2)) if keep_out is None else np.asarray(keep_out, dtype=np.float64).reshape(-1, 2)
+
+    def clearance(v: VialSample) -> float:
+        return spawn_clearance(v, sim, rack_xy, rack_yaw, keep) - SPAWN_CLEARANCE
+
+    first = VialSample(vial_xy, vial_yaw, vial_roll)
+    draws = 1
+    while clearance(first) < 0 and draws < MAX_LAYOUT_DRAWS:  # redrawn; the clearest draw is kept
+        xy = np.array(layout[0].xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
+        v = VialSample(xy, layout[0].yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
+        first = max(first, v, key=clearance)
+        draws += 1
+    vial_xy, vial_yaw, vial_roll = first.xy, first.yaw, first.roll
     free = list(choices)
     target = int(free.pop(int(rng.integers(len(free)))))
-    placed = [VialSample(vial_xy, vial_yaw, vial_roll)]
+    placed = [first]
     slots: list[int] = []
     for nominal in layout[1:]:
         best: tuple[float, VialSample] | None = None
         for _ in range(MAX_LAYOUT_DRAWS):
             xy = np.array(nominal.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
             v = VialSample(xy, nominal.yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
-            gap = vial_gap((*placed, v), sim.vial.half_length)
-            if best is None or gap > best[0]:
-                best = (gap, v)
-            if gap >= task.min_vial_gap:  # type: ignore[union-attr]
+            gap = vial_gap((*placed, v), sim.vial.half_length) - task.min_vial_gap  # type: ignore[union-attr]
+            margin = min(gap, clearance(v))
+            if best is None or margin > best[0]:
+                best = (margin, v)
+            if margin >= 0:
                 break
         assert best is not None
-        placed.append(best[1])  # the first draw that keeps the gap, else the one farthest from the others
+        placed.append(best[1])  # the first draw that keeps the gap and the clearance, else the nearest miss
         apart = _apart(free, [target, *slots], sim, task)
         slots.append(int(apart[int(rng.integers(len(apart)))]))
         free.remove(slots[-1])

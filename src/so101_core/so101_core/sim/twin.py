@@ -23,6 +23,7 @@ from .geometry import yaw_quat
 from .grasp import GraspGeometry, grasp_geometry
 from .ik import ArmIK, AxisTarget
 from .randomization import (
+    SPAWN_CLEARANCE,
     DRConfig,
     EpisodeSample,
     ModelRandomizer,
@@ -80,6 +81,8 @@ class Twin:
         self.model = build_model(self.config, len(self.vial_names))
         self.data = mujoco.MjData(self.model)
         self.index = SceneIndex.of(self.model, self.config, self.object_names)
+        below = 2 * self.config.vial.radius + SPAWN_CLEARANCE  # a lying vial's top, and the clearance
+        self.rest_footprint = rest_footprint(self.model, self.index, self.config.robot.home, below)
         self._randomizer = ModelRandomizer(self.model, self.index)
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self._ctrl_lo = self.model.actuator_ctrlrange[self.index.actuator_ids, 0].copy()
@@ -119,7 +122,7 @@ class Twin:
     def reset(self, seed: int | None = None) -> EpisodeSample:
         """Start an episode: DR from ``seed`` (same seed → identical state), robot at home, objects placed."""
         rng = np.random.default_rng(seed)
-        sample = sample_episode(self.config, self.dr, rng, seed, task=self.task)
+        sample = sample_episode(self.config, self.dr, rng, seed, task=self.task, keep_out=self.rest_footprint)
         self._randomizer.apply(sample, self.data)
         mujoco.mj_resetData(self.model, self.data)
         home = np.asarray(self.config.robot.home, dtype=np.float64)
@@ -321,6 +324,31 @@ class Twin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def rest_footprint(model: mujoco.MjModel, index: SceneIndex, home: ArrayLike, below: float) -> F64:
+    """Where the arm at ``home`` (6,) rad comes down onto the mat: the xy (K, 2) m, world, on a 2 mm grid, of
+    its collision geometry's points (mesh vertices, other shapes' bounding-box corners) lower than ``below`` m.
+    A vial drawn there would start inside the gripper (:func:`~.randomization.sample_episode` keeps clear)."""
+    data = mujoco.MjData(model)
+    data.qpos[index.qpos_adr] = np.asarray(home, dtype=np.float64)
+    mujoco.mj_kinematics(model, data)
+    objects = set(index.object_bodies.values())
+    points = []
+    for g in range(model.ngeom):
+        body = int(model.geom_bodyid[g])
+        if body == 0 or body in objects or not (model.geom_contype[g] or model.geom_conaffinity[g]):
+            continue
+        if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
+            mesh = int(model.geom_dataid[g])
+            local = model.mesh_vert[model.mesh_vertadr[mesh] : model.mesh_vertadr[mesh] + model.mesh_vertnum[mesh]]
+        else:
+            centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+            local = centre + half * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+        world = local @ data.geom_xmat[g].reshape(3, 3).T + data.geom_xpos[g]
+        points.append(world[world[:, 2] < below, :2])
+    xy = np.concatenate(points) if points else np.zeros((0, 2))
+    return np.unique(np.round(xy / 0.002), axis=0) * 0.002
 
 
 def _check_layout(sim: SimConfig, task: TaskConfig | None) -> None:

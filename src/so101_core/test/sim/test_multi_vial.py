@@ -15,7 +15,14 @@ from so101_core.sim.config import (
     load_task_variant,
     parse_task_config,
 )
-from so101_core.sim.randomization import DRConfig, load_dr_config, sample_episode, vial_gap
+from so101_core.sim.randomization import (
+    SPAWN_CLEARANCE,
+    DRConfig,
+    load_dr_config,
+    sample_episode,
+    spawn_clearance,
+    vial_gap,
+)
 from so101_core.sim.rollout import run_scripted_episode
 from so101_core.sim.scene import RACK
 from so101_core.sim.task import SuccessDetector, TaskState, placed, slot_centres
@@ -111,6 +118,33 @@ def test_samples_keep_the_gap_distinct_slots_far_first(sim_cfg: SimConfig, multi
     a = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     b = sample_episode(sim_cfg, wide, np.random.default_rng(5), 5, task=multi)
     assert a.target_slots == b.target_slots and np.allclose(a.vials[2].xy, b.vials[2].xy)
+
+
+def test_no_vial_is_drawn_inside_the_resting_arm_or_the_rack(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    """Wide DR puts the third vial's nominal spot within reach of the gripper lying on the mat at home: such
+    draws are redrawn. Judged by MuJoCo's own contacts at the reset (no vial touches the arm or the rack,
+    but one already in the hand), and only those episodes draw differently from a draw without the keep-out."""
+    wide = load_dr_config(profile="wide")
+    with Twin(sim_cfg, wide, multi) as tw:
+        m, d = tw.model, tw.data
+        objects = {tw.index.object_bodies[n]: n for n in tw.object_names}
+        changed = 0
+        for seed in range(300):
+            s = tw.reset(seed)
+            free = sample_episode(sim_cfg, wide, np.random.default_rng(seed), seed, task=multi)
+            clear = [spawn_clearance(v, sim_cfg, free.rack_xy, free.rack_yaw, tw.rest_footprint) for v in free.vials]
+            if min(clear) >= SPAWN_CLEARANCE:
+                assert np.allclose(np.array([v.xy for v in s.vials]), np.array([v.xy for v in free.vials]))
+                assert s.target_slots == free.target_slots
+            else:
+                changed += 1
+            held = {n for n, h in zip(tw.vial_names, tw.held_vials(), strict=True) if h}
+            for c in d.contact[: d.ncon]:
+                a, b = int(m.geom_bodyid[c.geom1]), int(m.geom_bodyid[c.geom2])
+                names = {objects.get(a, "arm" if a else "world"), objects.get(b, "arm" if b else "world")}
+                vials = {n for n in names if n.startswith("vial") and n not in held}
+                assert not vials or c.dist > 0 or names - vials <= {"world"}, (seed, names, c.dist)
+        assert changed > 5, "wide DR draws vials inside the resting arm's footprint often enough to matter"
 
 
 def test_slots_closer_than_the_gap_are_drawn_when_no_other_is_free(sim_cfg: SimConfig, multi: TaskConfig) -> None:
