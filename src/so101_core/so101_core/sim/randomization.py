@@ -330,17 +330,17 @@ def sample_episode(
     def clearance(v: VialSample) -> float:
         return spawn_clearance(v, sim, rack_xy, rack_yaw, keep) - SPAWN_CLEARANCE
 
-    first = VialSample(vial_xy, vial_yaw, vial_roll)
+    lead = VialSample(vial_xy, vial_yaw, vial_roll)
     draws = 1
-    while clearance(first) < 0 and draws < MAX_LAYOUT_DRAWS:  # redrawn; the clearest draw is kept
+    while clearance(lead) < 0 and draws < MAX_LAYOUT_DRAWS:  # redrawn; the clearest draw is kept
         xy = np.array(layout[0].xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
         v = VialSample(xy, layout[0].yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
-        first = max(first, v, key=clearance)
+        lead = max(lead, v, key=clearance)
         draws += 1
-    vial_xy, vial_yaw, vial_roll = first.xy, first.yaw, first.roll
+    vial_xy, vial_yaw, vial_roll = lead.xy, lead.yaw, lead.roll
     free = list(choices)
     target = int(free.pop(int(rng.integers(len(free)))))
-    placed = [first]
+    placed = [lead]
     slots: list[int] = []
     for nominal in layout[1:]:
         best: tuple[float, VialSample] | None = None
