@@ -244,7 +244,7 @@ def _apart(free: list[int], drawn: list[int], sim: SimConfig, task: TaskConfig |
     return apart or free
 
 
-MAX_LAYOUT_DRAWS = 50  # draws of a vial that lies too close to another; then the farthest draw is kept
+MAX_LAYOUT_DRAWS = 50  # draws of a vial too close to another, the rack or the resting arm; then the nearest miss
 SPAWN_CLEARANCE = 0.005  # m between a lying vial's surface and the rack or the resting arm (``keep_out``)
 
 
