@@ -102,9 +102,9 @@ class AttemptOutcome:
 class _Recorder:
     """The steps an attempt executes (with the rules' state) and its ``sources`` (:class:`AttemptOutcome`)."""
 
-    def __init__(self, twin: Twin, task: TaskConfig, sources: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, twin: Twin, task: TaskConfig) -> None:
         self.twin = twin
-        self.sources = sources if sources is not None else []
+        self.sources: list[dict[str, Any]] = []
         self.detector = SuccessDetector(task, twin.config.rack)
         self.workshop = WorkshopRule(twin.config.rack, twin.config.physics.control_hz)
         self.qs: list[F64] = []
@@ -463,10 +463,10 @@ class AttemptRunner:
         tw, cfg = self.twin, self.cfg
         tw.reset(scene_seed)
         self.tracker.reset()  # the tracker's warm start must not carry over from another attempt
-        sources: list[dict[str, Any]] = []
-        rec = _Recorder(tw, self.task, sources)
+        rec = _Recorder(tw, self.task)
+        sources = rec.sources
         try:
-            self._execute(rec, rng, sources)
+            self._execute(rec, rng)
         except AttemptError as fail:
             rollout = rec.seal(fail).rollout
             assert rollout is not None
@@ -521,13 +521,13 @@ class AttemptRunner:
                 return name, bool(geometric_filter(vp, vq, rp, rack.top_height, task))
         return None
 
-    def _execute(self, rec: _Recorder, rng: np.random.Generator, sources: list[dict[str, Any]]) -> None:
+    def _execute(self, rec: _Recorder, rng: np.random.Generator) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
         grasp's in-hand pose cannot reach or finish) returns the twin to that grasp's start and tries its
         next variant (:meth:`grasp_variants`), and when none is left the variants whose place was out of reach
         again, the place allowed to drop the vial (:class:`_Backtrack`); the recording keeps only what was
         finally executed, and the first variant's failure is raised, with its own rollout, when none succeeds."""
-        tw, lib = self.twin, self.library
+        tw, lib, sources = self.twin, self.library, rec.sources
         q_cmd = tw.joint_targets()
         rack0 = tw.object_poses()[RACK].position.copy()
         held: HeldObject | None = None

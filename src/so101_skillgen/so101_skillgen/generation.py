@@ -33,6 +33,13 @@ from .output import OutputDir
 from .reach import check_reachability
 from .tracking import make_tracker
 
+LOOKAHEAD_PER_WORKER = 64
+"""Attempts submitted past the oldest uncommitted one, per worker. Results are committed in index order, so
+a slow attempt (a failing one backtracks through its variants: 10–35 s where the median is 1 s) holds back
+every later commit; the workers keep running later attempts only while they lie inside this window (2 per
+worker left 16 workers idle half the time). Costs up to this many finished outcomes held per worker
+(single-vial ≈ 50 kB, multi-vial ≈ 0.3 MB each)."""
+
 
 @dataclass(frozen=True)
 class ProgressEvent:
@@ -216,7 +223,7 @@ class Generator:
         out = OutputDir.open(out_dir, _fingerprint(cfg, self.names, self.demos))
         hz = self.twin.config.physics.control_hz
         ex = executor or InProcessExecutor(self)
-        window = 2 * ex.workers
+        window = LOOKAHEAD_PER_WORKER * ex.workers
         t0 = time.perf_counter()
         runs = kept_run = 0
         done: dict[int, tuple[int, AttemptOutcome]] = {}

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from so101_core.seeds.format import load_seed
 from so101_core.sim.twin import Twin
+from so101_skillgen.attempt import AttemptOutcome
 from so101_skillgen.config import load_skillgen_config
-from so101_skillgen.executors import AttemptExecutor, LocalProcessExecutor, RayExecutor
-from so101_skillgen.generation import GenerationSummary, Generator
+from so101_skillgen.executors import AttemptExecutor, AttemptResult, LocalProcessExecutor, RayExecutor
+from so101_skillgen.generation import LOOKAHEAD_PER_WORKER, GenerationSummary, Generator
 from so101_skillgen.seeds_from_sim import scripted_seeds
 
 N = 5
@@ -96,3 +97,47 @@ def test_two_ray_workers_keep_the_same_demos_and_survive_a_killed_worker(
         summary = _run_and_kill(gen, ex, tmp_path / "ray", pids[0])
     assert summary.kept == N and summary.worker_restarts >= 1
     assert _kept(tmp_path / "ray") == reference
+
+
+class _SlowFirstAttempt(AttemptExecutor):
+    """Four workers on which every attempt fails at once, except attempt 0: it finishes only once the
+    generator hands out nothing new, as a slow attempt does while the other workers drain the queue."""
+
+    workers = 4
+
+    def __init__(self) -> None:
+        self.queue: list[int] = []
+        self.submitted: list[int] = []
+        self.holding = False
+        self.handed_out_while_holding = 0
+
+    def submit(self, index: int) -> None:
+        self.queue.append(index)
+        self.submitted.append(index)
+
+    def collect(self, timeout: float) -> list[AttemptResult]:
+        if self.queue:
+            self.holding = self.holding or 0 in self.queue
+            done, self.queue = [i for i in self.queue if i != 0], []
+            return [(i, i, _failed()) for i in done]
+        if self.holding:
+            self.holding, self.handed_out_while_holding = False, len(self.submitted)
+            return [(0, 0, _failed())]
+        return []
+
+
+def _failed() -> AttemptOutcome:
+    empty = np.zeros((0, 6))
+    return AttemptOutcome(False, "miss", "a scheduling test", empty, empty, {})
+
+
+def test_a_slow_attempt_does_not_starve_the_other_workers(gen: Generator, tmp_path: Path) -> None:
+    """Results are committed in order, yet attempts keep being handed out while attempt 0 runs: the whole
+    window ahead of the oldest uncommitted attempt (it was 2 per worker, which left 16 workers idle)."""
+    ex = _SlowFirstAttempt()
+    summary = gen.run(tmp_path, N, executor=ex, max_attempts=300)
+    assert ex.handed_out_while_holding == LOOKAHEAD_PER_WORKER * ex.workers >= 32 * ex.workers
+    assert ex.submitted == list(range(300))
+    assert summary.attempted == 300 and summary.kept == 0
+    failures = json.loads((tmp_path / "failures.json").read_text())
+    assert [int(f["attempt"]) for f in failures] == list(range(300))  # committed in order, each once
