@@ -70,10 +70,15 @@ class AttemptExecutor(ABC):
     """Runs attempts by index. ``submit`` never blocks; ``collect`` returns finished ones (any order)."""
 
     workers: int = 1
+    _queue: deque[int]  # submitted, not started
 
     @abstractmethod
     def submit(self, index: int) -> None:
         """Queue attempt ``index``."""
+
+    def drop_queued(self) -> None:
+        """Forget the attempts submitted but not started: a run that ends leaves no work to the next."""
+        self._queue.clear()
 
     @abstractmethod
     def collect(self, timeout: float) -> list[AttemptResult]:

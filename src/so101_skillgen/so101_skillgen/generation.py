@@ -249,6 +249,7 @@ class Generator:
                 if should_stop is not None and should_stop():
                     stopped = True
                     break
+        ex.drop_queued()
         if executor is None:
             ex.close()
         reasons = Counter(str(f["reason"]) for f in out.failures)

@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -106,19 +107,20 @@ class _SlowFirstAttempt(AttemptExecutor):
     workers = 4
 
     def __init__(self) -> None:
-        self.queue: list[int] = []
+        self._queue: deque[int] = deque()
         self.submitted: list[int] = []
         self.holding = False
         self.handed_out_while_holding = 0
 
     def submit(self, index: int) -> None:
-        self.queue.append(index)
+        self._queue.append(index)
         self.submitted.append(index)
 
     def collect(self, timeout: float) -> list[AttemptResult]:
-        if self.queue:
-            self.holding = self.holding or 0 in self.queue
-            done, self.queue = [i for i in self.queue if i != 0], []
+        if self._queue:
+            self.holding = self.holding or 0 in self._queue
+            done = [i for i in self._queue if i != 0]
+            self._queue.clear()
             return [(i, i, _failed()) for i in done]
         if self.holding:
             self.holding, self.handed_out_while_holding = False, len(self.submitted)
@@ -141,3 +143,13 @@ def test_a_slow_attempt_does_not_starve_the_other_workers(gen: Generator, tmp_pa
     assert summary.attempted == 300 and summary.kept == 0
     failures = json.loads((tmp_path / "failures.json").read_text())
     assert [int(f["attempt"]) for f in failures] == list(range(300))  # committed in order, each once
+
+
+def test_a_run_that_ends_leaves_no_queued_attempts_to_the_next(gen: Generator, tmp_path: Path) -> None:
+    """A cancelled run (or one that reached its target) drops what it queued: a reused executor starts the
+    next run on that run's own attempts, not on the last run's leftovers."""
+    ex = _SlowFirstAttempt()
+    ex.collect = lambda timeout: [(i, i, _failed()) for i in [ex._queue.popleft()]]  # type: ignore[method-assign]
+    summary = gen.run(tmp_path, N, executor=ex, max_attempts=300, should_stop=lambda: True)
+    assert summary.cancelled and summary.attempted == 1
+    assert len(ex.submitted) == LOOKAHEAD_PER_WORKER * ex.workers and not ex._queue
