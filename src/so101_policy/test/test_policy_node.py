@@ -255,3 +255,46 @@ def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(router: RouterProcess,
     watch.wait_status(WARN, "camera top stale")
     images.set()
     watch.wait_status(OK, "running", 5.0)
+
+
+class _SlowFirstReply(ScriptedBackend):
+    """A server warming up: its first answer takes 1 s (30 control periods), the rest are prompt."""
+
+    def get_action(self, observation: dict[str, Any], options: dict[str, Any] | None) -> tuple[dict, dict]:
+        if self.calls == 0:
+            time.sleep(1.0)
+        return super().get_action(observation, options)
+
+
+def test_steps_count_from_the_first_action_not_from_start(router: RouterProcess, stack: contextlib.ExitStack) -> None:
+    """A slow first reply must not move a step-indexed policy (a replay) ahead of the arm: the step sent with
+    each query counts control periods from the run's first action."""
+    c_policy, c_client = contexts(stack, router, 2)
+    backend = _SlowFirstReply(("top",), horizon=16)
+    server = FakeServer(backend)
+    stack.callback(server.stop)
+    start_policy(
+        stack, c_policy, cameras=["top"], server_port=server.port, server_timeout_ms=5000, horizon=16,
+        replan_steps=8, autostart=True, stale_camera_s=5.0, stale_joint_s=5.0,
+    )  # fmt: skip
+    client = ZenohNode("client", args=[], context=c_client)
+    stack.callback(client.shutdown)
+    publish_inputs.pubs = {  # type: ignore[attr-defined]
+        "joints": client.create_publisher("sensor_msgs/msg/JointState", "/joint_states"),
+        "image": client.create_publisher("sensor_msgs/msg/Image", "/cameras/top/image_raw"),
+    }
+    q = np.array([0.1, -0.2, 0.3, 0.0, 0.0, 0.5])
+    stop = threading.Event()
+
+    def feed() -> None:
+        while not stop.is_set():
+            publish_inputs(client, q)
+            time.sleep(1 / 60)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    stack.callback(lambda: (stop.set(), feeder.join(2.0)))
+    wait_until(lambda: len(backend.steps) >= 3, 15.0, "three queries")
+    assert backend.steps[0] == 0
+    # the next query follows the plan from the first action (due at step 8), not the ~30 periods spent waiting
+    assert 0 < backend.steps[1] <= 16 and backend.steps[1] < backend.steps[2], backend.steps

@@ -5,6 +5,8 @@ Every period (``rate_hz`` × ``time_scale``) the node takes the latest ``joint_s
 LeRobot units. Chunks are EMA-blended into the plan (:mod:`so101_policy.blending`, ``blend_alpha``); the first
 ``horizon`` actions of a chunk are used (``horizon`` real, ``horizon_sim`` with ``sim:=true``), a new one is
 asked every ``replan_steps`` (0 = horizon / 2). The plan's action for this step goes out on ``joint_commands``.
+The step (sent to the server as ``options["step"]``) counts control periods from the run's first action: a slow
+first reply (a server warming up) does not move a step-indexed policy, such as a replay, ahead of the arm.
 
 Safe on every failure: a stale or missing joint state or camera image, a server timeout, death or error reply,
 a chunk with NaN / inf or joints outside the limits (``joint_margin_rad``) or a first action further than
@@ -115,6 +117,7 @@ class PolicyNode:
         self._images: dict[str, tuple[npt.NDArray[np.uint8], float]] = {}
         self._running = False
         self._step = 0
+        self._acted = False  # an action went out since ~/start: the step counts from then
         self._plan: Plan | None = None
         self._hold: F64 | None = None
         self._reasons: list[str] = []
@@ -192,7 +195,7 @@ class PolicyNode:
     def _start(self) -> None:
         with self._lock:
             self._running, self._step, self._plan, self._hold = True, 0, None, None
-            self._last_command = None
+            self._acted, self._last_command = False, None
             self._last_request_step = -(10**9)
         self._submit(("reset", None))
 
@@ -344,6 +347,7 @@ class PolicyNode:
             self._hold = None
             self._publish(np.clip(action, self.clip_lower, self.clip_upper))
             self.stats["published"] += 1
+            self._acted = True
         else:
             if self._hold is None and q is not None:
                 self._hold = q.copy()
@@ -357,7 +361,7 @@ class PolicyNode:
                 self.node.logger.info("running")
             self.publish_diagnostics()
         with self._lock:
-            if self._running:
+            if self._running and self._acted:
                 self._step += 1
 
     def _publish(self, q: F64) -> None:

@@ -36,8 +36,10 @@ def tcp_address(endpoint: str) -> tuple[str, int]:
     return host.strip("[]"), int(port_text)
 
 
-def endpoint_accepts_connections(endpoint: str, timeout_s: float = 0.2) -> bool:
-    """True when something accepts TCP connections at ``endpoint`` (a router, or anything else)."""
+def endpoint_accepts_connections(endpoint: str, timeout_s: float = 2.0) -> bool:
+    """True when something accepts TCP connections at ``endpoint`` (a router, or anything else). A closed port
+    answers at once; ``timeout_s`` (s) outlasts one SYN retransmission (1 s), which a loaded router whose accept
+    queue is full may need (0.2 s could miss a running router on a loaded CI host)."""
     host, port = tcp_address(endpoint)
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
