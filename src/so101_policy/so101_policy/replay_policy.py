@@ -1,8 +1,9 @@
 """Scripted policies for evaluation checks and benchmarks: replay a recorded action sequence, or a constant.
 
 :class:`ReplayPolicy` answers ``get_action`` with ``actions[k : k + H]`` (padded with the last action), where
-``k`` is ``options["step"]`` (the policy node sends its control step since start) or, without it, the number of
-``get_action`` calls since ``reset`` times ``step_per_call``. Actions are in dataset (LeRobot) units, (N, 6).
+``k`` is ``options["step"]`` (the policy node sends its control step, counted from its first action) or,
+without it, the number of ``get_action`` calls since ``reset`` times ``step_per_call``. Actions are in dataset
+(LeRobot) units, (N, 6).
 """
 
 from __future__ import annotations
