@@ -205,7 +205,9 @@ class TaskConfig:
     ``vials`` empty: the single vial of ``sim.yaml``; otherwise one vial per placement (grasp + place each,
     in that order). ``slots``: the rack slots (``RackConfig.slot_offsets`` indices) targets are drawn from
     (empty: all). ``min_vial_gap``: closest allowed distance (m) between two vials' axes on the mat;
-    ``min_slot_gap``: between two target slots' centres (a closer slot is not drawn while another is free).
+    ``min_slot_gap``: between two target slots' centres (a closer slot is not drawn while another is free);
+    ``min_slot_radius``: from the robot base to a target slot's centre (a nearer one is drawn only where the
+    rack offers no set of slots that far, and then the set whose nearest slot is farthest).
     ``fill``: how the drawn slots are given to the vials (placed in order): ``far_first`` (the slot farthest
     from the robot base to the first vial, so the hand never reaches over a standing vial) or ``drawn``.
     """
@@ -223,6 +225,7 @@ class TaskConfig:
     slots: tuple[int, ...] = ()
     min_vial_gap: float = 0.05
     min_slot_gap: float = 0.0
+    min_slot_radius: float = 0.0
     fill: str = "far_first"
 
     @property
@@ -521,6 +524,7 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
         slots=tuple(slots),
         min_vial_gap=f.num("min_vial_gap", TaskConfig.min_vial_gap, lo=0.0, hi=0.5),
         min_slot_gap=f.num("min_slot_gap", TaskConfig.min_slot_gap, lo=0.0, hi=0.5),
+        min_slot_radius=f.num("min_slot_radius", TaskConfig.min_slot_radius, lo=0.0, hi=1.0),
         fill=f.text("fill", TaskConfig.fill, choices=("far_first", "drawn")),
         description=f.text("description"),
         xy_radius=s.num("xy_radius", lo=0.0, hi=0.5, lo_open=True),

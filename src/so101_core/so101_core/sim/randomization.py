@@ -8,6 +8,7 @@ object ranges of the base file.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -223,14 +224,41 @@ def target_slot_choices(sim: SimConfig, task: TaskConfig | None) -> list[int]:
     return allowed
 
 
+def _slot_radii(sim: SimConfig, rack_xy: F64, rack_yaw: float) -> F64:
+    """Distance (m) of every slot centre (slots², ) from the robot base, the rack at ``rack_xy``, ``rack_yaw``."""
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
+    c, s = math.cos(rack_yaw), math.sin(rack_yaw)
+    return np.asarray(np.linalg.norm(rack_xy + off @ np.array([[c, s], [-s, c]]), axis=1), dtype=np.float64)
+
+
 def _far_first(slots: list[int], sim: SimConfig, rack_xy: F64, rack_yaw: float) -> list[int]:
     """``slots`` ordered by the distance of their centres from the robot base, farthest first (the vials are
     placed in that order, so the hand never reaches over a vial already standing in the rack)."""
-    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)[slots]
-    c, s = math.cos(rack_yaw), math.sin(rack_yaw)
-    centres = rack_xy + off @ np.array([[c, s], [-s, c]])
-    order = np.argsort(-np.linalg.norm(centres, axis=1), kind="stable")
+    order = np.argsort(-_slot_radii(sim, rack_xy, rack_yaw)[slots], kind="stable")
     return [slots[int(i)] for i in order]
+
+
+def _draw_slots(
+    free: list[int], count: int, sim: SimConfig, task: TaskConfig | None, rack_xy: F64, rack_yaw: float,
+    rng: np.random.Generator,
+) -> list[int]:  # fmt: skip
+    """``count`` target slots among ``free``: uniform among the sets whose slots lie ``task.min_slot_gap``
+    apart (any set when none does) and ``task.min_slot_radius`` or farther from the robot base; where no set
+    is that far, the set whose nearest slot is farthest. One ``rng`` draw (one slot: the old uniform draw)."""
+    gap = task.min_slot_gap if task is not None else 0.0
+    near = task.min_slot_radius if task is not None else 0.0
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
+    sets = list(itertools.combinations(free, count))
+
+    def spaced(c: tuple[int, ...]) -> bool:
+        return all(np.linalg.norm(off[a] - off[b]) >= gap - 1e-9 for a, b in itertools.combinations(c, 2))
+
+    sets = [c for c in sets if spaced(c)] or sets
+    radii = _slot_radii(sim, rack_xy, rack_yaw)
+    nearest = [float(radii[list(c)].min()) for c in sets]
+    far = [c for c, r in zip(sets, nearest, strict=True) if r >= near]
+    chosen = far[int(rng.integers(len(far)))] if far else sets[int(np.argmax(nearest))]
+    return list(chosen)
 
 
 def _apart(free: list[int], drawn: list[int], sim: SimConfig, task: TaskConfig | None) -> list[int]:
@@ -273,10 +301,10 @@ def sample_episode(
 ) -> EpisodeSample:
     """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result.
 
-    The vial's heading and the target slot (uniform among the task's slots not in ``occupied``) are drawn
+    The vial's heading and the target slots (one per vial, :func:`_draw_slots`: uniform among the sets of the
+    task's slots not in ``occupied`` that keep ``task.min_slot_gap`` and ``task.min_slot_radius``) are drawn
     last, so the other draws of a seed are those of earlier versions. A multi-vial ``task`` then draws the
-    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one) and their slots
-    (uniform among the free slots ``task.min_slot_gap`` from those drawn before). Without DR: the centre slot
+    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one). Without DR: the centre slot
     (one vial), else the farthest free slots (``far_first``) or the first ones, each apart from those before.
     A drawn vial (not the nominal layout) is also redrawn while it lies within ``SPAWN_CLEARANCE`` of the rack
     or of a ``keep_out`` point ((K, 2) m, world: where the arm rests on the mat, :class:`~.twin.Twin`); only
@@ -338,10 +366,8 @@ def sample_episode(
         lead = max(lead, v, key=clearance)
         draws += 1
     vial_xy, vial_yaw, vial_roll = lead.xy, lead.yaw, lead.roll
-    free = list(choices)
-    target = int(free.pop(int(rng.integers(len(free)))))
+    target, *slots = _draw_slots(choices, len(layout), sim, task, rack_xy, rack_yaw, rng)
     placed = [lead]
-    slots: list[int] = []
     for nominal in layout[1:]:
         best: tuple[float, VialSample] | None = None
         for _ in range(MAX_LAYOUT_DRAWS):
@@ -355,9 +381,6 @@ def sample_episode(
                 break
         assert best is not None
         placed.append(best[1])  # the first draw that keeps the gap and the clearance, else the nearest miss
-        apart = _apart(free, [target, *slots], sim, task)
-        slots.append(int(apart[int(rng.integers(len(apart)))]))
-        free.remove(slots[-1])
     if slots and task is not None and task.fill == "far_first":
         target, *slots = _far_first([target, *slots], sim, rack_xy, rack_yaw)
     return EpisodeSample(

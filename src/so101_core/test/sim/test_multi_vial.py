@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
@@ -145,6 +146,35 @@ def test_no_vial_is_drawn_inside_the_resting_arm_or_the_rack(sim_cfg: SimConfig,
                 vials = {n for n in names if n.startswith("vial") and n not in held}
                 assert not vials or c.dist > 0 or names - vials <= {"world"}, (seed, names, c.dist)
         assert changed > 5, "wide DR draws vials inside the resting arm's footprint often enough to matter"
+
+
+def test_target_slots_lie_the_minimum_radius_out_where_the_rack_allows(sim_cfg: SimConfig, multi: TaskConfig) -> None:
+    """Judged by brute force over every set of three slots apart: where one lies ``min_slot_radius`` out, the
+    drawn slots do; where none does, the drawn set's nearest slot is as far as any set's. Without the
+    radius the same draws put slots nearer (the parameter is what keeps them out)."""
+    wide = load_dr_config(profile="wide")
+    off = np.asarray(sim_cfg.rack.slot_offsets())
+    apart = [
+        c for c in itertools.combinations(range(len(off)), 3)
+        if all(np.linalg.norm(off[a] - off[b]) >= multi.min_slot_gap - 1e-9 for a, b in itertools.combinations(c, 2))
+    ]  # fmt: skip
+    assert multi.min_slot_radius >= 0.15
+    allowed, fallback, near_without = 0, 0, 0
+    for seed in range(300):
+        s = sample_episode(sim_cfg, wide, np.random.default_rng(seed), seed, task=multi)
+        c, n = math.cos(s.rack_yaw), math.sin(s.rack_yaw)
+        radii = np.linalg.norm(s.rack_xy + off @ np.array([[c, n], [-n, c]]), axis=1)
+        best = max(float(radii[list(t)].min()) for t in apart)
+        got = float(radii[list(s.target_slots)].min())
+        if best >= multi.min_slot_radius:
+            allowed += 1
+            assert got >= multi.min_slot_radius, (seed, got)
+        else:
+            fallback += 1
+            assert got == pytest.approx(best), (seed, got, best)
+        free = sample_episode(sim_cfg, wide, np.random.default_rng(seed), seed, task=replace(multi, min_slot_radius=0))
+        near_without += float(radii[list(free.target_slots)].min()) < multi.min_slot_radius
+    assert allowed > 200 and fallback > 10 and near_without > 100, (allowed, fallback, near_without)
 
 
 def test_slots_closer_than_the_gap_are_drawn_when_no_other_is_free(sim_cfg: SimConfig, multi: TaskConfig) -> None:
