@@ -59,6 +59,7 @@ def test_variant_loads_over_the_base(multi: TaskConfig, task_cfg: TaskConfig) ->
          "task.variants.v.slots"),
         ({"fill": "random"}, "task.variants.v.fill"),
         ({"min_slot_gap": -0.01}, "task.variants.v.min_slot_gap"),
+        ({"min_slot_radius": -0.2}, "task.variants.v.min_slot_radius"),
         ({"vials": [{"xy": [0.2, 0.0], "yaw": 0.0, "roll": 1.0}, {"xy": [0.2, 0.1], "yaw": 0.0}]},
          "task.variants.v.vials[0].roll"),
     ],
