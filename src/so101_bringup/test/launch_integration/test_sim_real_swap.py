@@ -57,8 +57,9 @@ def launcher(context: Context) -> Iterator[Launcher]:
     launcher.stop()
 
 
-def standard_interfaces(node: ZenohNode, timeout_s: float = 30.0) -> dict[tuple[str, str], set[str]]:
-    """The standard names on the graph with their types, once /joint_states flows (a message is received)."""
+def standard_interfaces(node: ZenohNode, timeout_s: float = 75.0) -> dict[tuple[str, str], set[str]]:
+    """The standard names on the graph with their types, once /joint_states flows (a message is received).
+    The wait is long: on a loaded 2-core CI host the launched processes were seen to need 40 s to start."""
     got: list[Any] = []
     node.create_subscription("sensor_msgs/msg/JointState", "/joint_states", got.append)
     deadline = time.monotonic() + timeout_s
