@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,15 +245,9 @@ def _draw_slots(
     """``count`` target slots among ``free``: uniform among the sets whose slots lie ``task.min_slot_gap``
     apart (any set when none does) and ``task.min_slot_radius`` or farther from the robot base; where no set
     is that far, the set whose nearest slot is farthest. One ``rng`` draw (one slot: the old uniform draw)."""
-    gap = task.min_slot_gap if task is not None else 0.0
     near = task.min_slot_radius if task is not None else 0.0
-    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
     sets = list(itertools.combinations(free, count))
-
-    def spaced(c: tuple[int, ...]) -> bool:
-        return all(np.linalg.norm(off[a] - off[b]) >= gap - 1e-9 for a, b in itertools.combinations(c, 2))
-
-    sets = [c for c in sets if spaced(c)] or sets
+    sets = [c for c in sets if all(_clear_of(c[k], c[:k], sim, task) for k in range(1, count))] or sets
     radii = _slot_radii(sim, rack_xy, rack_yaw)
     nearest = [float(radii[list(c)].min()) for c in sets]
     far = [c for c, r in zip(sets, nearest, strict=True) if r >= near]
@@ -261,15 +255,19 @@ def _draw_slots(
     return list(chosen)
 
 
+def _clear_of(slot: int, drawn: Sequence[int], sim: SimConfig, task: TaskConfig | None) -> bool:
+    """Whether ``slot``'s centre lies ``task.min_slot_gap`` or more from every slot of ``drawn`` (m)."""
+    gap = task.min_slot_gap if task is not None else 0.0
+    if gap <= 0 or not drawn:
+        return True
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
+    return bool(np.min(np.linalg.norm(off[list(drawn)] - off[slot], axis=1)) >= gap - 1e-9)
+
+
 def _apart(free: list[int], drawn: list[int], sim: SimConfig, task: TaskConfig | None) -> list[int]:
     """The slots of ``free`` at least ``task.min_slot_gap`` from every slot of ``drawn`` (centres, m); all of
     ``free`` when none is."""
-    gap = task.min_slot_gap if task is not None else 0.0
-    if gap <= 0 or not drawn:
-        return free
-    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
-    apart = [i for i in free if np.min(np.linalg.norm(off[drawn] - off[i], axis=1)) >= gap - 1e-9]
-    return apart or free
+    return [i for i in free if _clear_of(i, drawn, sim, task)] or free
 
 
 MAX_LAYOUT_DRAWS = 50  # draws of a vial too close to another, the rack or the resting arm; then the nearest miss
