@@ -130,7 +130,8 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
     assert watch.commands_since(0.0) == []  # nothing moves before ~/start
     assert watch.trigger("/policy/start").success
     watch.wait_status(OK, "running")
-    wait_until(lambda: len(watch.commands_since(0.0)) > 10, 5.0, "commands")
+    # a loaded host may run 10 commands of the first 16-step chunk before the second query: wait for both
+    wait_until(lambda: len(watch.commands_since(0.0)) > 10 and backend.calls >= 2, 5.0, "commands, two queries")
     q0 = sim.twin.joint_positions()
     lead = np.degrees(watch.commands_since(0.0)[-1][0] - q0[0])
     assert 0.2 < lead <= 3.0 + 1e-6  # commands lead the arm by at most the chunk's offset (blended)
