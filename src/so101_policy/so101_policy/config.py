@@ -18,8 +18,10 @@ from so101_core.config import ConfigError as FieldError
 from so101_core.config import Fields, config_dir, load_yaml
 
 from .errors import ConfigError
+from .schedule import SCHEDULES
 
 CAMERA_NAMES = ("ego", "side", "top")
+BACKBONE_NORMS = ("frozen", "batch")  # see so101_policy.act_training
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,10 @@ class TrainConfig:
     ``time_limit_s``: stop (with a checkpoint) after this much training time in this invocation (0 = none);
     ``frame_cache_gb``: decode the whole dataset once into memory on the training device when its frames fit in
     this many GiB (much faster than per-frame video decoding), else stream through LeRobot's DataLoader (0 = always);
-    ``use_amp``: the forward pass under bfloat16 autocast (no loss scaling needed).
+    ``use_amp``: the forward pass under bfloat16 autocast (no loss scaling needed); ``lr_schedule``
+    (:mod:`.schedule`): ``constant`` or ``cosine`` to 0 at ``steps``, each after ``warmup_steps`` of linear
+    warm-up; ``backbone_norm`` (:mod:`.act_training`): ``frozen`` (LeRobot's FrozenBatchNorm2d, the identity with
+    a random-init backbone) or ``batch`` (trained BatchNorm2d; checkpoints still load in stock LeRobot).
     """
 
     steps: int = 20000
@@ -64,8 +69,17 @@ class TrainConfig:
     log_checkpoints: bool = True
     time_limit_s: float = 0.0
     frame_cache_gb: float = 8.0
+    lr_schedule: str = "constant"
+    warmup_steps: int = 0
+    backbone_norm: str = "frozen"
 
     def __post_init__(self) -> None:
+        if self.lr_schedule not in SCHEDULES:
+            raise ConfigError(f"train.lr_schedule must be one of {list(SCHEDULES)}, got {self.lr_schedule!r}")
+        if self.backbone_norm not in BACKBONE_NORMS:
+            raise ConfigError(f"train.backbone_norm must be one of {list(BACKBONE_NORMS)}, got {self.backbone_norm!r}")
+        if not 0 <= self.warmup_steps < self.steps:
+            raise ConfigError(f"train.warmup_steps must be in [0, steps), got {self.warmup_steps}")
         if self.frame_cache_gb < 0:
             raise ConfigError(f"train.frame_cache_gb must be >= 0 (0 = never), got {self.frame_cache_gb}")
         if self.time_limit_s < 0:

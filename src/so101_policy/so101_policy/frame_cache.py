@@ -1,16 +1,19 @@
 """A LeRobot v3.0 dataset decoded once into memory, batched on the training device.
 
 LeRobot's ``__getitem__`` seeks and decodes each video frame on its own; on a GPU machine that, not the model,
-bounds ACT's training rate. When the decoded frames fit in ``budget_bytes``, :class:`DecodedDataset` reads the
-parquet rows through ``LeRobotDataset.hf_dataset``, decodes every camera's MP4 files front to back once (PyAV),
-keeps the frames as uint8 tensors on the device and builds batches by indexing: the same items LeRobot returns
-with ``delta_timestamps={"action": [0, 1/fps, ...]}`` (an action chunk padded with the episode's last action,
-``action_is_pad`` marking the padding) and images as float32 (C, H, W) in [0, 1].
+bounds ACT's training rate. When the decoded frames fit in memory, :class:`DecodedDataset` reads the parquet rows
+through ``LeRobotDataset.hf_dataset``, decodes every camera's MP4 files front to back once (PyAV; the files in
+parallel threads), keeps the frames as uint8 tensors on the device and builds batches by indexing, with indices
+drawn on the device: the same items LeRobot returns with ``delta_timestamps={"action": [0, 1/fps, ...]}`` (an
+action chunk padded with the episode's last action, ``action_is_pad`` marking the padding) and images as float32
+(C, H, W) in [0, 1].
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,32 @@ def _decode_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(frames), np.asarray(times)
 
 
+def _decode_rows(meta: Any, key: str, episode: Any, frame_index: Any, starts: Any, ends: Any) -> np.ndarray:
+    """The frame of camera ``key`` for every parquet row, (N, H, W, 3) uint8: each video file decoded once, the
+    files in parallel threads (PyAV decodes outside the GIL; the files' rows are disjoint)."""
+    h, w, _ = meta.features[key]["shape"]
+    fps = float(meta.fps)
+    out = np.empty((len(episode), h, w, 3), dtype=np.uint8)
+    by_file: dict[Path, list[tuple[int, int, int]]] = {}
+    for s, e in zip(starts, ends, strict=True):
+        ep = int(episode[s])
+        by_file.setdefault(Path(meta.root) / meta.get_video_file_path(ep, key), []).append((int(s), int(e), ep))
+
+    def fill(path: Path, rows: list[tuple[int, int, int]]) -> None:
+        frames, times = _decode_file(path)
+        for s, e, ep in rows:
+            wanted = float(meta.episodes[ep][f"videos/{key}/from_timestamp"]) + frame_index[s:e] / fps
+            nearest = np.clip(np.searchsorted(times, wanted - 0.5 / fps), 0, len(times) - 1)
+            if np.any(np.abs(times[nearest] - wanted) > 0.5 / fps) or frames.shape[1:3] != (h, w):
+                raise PolicyError(f"{path}: episode {ep} has no frame for every row of {key}")
+            out[s:e] = frames[nearest]
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(by_file), os.cpu_count() or 1))) as pool:
+        for task in [pool.submit(fill, path, rows) for path, rows in by_file.items()]:
+            task.result()
+    return out
+
+
 class DecodedDataset:
     """All frames of ``dataset`` (a ``LeRobotDataset``) for ``image_keys``, on ``device``; action chunks of
     ``chunk`` steps. Raises PolicyError when a video does not hold a frame for every parquet row."""
@@ -55,7 +84,6 @@ class DecodedDataset:
         import torch
 
         meta = dataset.meta
-        fps = float(meta.fps)
         rows = dataset.hf_dataset.with_format("numpy")
         state = np.asarray(rows[STATE], dtype=np.float32)
         action = np.asarray(rows[ACTION], dtype=np.float32)
@@ -72,23 +100,8 @@ class DecodedDataset:
         self.device = device
         self.images: dict[str, Any] = {}
         for key in image_keys:
-            h, w, _ = meta.features[key]["shape"]
-            out = np.empty((n, h, w, 3), dtype=np.uint8)
-            cache: dict[Path, tuple[np.ndarray, np.ndarray]] = {}
-            for s, e in zip(starts, ends, strict=True):
-                ep = int(episode[s])
-                path = Path(meta.root) / meta.get_video_file_path(ep, key)
-                if path not in cache:
-                    cache.clear()  # episodes of one file are consecutive: keep one decoded file at a time
-                    cache[path] = _decode_file(path)
-                frames, times = cache[path]
-                start_s = float(meta.episodes[ep][f"videos/{key}/from_timestamp"])
-                wanted = start_s + frame_index[s:e] / fps
-                nearest = np.clip(np.searchsorted(times, wanted - 0.5 / fps), 0, len(times) - 1)
-                if np.any(np.abs(times[nearest] - wanted) > 0.5 / fps) or frames.shape[1:3] != (h, w):
-                    raise PolicyError(f"{path}: episode {ep} has no frame for every row of {key}")
-                out[s:e] = frames[nearest]
-            self.images[key] = torch.from_numpy(out).to(device).permute(0, 3, 1, 2)  # (N, 3, H, W) uint8 view
+            frames = _decode_rows(meta, key, episode, frame_index, starts, ends)
+            self.images[key] = torch.from_numpy(frames).to(device).permute(0, 3, 1, 2)  # (N, 3, H, W) uint8 view
         self.state = torch.from_numpy(state).to(device)
         self.action = torch.from_numpy(action).to(device)
         self._end = torch.from_numpy(self.episode_end).to(device)
@@ -114,10 +127,21 @@ class DecodedDataset:
             out[key] = frames[index].float().div_(255.0)
         return out
 
-    def batches(self, sampler: Iterator[int], batch_size: int) -> Iterator[dict[str, Any]]:
-        """Endless batches of ``batch_size`` indices drawn from ``sampler``."""
+    def batches(self, batch_size: int, seed: int, start: int = 0) -> Iterator[dict[str, Any]]:
+        """Endless batches of ``batch_size`` items: epoch ``e`` visits every item once in the order of
+        ``torch.randperm`` seeded with ``seed + e`` on the device (on the CPU: the DataLoader source's order);
+        the stream starts ``start`` items in. Indices never leave the device (no host sync, no copy per batch)."""
         import torch
 
-        it = iter(sampler)
+        gen = torch.Generator(device=self.device)
+        epoch, skip = divmod(start, self.length)
+        pending = torch.empty(0, dtype=torch.int64, device=self.device)
         while True:
-            yield self.batch(torch.tensor([next(it) for _ in range(batch_size)], dtype=torch.int64))
+            while pending.shape[0] < batch_size:
+                gen.manual_seed(seed + epoch)
+                perm = torch.randperm(self.length, generator=gen, device=self.device)
+                pending = torch.cat([pending, perm[skip:]])
+                skip = 0
+                epoch += 1
+            yield self.batch(pending[:batch_size])
+            pending = pending[batch_size:]

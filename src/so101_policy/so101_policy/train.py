@@ -15,6 +15,7 @@ import json
 import math
 import os
 import resource
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from . import checkpoints as ckpt
+from .act_training import TrainableAct
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
 from .frame_cache import ACTION, STATE, DecodedDataset, decoded_bytes
+from .schedule import lr_factor
 
 REPO_ID = "local/so101"
 IMAGE_PREFIX = "observation.images."
@@ -32,8 +35,9 @@ IMAGE_PREFIX = "observation.images."
 
 @dataclass(frozen=True)
 class TrainResult:
-    """What a finished run produced: the newest checkpoint, steps done in total, the last logged loss, and
-    the throughput (samples/s) of this invocation's training steps."""
+    """What a finished run produced: the newest checkpoint, steps done in total, the last logged loss (mean over
+    the last logging window), and the throughput (samples/s) of this invocation's training steps after the
+    first (checkpoint saving excluded; the first step's cost is in ``cold_start_s``)."""
 
     checkpoint_dir: Path
     steps: int
@@ -41,6 +45,7 @@ class TrainResult:
     samples_per_s: float
     resumed_from: int = 0
     mlflow_run_id: str = ""
+    cold_start_s: float = math.nan  # from the call to the end of the first step (data loading included)
 
 
 @dataclass(frozen=True)
@@ -151,18 +156,29 @@ def open_dataset(dataset_dir: Path, chunk_size: int) -> Any:
 def batch_stream(
     dataset: Any, images: list[str], cfg: TrainConfig, start_step: int, device: str
 ) -> tuple[str, Iterator[dict[str, Any]]]:
-    """(source name, an endless stream of shuffled batches): from the decoded frames in memory when they fit in
-    ``cfg.frame_cache_gb``, else from one DataLoader (workers spawned once and kept). Both follow one order."""
+    """(source name, an endless stream of shuffled batches): from the decoded frames in memory on ``device`` when
+    they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning: much slower) from one
+    DataLoader (workers spawned once and kept). Both follow one order (on the CPU the same permutations)."""
     import torch
 
-    sampler = _EpochSampler(len(dataset), cfg.seed, start_step * cfg.batch_size)
-    if 0 < decoded_bytes(dataset.meta, images) <= cfg.frame_cache_gb * 2**30:
+    start = start_step * cfg.batch_size
+    need = decoded_bytes(dataset.meta, images)
+    budget = min(cfg.frame_cache_gb * 2**30, 0.6 * _free_bytes(device))
+    if 0 < need <= budget:
         decoded = DecodedDataset(dataset, images, cfg.chunk_size, device)
-        return "memory", decoded.batches(iter(sampler), cfg.batch_size)
+        return "memory", decoded.batches(cfg.batch_size, cfg.seed, start)
+    if cfg.frame_cache_gb > 0:
+        print(
+            f"train: WARNING: the decoded frames ({need / 2**30:.1f} GiB) do not fit in frame_cache_gb "
+            f"({cfg.frame_cache_gb:g} GiB) or 60 % of the free {device} memory; streaming through LeRobot's "
+            f"DataLoader ({cfg.num_workers} workers: per-frame video decoding, much slower)",
+            file=sys.stderr,
+            flush=True,
+        )
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=cfg.batch_size,
-        sampler=sampler,
+        sampler=_EpochSampler(len(dataset), cfg.seed, start),
         num_workers=cfg.num_workers,
         pin_memory=device.startswith("cuda"),
         persistent_workers=cfg.num_workers > 0,
@@ -170,6 +186,19 @@ def batch_stream(
         prefetch_factor=4 if cfg.num_workers > 0 else None,
     )
     return "dataloader", iter(loader)
+
+
+def _free_bytes(device: str) -> float:
+    """Free memory (bytes) of ``device``: the GPU's, or the host's available RAM."""
+    if device.startswith("cuda"):
+        import torch
+
+        return float(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        import psutil
+    except ImportError:
+        return math.inf
+    return float(psutil.virtual_memory().available)
 
 
 def _system_metrics(device: str) -> dict[str, float]:
@@ -258,21 +287,30 @@ def train_policy(
     """Train ACT on the LeRobot v3.0 dataset at ``dataset_dir`` into ``out_dir`` for ``config.steps`` steps in
     total, resuming from ``out_dir/checkpoints/last`` when it exists.
 
+    With ``config.time_limit_s`` > 0 the whole call (data loading, final checkpoint and its MLflow artifact
+    included) ends within that many seconds: training stops early enough for the final save, whose cost is
+    measured on the first save (estimated from the model size before it).
+
     Raises:
         ConfigError: a dataset without the features ACT needs, or a resume with a different model config.
         CheckpointError: an unreadable checkpoint to resume from.
     """
     import torch
-    from lerobot.common.train_utils import load_training_state, save_training_state
+    from lerobot.common.train_utils import load_training_state
     from lerobot.datasets import LeRobotDatasetMetadata
     from lerobot.policies import make_pre_post_processors
     from lerobot.policies.act.modeling_act import ACTPolicy
 
+    t_call = time.perf_counter()
+    deadline = t_call + config.time_limit_s if config.time_limit_s > 0 else math.inf
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
     if not (dataset_dir / "meta" / "info.json").is_file():
         raise ConfigError(f"{dataset_dir} is not a LeRobot dataset (no meta/info.json)")
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(config.device)
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.backends.cudnn.benchmark = True  # fixed shapes: the fastest convolution algorithms, chosen once
     torch.manual_seed(config.seed)
     meta = LeRobotDatasetMetadata(REPO_ID, root=dataset_dir)
     images = _check_dataset(meta.features, config.cameras)
@@ -294,16 +332,27 @@ def train_policy(
         preprocessor, postprocessor = make_pre_post_processors(act_cfg, dataset_stats=meta.stats)
     policy.to(device)
     policy.train()
-    optimizer = policy.config.get_optimizer_preset().build(policy.get_optim_params())
+    model = TrainableAct(policy, config.backbone_norm, fresh=last is None)
+    optimizer = torch.optim.AdamW(
+        model.optim_groups(config.lr, config.lr_backbone),
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        fused=cuda,
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, config.lr_schedule, config.warmup_steps, config.steps)
+    )
     if last is not None:
         try:
-            start_step, optimizer, _ = load_training_state(last, optimizer, None)
+            start_step, optimizer, loaded = load_training_state(last, optimizer, scheduler)
         except (OSError, KeyError, ValueError) as exc:
             raise CheckpointError(f"cannot resume from {last}: {exc}") from exc
+        scheduler = loaded if loaded is not None else scheduler
         torch.manual_seed(config.seed + start_step)
 
     fps = meta.fps
     dataset = open_dataset(dataset_dir, config.chunk_size)
+    n_params = sum(p.numel() for p in policy.parameters())
     params = {
         **{f"train.{k}": _norm(v) for k, v in dataclasses.asdict(config).items()},
         "dataset": str(dataset_dir.resolve()),
@@ -312,42 +361,55 @@ def train_policy(
         "dataset.fps": fps,
         "cameras": ",".join(images),
         "device": device,
-        "parameters": sum(p.numel() for p in policy.parameters()),
+        "parameters": n_params,
     }
     t_load = time.perf_counter()
     source, batches = batch_stream(dataset, images, config, start_step, device)
     params["data_source"] = source
     params["data_load_s"] = round(time.perf_counter() - t_load, 2)
     tracker = _Tracker(out_dir, config, params)
+    save = _Saver(out_dir, config, model, preprocessor, postprocessor, optimizer, scheduler, n_params)
     status = "FAILED"
     final_loss = math.nan
     samples = 0
-    train_time = 0.0
     last_dir = last
     step = start_step
+    cold_start_s = math.nan
+    steady_t0, steady_samples = math.nan, 0
     try:
-        window_t, window_n = time.perf_counter(), 0
-        stop_at = time.perf_counter() + config.time_limit_s if config.time_limit_s > 0 else math.inf
+        window_t, window_n, window_steps = time.perf_counter(), 0, 0
+        sums: dict[str, Any] = {}
+        amp = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=config.use_amp)
         while step < config.steps:
-            t0 = time.perf_counter()
             batch = preprocessor(next(batches))
-            with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=config.use_amp):
-                loss, parts = policy.forward(batch)
+            with amp:
+                loss, parts = model.loss(batch)
             loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip_norm)
+            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip_norm, foreach=True)
             optimizer.step()
+            scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
             n = int(batch[ACTION].shape[0])
             samples += n
             window_n += n
-            train_time += time.perf_counter() - t0
-            final_loss = float(loss.item())
-            if not math.isfinite(final_loss):
-                raise PolicyError(f"training diverged: loss {final_loss} at step {step}")
-            out_of_time = time.perf_counter() >= stop_at
+            window_steps += 1
+            for key, value in (("loss", loss.detach()), ("grad_norm", grad_norm), *parts.items()):
+                value = value.float()
+                sums[key] = sums[key] + value if key in sums else value  # on the device: no host sync
+            if math.isnan(cold_start_s):
+                _sync(device)
+                cold_start_s = time.perf_counter() - t_call
+                steady_t0, steady_samples = time.perf_counter(), samples
+            out_of_time = time.perf_counter() + save.reserve_s() >= deadline
             last_step = step == config.steps or out_of_time
             if step % config.log_freq == 0 or last_step:
+                totals = torch.stack(list(sums.values())).tolist()  # the one host sync per logging window
+                means = {k: float(v) / window_steps for k, v in zip(sums, totals, strict=True)}
+                sums, window_steps = {}, 0
+                final_loss = means.pop("loss")
+                if not math.isfinite(final_loss):
+                    raise PolicyError(f"training diverged: loss {final_loss} at step {step}")
                 now = time.perf_counter()
                 rate = window_n / max(now - window_t, 1e-9)
                 window_t, window_n = now, 0
@@ -355,8 +417,8 @@ def train_policy(
                 tracker.metrics(
                     {
                         "loss": final_loss,
-                        **{f"loss/{k}": float(v) for k, v in parts.items()},
-                        "grad_norm": float(grad_norm),
+                        "grad_norm": means.pop("grad_norm"),
+                        **{f"loss/{k}": v for k, v in means.items()},
                         "lr": lr,
                         "samples_per_s": rate,
                         **_system_metrics(device),
@@ -366,11 +428,14 @@ def train_policy(
                 if progress is not None:
                     progress(TrainProgress(step, config.steps, final_loss, rate, lr))
             if step % config.save_freq == 0 or last_step:
-                last_dir = _save(
-                    out_dir, step, config, policy, preprocessor, postprocessor, optimizer, save_training_state
-                )
+                t_save = time.perf_counter()
+                last_dir = save(step)
+                steady_t0 += time.perf_counter() - t_save  # saving is not training time
+                window_t += time.perf_counter() - t_save
             if out_of_time:
                 break
+        _sync(device)
+        steady_s = time.perf_counter() - steady_t0
         if last_dir is None:
             raise PolicyError("no checkpoint written")
         if step < config.steps:
@@ -380,27 +445,49 @@ def train_policy(
         status = "FINISHED"
     finally:
         tracker.end(status if status == "FINISHED" else "KILLED")
-    rate = samples / train_time if train_time > 0 else 0.0
-    return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id)
+    measured = samples - steady_samples
+    rate = measured / steady_s if measured > 0 and steady_s > 0 else 0.0
+    return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s)
 
 
-def _save(
-    out_dir: Path,
-    step: int,
-    config: TrainConfig,
-    policy: Any,
-    preprocessor: Any,
-    postprocessor: Any,
-    optimizer: Any,
-    save_training_state: Callable[..., None],
-) -> Path:
-    partial = ckpt.partial_dir(out_dir, step)
-    pretrained = partial / ckpt.PRETRAINED
-    policy.save_pretrained(pretrained)
-    preprocessor.save_pretrained(pretrained)
-    postprocessor.save_pretrained(pretrained)
-    (pretrained / ckpt.SO101_CONFIG).write_text(
-        json.dumps({k: _norm(v) for k, v in dataclasses.asdict(config).items()}, indent=2)
-    )
-    save_training_state(partial, step, optimizer, None, num_processes=1, batch_size=config.batch_size)
-    return ckpt.commit(out_dir, partial, step)
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class _Saver:
+    """Writes checkpoint ``step`` (LeRobot's layout, :mod:`.checkpoints`) and keeps what saving costs, so that a
+    time-limited run stops early enough for its final save and the checkpoint's MLflow artifact."""
+
+    def __init__(
+        self, out_dir: Path, config: TrainConfig, model: TrainableAct, pre: Any, post: Any, opt: Any, sched: Any,
+        n_params: int,
+    ) -> None:  # fmt: skip
+        self.out_dir, self.config, self.model = out_dir, config, model
+        self.pre, self.post, self.opt, self.sched = pre, post, opt, sched
+        # before any save: model + two Adam moments in float32, written and copied at >= 100 MB/s
+        self.cost_s = 3 * 4 * n_params / 100e6 + 2.0
+
+    def reserve_s(self) -> float:
+        """Seconds to keep free at the end: the final save, the artifact copy and a margin."""
+        return 2.0 * self.cost_s + 2.0 if self.config.time_limit_s > 0 else 0.0
+
+    def __call__(self, step: int) -> Path:
+        from lerobot.common.train_utils import save_training_state
+
+        t0 = time.perf_counter()
+        partial = ckpt.partial_dir(self.out_dir, step)
+        pretrained = partial / ckpt.PRETRAINED
+        with self.model.exported() as policy:
+            policy.save_pretrained(pretrained)
+        self.pre.save_pretrained(pretrained)
+        self.post.save_pretrained(pretrained)
+        (pretrained / ckpt.SO101_CONFIG).write_text(
+            json.dumps({k: _norm(v) for k, v in dataclasses.asdict(self.config).items()}, indent=2)
+        )
+        save_training_state(partial, step, self.opt, self.sched, num_processes=1, batch_size=self.config.batch_size)
+        final = ckpt.commit(self.out_dir, partial, step)
+        self.cost_s = time.perf_counter() - t0
+        return final

@@ -1,0 +1,180 @@
+"""ACT as trained here: LeRobot's ``ACTPolicy``, computing what it computes, without its host-side overheads.
+
+Against calling ``ACTPolicy.forward`` once per step, :class:`TrainableAct` changes how, not what:
+- :meth:`TrainableAct.loss` computes ACT's loss (masked L1 over the chunk + ``kl_weight`` × KL of the latent)
+  from ``ACT.forward``'s outputs as tensors: no ``.item()``, so no host sync per step;
+- every camera goes through the ResNet in one pass, (n·B, 3, H, W) instead of n passes of (B, 3, H, W)
+  (:class:`CameraBatchedBackbone`);
+- the backbone's normalisation layers follow ``backbone_norm``:
+  ``frozen`` is LeRobot's ``FrozenBatchNorm2d``, whose statistics with a randomly initialised backbone are the
+  identity's (scale 1/√(1+ε) ≈ 1 − 5e-6): it is set to exactly unit scale and replaced by ``nn.Identity`` while
+  training; ``batch`` trains ``BatchNorm2d`` layers (the usual choice for a ResNet trained from scratch);
+- on CUDA the backbone runs in channels-last memory format.
+A checkpoint is always written with ``FrozenBatchNorm2d`` layers (:meth:`TrainableAct.exported`): unit scale for
+``frozen``, the learned affine and running statistics for ``batch`` (exactly ``BatchNorm2d`` in eval mode), so it
+loads in stock LeRobot (``ACTPolicy.from_pretrained``) and is served unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torchvision.models._utils import IntermediateLayerGetter
+from torchvision.ops.misc import FrozenBatchNorm2d
+
+from .config import BACKBONE_NORMS as NORMS
+from .errors import ConfigError
+
+OBS_IMAGES, ACTION, PAD = "observation.images", "action", "action_is_pad"
+
+
+class CameraBatchedBackbone(IntermediateLayerGetter):
+    """ACT's backbone, serving features that :meth:`prime` computed for all cameras in one pass.
+
+    ``ACT.forward`` calls the backbone once per camera image; after ``prime(images)`` each of those calls
+    returns its slice of the one batched pass (an image not primed is computed on its own, as before). The class
+    only adds behaviour: parameters and state-dict keys are the ``IntermediateLayerGetter``'s.
+    """
+
+    _primed: dict[int, Tensor]
+
+    @classmethod
+    def adopt(cls, backbone: IntermediateLayerGetter) -> CameraBatchedBackbone:
+        """``backbone`` itself, now of this class."""
+        backbone.__class__ = cls
+        assert isinstance(backbone, cls)
+        backbone._primed = {}
+        return backbone
+
+    def prime(self, images: list[Tensor]) -> None:
+        """Compute the feature maps of ``images`` (each (B, 3, H, W), one shape) in one pass."""
+        features = super().forward(torch.cat(images))["feature_map"]
+        self._primed = {id(img): f for img, f in zip(images, features.chunk(len(images)), strict=True)}
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        feature = self._primed.pop(id(x), None)
+        if feature is None:
+            return super().forward(x)  # type: ignore[no-any-return]
+        return {"feature_map": feature}
+
+
+def _norm_layers(backbone: nn.Module, kind: type[nn.Module]) -> list[tuple[nn.Module, str, nn.Module]]:
+    """(parent, attribute, layer) of every ``kind`` layer under ``backbone``."""
+    found = []
+    for parent in backbone.modules():
+        for name, child in parent.named_children():
+            if isinstance(child, kind):
+                found.append((parent, name, child))
+    return found
+
+
+def _frozen_like(num_features: int, eps: float, weight: Tensor, bias: Tensor, mean: Tensor, var: Tensor) -> nn.Module:
+    layer = FrozenBatchNorm2d(num_features, eps=eps)
+    for name, value in (("weight", weight), ("bias", bias), ("running_mean", mean), ("running_var", var)):
+        getattr(layer, name).copy_(value.detach())
+    return layer.to(weight.device)
+
+
+class TrainableAct:
+    """``policy`` (an ``ACTPolicy``, on its device) prepared for fast training with ``backbone_norm`` layers.
+
+    ``fresh``: the policy was just built (its frozen norms are the identity's and may be given unit scale);
+    a policy loaded from a checkpoint keeps its statistics (a ``frozen`` one must already be unit scale).
+    """
+
+    def __init__(self, policy: Any, backbone_norm: str, fresh: bool) -> None:
+        if backbone_norm not in NORMS:
+            raise ConfigError(f"train.backbone_norm must be one of {NORMS}, got {backbone_norm!r}")
+        self.policy = policy
+        self.norm = backbone_norm
+        self.config = policy.config
+        model = policy.model
+        self.backbone: CameraBatchedBackbone | None = None
+        self.channels_last = False
+        self._swaps: list[tuple[nn.Module, str, nn.Module, float, int]] = []  # parent, attr, layer, eps, channels
+        if not self.config.image_features:
+            return
+        self.backbone = CameraBatchedBackbone.adopt(model.backbone)
+        for parent, name, frozen in _norm_layers(self.backbone, FrozenBatchNorm2d):
+            setattr(parent, name, self._training_layer(frozen, fresh))
+            self._swaps.append((parent, name, getattr(parent, name), float(frozen.eps), int(frozen.weight.numel())))
+        self.channels_last = next(policy.parameters()).device.type == "cuda"
+        if self.channels_last:
+            self.backbone.to(memory_format=torch.channels_last)
+
+    def _training_layer(self, frozen: nn.Module, fresh: bool) -> nn.Module:
+        if self.norm == "batch":
+            n = int(frozen.weight.numel())
+            bn = nn.BatchNorm2d(n, eps=float(frozen.eps)).to(frozen.weight.device)
+            with torch.no_grad():
+                bn.weight.copy_(frozen.weight)
+                bn.bias.copy_(frozen.bias)
+                bn.running_mean.copy_(frozen.running_mean)
+                bn.running_var.copy_(frozen.running_var)
+            return bn
+        with torch.no_grad():
+            if fresh:
+                frozen.running_var.fill_(1.0 - float(frozen.eps))  # scale w / √(var + ε) = 1 exactly
+            scale = frozen.weight * (frozen.running_var + float(frozen.eps)).rsqrt()
+            shift = frozen.bias - frozen.running_mean * scale
+            if not (torch.allclose(scale, torch.ones_like(scale), atol=1e-6) and bool((shift == 0).all())):
+                raise ConfigError(
+                    "train.backbone_norm is 'frozen' but the checkpoint's FrozenBatchNorm2d layers are not the "
+                    "identity (was it trained with backbone_norm: batch?)"
+                )
+        return nn.Identity()
+
+    def parameters(self) -> Iterator[nn.Parameter]:
+        return self.policy.parameters()  # type: ignore[no-any-return]
+
+    def optim_groups(self, lr: float, lr_backbone: float) -> list[dict[str, Any]]:
+        """LeRobot's two parameter groups (the backbone at ``lr_backbone``), trainable norm layers included."""
+        named = [(n, p) for n, p in self.policy.named_parameters() if p.requires_grad]
+        return [
+            {"params": [p for n, p in named if not n.startswith("model.backbone")], "lr": lr},
+            {"params": [p for n, p in named if n.startswith("model.backbone")], "lr": lr_backbone},
+        ]
+
+    def loss(self, batch: dict[str, Any]) -> tuple[Tensor, dict[str, Tensor]]:
+        """ACT's training loss on a preprocessed ``batch`` (what ``ACTPolicy.forward`` returns, as tensors)."""
+        cfg = self.config
+        batch = dict(batch)
+        if cfg.image_features:
+            images = [batch[key] for key in cfg.image_features]
+            if self.channels_last:
+                images = [img.contiguous(memory_format=torch.channels_last) for img in images]
+            batch[OBS_IMAGES] = images
+            assert self.backbone is not None
+            self.backbone.prime(images)
+        actions_hat, (mu, log_sigma_x2) = self.policy.model(batch)
+        abs_err = (batch[ACTION] - actions_hat).abs()
+        valid = ~batch[PAD].unsqueeze(-1)
+        l1 = (abs_err * valid).sum() / (valid.sum() * abs_err.shape[-1]).clamp_min(1)
+        parts = {"l1_loss": l1.detach()}
+        if cfg.use_vae and log_sigma_x2 is not None:
+            kld = (-0.5 * (1 + log_sigma_x2 - mu.pow(2) - log_sigma_x2.exp())).sum(-1).mean()
+            parts["kld_loss"] = kld.detach()
+            return l1 + kld * cfg.kl_weight, parts
+        return l1, parts
+
+    @contextmanager
+    def exported(self) -> Iterator[Any]:
+        """The policy with ``FrozenBatchNorm2d`` layers in place of the training ones (for saving); restored after."""
+        device = next(self.policy.parameters()).device
+        for parent, name, layer, eps, n in self._swaps:
+            if isinstance(layer, nn.BatchNorm2d):
+                assert layer.running_mean is not None and layer.running_var is not None
+                frozen = _frozen_like(n, eps, layer.weight, layer.bias, layer.running_mean, layer.running_var)
+            else:
+                one, zero = torch.ones(n, device=device), torch.zeros(n, device=device)
+                frozen = _frozen_like(n, eps, one, zero, zero, one - eps)
+            setattr(parent, name, frozen)
+        try:
+            yield self.policy
+        finally:
+            for parent, name, layer, _, _ in self._swaps:
+                setattr(parent, name, layer)
