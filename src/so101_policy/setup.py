@@ -16,6 +16,7 @@ setup(
     install_requires=[
         "so101_core",
         "nodegraph",
+        "so101_hardware",
         "so101_nodes",
         "numpy",
         "torch",
@@ -24,6 +25,7 @@ setup(
         "msgpack",
         "mlflow",
         "matplotlib",
+        "gymnasium",
     ],
     zip_safe=False,
     maintainer="so101 developers",

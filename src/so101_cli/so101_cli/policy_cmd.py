@@ -91,9 +91,13 @@ def evaluate(
     real_time_factor: float | None = typer.Option(None, "--real-time-factor", help="sim + policy node speed-up"),
     device: str | None = typer.Option(None, "--device"),
     real: Path | None = typer.Option(None, "--real", help="sim-vs-real table (YAML: conditions, bags, labels)"),
+    dr_profile: str | None = typer.Option(None, "--dr-profile", help="dr.yaml profile, e.g. wide"),
+    fast: bool = typer.Option(False, "--fast", help="vectorized twin environments, batched policy (development)"),
+    envs: int = typer.Option(0, "--envs", min=0, help="--fast: environments at a time (0 = one per CPU core)"),
 ) -> None:
     """Evaluate in the twin through the real graph: success (ours + workshop rule, Wilson 95 %), FRAME metrics,
-    tracking plots, videos, HTML report, MLflow."""
+    tracking plots, videos, HTML report, MLflow. ``--fast``: the same episodes and success rules in vectorized
+    environments with batched inference (fast_results.json; the graph evaluation is the figure of record)."""
     from so101_policy.config import load_eval_config
     from so101_policy.errors import PolicyError
     from so101_policy.evaluate import checkpoint_spec, run_evaluation
@@ -103,10 +107,14 @@ def evaluate(
         cfg = load_eval_config(config)
         overrides: dict[str, Any] = {"episodes": episodes, "seed": seed, "device": device}
         overrides["real_time_factor"] = real_time_factor
+        overrides["dr_profile"] = dr_profile
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
         spec = checkpoint_spec(checkpoint, cfg.device)
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)
+    if fast:
+        _evaluate_fast(console, checkpoint, out, cfg, envs)
+        return
     columns = (
         TextColumn("[bold]eval[/bold]"),
         BarColumn(),
@@ -130,4 +138,20 @@ def evaluate(
     console.print(
         f"success {result.successes}/{result.episodes} = {result.success_rate:.0%} "
         f"(Wilson 95 %: {result.wilson_low:.0%}–{result.wilson_high:.0%}); report: {result.report_html}"
+    )
+
+
+def _evaluate_fast(console: Console, checkpoint: Path, out: Path, cfg: Any, envs: int) -> None:
+    from so101_policy.errors import PolicyError
+    from so101_policy.fast_eval import evaluate_checkpoint_fast
+
+    try:
+        result = evaluate_checkpoint_fast(checkpoint, out, cfg, envs=envs)
+    except (PolicyError, ValueError, OSError) as exc:
+        _fail(console, exc)
+    console.print(
+        f"success {result.successes}/{result.episodes} = {result.success_rate:.0%} "
+        f"(Wilson 95 %: {result.wilson_low:.0%}–{result.wilson_high:.0%}), workshop rule "
+        f"{result.workshop_successes}/{result.episodes}; {result.episodes_per_min:.0f} episodes/min; "
+        f"{result.results_json}"
     )

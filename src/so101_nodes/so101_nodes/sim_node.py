@@ -38,7 +38,8 @@ Services: ``sim/reset`` (so101_msgs/ResetSim: same seed → same episode; seed <
 ``sim/set_object_pose`` (so101_msgs/SetObjectPose, world frame).
 
 Parameters: ``sim_config`` / ``dr_config`` (YAML paths, "" = the config directory's sim.yaml / dr.yaml),
-``randomize`` (true: domain randomization from dr.yaml; false: nominal scene), ``seed`` (int, 0; < 0 =
+``randomize`` (true: domain randomization from dr.yaml; false: nominal scene), ``dr_profile`` (a dr.yaml
+profile, e.g. ``wide``; "" = the base ranges), ``seed`` (int, 0; < 0 =
 random), ``real_time_factor`` (1.0; 0 = as fast as possible), ``joint_state_rate_hz`` (Hz, 0 = every
 step), ``cameras`` (list, default ``[ego, side, top]``; ``[]`` = no rendering), ``camera_rate_hz``
 (Hz of sim time, 10.0), ``width`` / ``height`` (px, 0 = sim.yaml's), ``depth`` (false),
@@ -95,6 +96,7 @@ class SimParams:
 
     sim_config: str = ""
     dr_config: str = ""
+    dr_profile: str = ""
     randomize: bool = True
     seed: int = 0
     real_time_factor: float = 1.0
@@ -116,6 +118,7 @@ class SimParams:
         params = cls(
             sim_config=str(node.declare_parameter("sim_config", d.sim_config)),
             dr_config=str(node.declare_parameter("dr_config", d.dr_config)),
+            dr_profile=str(node.declare_parameter("dr_profile", d.dr_profile)),
             randomize=bool(node.declare_parameter("randomize", d.randomize)),
             seed=int(node.declare_parameter("seed", d.seed)),
             real_time_factor=float(node.declare_parameter("real_time_factor", d.real_time_factor)),
@@ -180,7 +183,7 @@ class SimNode:
         self.params = p = SimParams.declare(node)
         self.safety = safety_config(p.robot_config)
         sim_cfg = load_sim_config(p.sim_config or None)
-        dr = load_dr_config(p.dr_config or None) if p.randomize else DRConfig.disabled()
+        dr = load_dr_config(p.dr_config or None, p.dr_profile or None) if p.randomize else DRConfig.disabled()
         self.twin = Twin(sim_cfg, dr)
         try:
             self._check_resolution()

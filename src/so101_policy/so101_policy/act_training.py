@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -58,7 +58,7 @@ class CameraBatchedBackbone(IntermediateLayerGetter):
     def forward(self, x: Tensor) -> dict[str, Tensor]:
         feature = self._primed.pop(id(x), None)
         if feature is None:
-            return super().forward(x)  # type: ignore[no-any-return]
+            return cast(dict[str, Tensor], super().forward(x))
         return {"feature_map": feature}
 
 
@@ -70,6 +70,10 @@ def _norm_layers(backbone: nn.Module, kind: type[nn.Module]) -> list[tuple[nn.Mo
             if isinstance(child, kind):
                 found.append((parent, name, child))
     return found
+
+
+def _buffer(module: nn.Module, name: str) -> Tensor:
+    return cast(Tensor, getattr(module, name))
 
 
 def _frozen_like(num_features: int, eps: float, weight: Tensor, bias: Tensor, mean: Tensor, var: Tensor) -> nn.Module:
@@ -99,28 +103,31 @@ class TrainableAct:
         if not self.config.image_features:
             return
         self.backbone = CameraBatchedBackbone.adopt(model.backbone)
-        for parent, name, frozen in _norm_layers(self.backbone, FrozenBatchNorm2d):
+        for parent, name, layer in _norm_layers(self.backbone, FrozenBatchNorm2d):
+            frozen = cast(FrozenBatchNorm2d, layer)
             setattr(parent, name, self._training_layer(frozen, fresh))
-            self._swaps.append((parent, name, getattr(parent, name), float(frozen.eps), int(frozen.weight.numel())))
+            channels = int(_buffer(frozen, "weight").numel())
+            self._swaps.append((parent, name, getattr(parent, name), float(frozen.eps), channels))
         self.channels_last = next(policy.parameters()).device.type == "cuda"
         if self.channels_last:
             self.backbone.to(memory_format=torch.channels_last)
 
-    def _training_layer(self, frozen: nn.Module, fresh: bool) -> nn.Module:
+    def _training_layer(self, frozen: FrozenBatchNorm2d, fresh: bool) -> nn.Module:
+        weight, bias, mean, var = (_buffer(frozen, n) for n in ("weight", "bias", "running_mean", "running_var"))
+        eps = float(frozen.eps)
         if self.norm == "batch":
-            n = int(frozen.weight.numel())
-            bn = nn.BatchNorm2d(n, eps=float(frozen.eps)).to(frozen.weight.device)
+            bn = nn.BatchNorm2d(int(weight.numel()), eps=eps).to(weight.device)
             with torch.no_grad():
-                bn.weight.copy_(frozen.weight)
-                bn.bias.copy_(frozen.bias)
-                bn.running_mean.copy_(frozen.running_mean)
-                bn.running_var.copy_(frozen.running_var)
+                bn.weight.copy_(weight)
+                bn.bias.copy_(bias)
+                _buffer(bn, "running_mean").copy_(mean)
+                _buffer(bn, "running_var").copy_(var)
             return bn
         with torch.no_grad():
             if fresh:
-                frozen.running_var.fill_(1.0 - float(frozen.eps))  # scale w / √(var + ε) = 1 exactly
-            scale = frozen.weight * (frozen.running_var + float(frozen.eps)).rsqrt()
-            shift = frozen.bias - frozen.running_mean * scale
+                var.fill_(1.0 - eps)  # scale w / √(var + ε) = 1 exactly
+            scale = weight * (var + eps).rsqrt()
+            shift = bias - mean * scale
             if not (torch.allclose(scale, torch.ones_like(scale), atol=1e-6) and bool((shift == 0).all())):
                 raise ConfigError(
                     "train.backbone_norm is 'frozen' but the checkpoint's FrozenBatchNorm2d layers are not the "
@@ -129,7 +136,7 @@ class TrainableAct:
         return nn.Identity()
 
     def parameters(self) -> Iterator[nn.Parameter]:
-        return self.policy.parameters()  # type: ignore[no-any-return]
+        return cast(Iterator[nn.Parameter], self.policy.parameters())
 
     def optim_groups(self, lr: float, lr_backbone: float) -> list[dict[str, Any]]:
         """LeRobot's two parameter groups (the backbone at ``lr_backbone``), trainable norm layers included."""
@@ -167,8 +174,8 @@ class TrainableAct:
         device = next(self.policy.parameters()).device
         for parent, name, layer, eps, n in self._swaps:
             if isinstance(layer, nn.BatchNorm2d):
-                assert layer.running_mean is not None and layer.running_var is not None
-                frozen = _frozen_like(n, eps, layer.weight, layer.bias, layer.running_mean, layer.running_var)
+                mean, var = _buffer(layer, "running_mean"), _buffer(layer, "running_var")
+                frozen = _frozen_like(n, eps, layer.weight, layer.bias, mean, var)
             else:
                 one, zero = torch.ones(n, device=device), torch.zeros(n, device=device)
                 frozen = _frozen_like(n, eps, one, zero, zero, one - eps)

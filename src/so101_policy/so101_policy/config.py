@@ -104,7 +104,8 @@ class EvalConfig:
     time; ``horizon`` actions per chunk are executed (16 sim); ``real_time_factor`` speeds sim and policy node up
     together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
     number of episodes with an MP4 and a tracking plot (the first K). FRAME references (DTW, ATE, RTE, action
-    MSE) are the scripted expert's rollouts on the same seeds.
+    MSE) are the scripted expert's rollouts on the same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g.
+    ``wide``), "" = the base ranges.
     """
 
     episodes: int = 50
@@ -125,6 +126,7 @@ class EvalConfig:
     tracking_uri: str = ""
     experiment: str = "so101-eval"
     randomize: bool = True
+    dr_profile: str = ""
 
     def __post_init__(self) -> None:
         _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz"))

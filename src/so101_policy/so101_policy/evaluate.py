@@ -31,6 +31,7 @@ from .config import EvalConfig
 from .errors import PolicyError
 from .metrics import aggregate, frame_metrics, wilson_interval
 from .processes import Child, child_env, free_port, python_module, ros_args
+from .sim_env import make_twin
 
 POLICY_NODE = "policy"
 
@@ -103,13 +104,13 @@ def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor_
     return out
 
 
-def _expert_reference(seed: int, randomize: bool) -> dict[str, np.ndarray] | None:
+def _expert_reference(seed: int, randomize: bool, dr_profile: str) -> dict[str, np.ndarray] | None:
     """The scripted expert's rollout on the same scene (q and actions, rad), or None when it fails to plan."""
     from so101_core.sim.errors import SimError
     from so101_core.sim.rollout import run_scripted_episode
 
     try:
-        with _make_twin(randomize) as twin:
+        with make_twin(randomize, dr_profile) as twin:
             rec = run_scripted_episode(twin, seed, record=True)
     except SimError:
         return None
@@ -182,6 +183,7 @@ def run_evaluation(
             "real_time_factor": rtf,
             "seed": config.seed,
             "randomize": config.randomize,
+            "dr_profile": config.dr_profile,
         }
         children.append(Child("sim", python_module("so101_nodes.sim_node", *ros_args(sim_params)), logs, env))
         policy_params = {
@@ -209,7 +211,7 @@ def run_evaluation(
         if not ctx.wait_for_router(10.0):
             raise PolicyError("evaluator cannot reach its zenoh router")
         node = ZenohNode("evaluator", context=ctx)
-        twin = _make_twin(config.randomize)
+        twin = make_twin(config.randomize, config.dr_profile)
         monitor = EpisodeMonitor(node, twin, video_camera if config.videos else None, POLICY_NODE)
         reset = node.create_client("so101_msgs/srv/ResetSim", "sim/reset")
         start = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/start")
@@ -247,14 +249,6 @@ def run_evaluation(
             child.stop()
         router.stop()
     return summarize(rows, out_dir, config, spec, real)
-
-
-def _make_twin(randomize: bool) -> Any:
-    from so101_core.sim.config import load_sim_config
-    from so101_core.sim.randomization import DRConfig, load_dr_config
-    from so101_core.sim.twin import Twin
-
-    return Twin(load_sim_config(), load_dr_config() if randomize else DRConfig.disabled())
 
 
 def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:
@@ -300,7 +294,7 @@ def _run_episode(
         time.sleep(0.02)
     _call(stop, trigger, "policy/stop")
     log = monitor.end()
-    reference = _expert_reference(seed, cfg.randomize)
+    reference = _expert_reference(seed, cfg.randomize, cfg.dr_profile)
     row = _episode_summary(log, reference, monitor.workshop is not None)
     row["index"] = index
     row["reference_success"] = bool(reference["success"]) if reference is not None else None

@@ -1,6 +1,6 @@
 """Evaluation through the real graph (router, sim node, policy node and policy server as processes): a policy
 that replays a kept demo's actions succeeds on that demo's scene; one that never closes the gripper scores 0
-and leaves a near-zero gripper error (it moves but does not grasp)."""
+and leaves a near-zero gripper error (it moves but does not grasp); the fast evaluator agrees on both."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 from so101_core.lerobot_units import to_lerobot
 from so101_policy.config import EvalConfig
 from so101_policy.evaluate import PolicySpec, run_evaluation
+from so101_policy.fast_eval import run_fast_evaluation
+from so101_policy.replay_policy import ReplayPolicy
 
 SEED = 7
 
@@ -75,6 +77,11 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
     )
     result = run_evaluation(open_hand, tmp_path / "open", config(8.0))  # past the grasp: it would have closed
     assert result.successes == 0 and result.success_rate == 0.0 and result.wilson_low == 0.0
+    # the fast evaluator (vectorized environments, batched policy) judges the same policies on the same seeds alike
+    for grip, seconds, want in ((None, steps / 30.0 + 3.0, 1), (opened, 8.0, 0)):
+        replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",), gripper_override=grip)
+        fast = run_fast_evaluation(replay, tmp_path / "fast", config(seconds), ("top",), (32, 24), envs=1)
+        assert (fast.episodes, fast.successes, fast.workshop_successes) == (1, want, want)
     m = json.loads((tmp_path / "open" / "episodes.jsonl").read_text().splitlines()[0])["metrics"]
     # what is left is the jaws' first move from home to the opening, which the replayed demo has too
     assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]

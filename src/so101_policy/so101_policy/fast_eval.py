@@ -1,0 +1,242 @@
+"""``so101 eval --fast``: the evaluation's episodes in N twin environments at once, the policy batched.
+
+The same episodes as the graph evaluation (:mod:`.evaluate`): seeds ``seed .. seed + episodes - 1``, the same
+twin, DR profile, command filter and success rules (:class:`~.sim_env.VialRackEnv`, one process per
+environment), and chunks executed as the policy node executes them (``horizon``, a new chunk every
+``replan_every`` steps, EMA blending, :mod:`.blending`; actions clipped to the twin's ranges). The graph
+evaluation stays the figure of record for deployment; this one is for development (a sweep scores its runs
+here). What differs, by construction: inference takes no sim time here (in the graph the chunk is used from
+the step its reply arrives), and the policy sees the images rendered after the last step (in the graph: the
+newest frame of the 30 Hz camera stream).
+
+Episodes run in waves of ``envs``: every environment of a wave starts together, so all share one control step
+and the policy answers all of them in one batch. Writes ``fast_results.json`` (the same keys as the graph
+evaluation's ``results.json`` where they exist, plus ``episodes_per_min``) and ``fast_episodes.jsonl``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from so101_core.joints import twin_ranges
+from so101_core.lerobot_units import from_lerobot
+
+from .blending import Plan, blend
+from .config import EvalConfig
+from .metrics import wilson_interval
+from .protocol import LANGUAGE_KEY, check_action
+from .sim_env import EnvConfig, VialRackEnv
+
+
+@dataclass(frozen=True)
+class FastResult:
+    """Success by our detector and the workshop rule over ``episodes``, with Wilson 95 % intervals."""
+
+    episodes: int
+    successes: int
+    workshop_successes: int
+    success_rate: float
+    wilson_low: float
+    wilson_high: float
+    workshop_rate: float
+    episodes_per_min: float
+    wall_s: float
+    results_json: Path
+
+
+def batched_observation(pixels: dict[str, np.ndarray], state: np.ndarray, task: str) -> dict[str, Any]:
+    """Nested N1.6 observation of B environments: ``pixels`` {cam: (B, H, W, 3) uint8}, ``state`` (B, 6)."""
+    s = np.asarray(state, dtype=np.float32)
+    return {
+        "video": {cam: np.ascontiguousarray(img, dtype=np.uint8)[:, None] for cam, img in pixels.items()},
+        "state": {"single_arm": s[:, None, :5].copy(), "gripper": s[:, None, 5:].copy()},
+        "language": {LANGUAGE_KEY: [[task]] * len(s)},
+    }
+
+
+def _chunks(action: dict[str, Any]) -> np.ndarray:
+    """(B, H, 6) rad from a reply's chunk in LeRobot units."""
+    check_action(action)
+    arr = np.concatenate([np.asarray(action["single_arm"]), np.asarray(action["gripper"])], axis=2)
+    return from_lerobot(arr.astype(np.float64))
+
+
+def make_vector_env(spec: EnvConfig, envs: int) -> Any:
+    """``envs`` :class:`VialRackEnv` in their own processes (spawned: safe beside a CUDA context). They render
+    headless: EGL unless ``MUJOCO_GL`` says otherwise (the variable is read when a process imports mujoco)."""
+    import gymnasium as gym
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+
+    return gym.vector.AsyncVectorEnv(
+        [functools.partial(VialRackEnv, spec) for _ in range(envs)],
+        context="spawn",
+        autoreset_mode=gym.vector.AutoresetMode.DISABLED,
+    )
+
+
+def evaluate_checkpoint_fast(
+    checkpoint_dir: Path,
+    out_dir: Path,
+    config: EvalConfig,
+    *,
+    envs: int = 0,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> FastResult:
+    """The ACT checkpoint at ``checkpoint_dir`` on ``config.device``, seeing its own cameras at its training
+    image size (``config.width``/``height`` when set), in :func:`run_fast_evaluation`."""
+    from .act_policy import ActPolicy
+
+    policy = ActPolicy(checkpoint_dir, device=config.device)
+    w, h = policy.image_size()
+    size = (config.width or w, config.height or h)
+    return run_fast_evaluation(policy, out_dir, config, policy.cameras, size, envs=envs, progress=progress)
+
+
+def run_fast_evaluation(
+    backend: Any,
+    out_dir: Path,
+    config: EvalConfig,
+    cameras: tuple[str, ...],
+    size: tuple[int, int],
+    *,
+    envs: int = 0,
+    replan_every: int = 0,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> FastResult:
+    """Run ``config.episodes`` episodes of ``backend`` (a policy-server backend: ``get_action`` / ``reset``,
+    e.g. :class:`~.act_policy.ActPolicy`) seeing ``cameras`` at ``size`` (width, height) px, in ``envs``
+    environments at a time (0 = one per CPU core); ``replan_every`` steps between chunks (0 = horizon / 2, as the
+    policy node)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n_env = max(1, min(envs or os.cpu_count() or 1, config.episodes))
+    horizon = config.horizon
+    replan = replan_every or max(1, horizon // 2)
+    ranges = twin_ranges()
+    lower, upper = np.asarray(ranges.lower), np.asarray(ranges.upper)
+    spec = EnvConfig(
+        cameras=cameras,
+        width=size[0],
+        height=size[1],
+        episode_s=config.episode_s,
+        randomize=config.randomize,
+        dr_profile=config.dr_profile,
+        task=config.task,
+    )
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    vec = make_vector_env(spec, n_env)
+    try:
+        for first in range(0, config.episodes, n_env):
+            seeds = [config.seed + first + k for k in range(n_env)]
+            count = min(n_env, config.episodes - first)
+            rows.extend(_wave(vec, backend, spec, seeds, horizon, replan, config.blend_alpha, lower, upper)[:count])
+            for row in rows[first:]:
+                row["index"] = row["seed"] - config.seed
+                if progress is not None:
+                    progress(row["index"] + 1, config.episodes, row)
+    finally:
+        vec.close()
+    wall = time.perf_counter() - t0
+    return _summarize(rows, out_dir, config, cameras, size, n_env, replan, wall)
+
+
+def _wave(
+    vec: Any, backend: Any, spec: EnvConfig, seeds: list[int], horizon: int, replan: int, alpha: float,
+    lower: np.ndarray, upper: np.ndarray,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One wave: every environment from its seed until its episode ends; a row per environment."""
+    obs, _ = vec.reset(seed=seeds)
+    backend.reset(None)
+    n = len(seeds)
+    plans: list[Plan | None] = [None] * n
+    done = np.zeros(n, dtype=bool)
+    info_last: list[dict[str, Any]] = [{} for _ in range(n)]
+    step = 0
+    queries = 0
+    while not done.all():
+        if step % replan == 0 or any(p is None or p.remaining(step) == 0 for p in plans):
+            chunk, _ = backend.get_action(
+                batched_observation(obs["pixels"], obs["agent_pos"], spec.task), {"step": step}
+            )
+            actions = _chunks(chunk)
+            queries += 1
+            plans = [blend(plans[i], actions[i], step, step, horizon, alpha) for i in range(n)]
+        command = np.stack([np.clip(_action(p, step), lower, upper) for p in plans])
+        lerobot_command = _to_lerobot(command)
+        obs, _, terminated, truncated, info = vec.step(lerobot_command)
+        step += 1
+        for i in range(n):
+            if not done[i] and (terminated[i] or truncated[i]):
+                done[i] = True
+                info_last[i] = {
+                    k: (v[i] if isinstance(v, np.ndarray) else v) for k, v in info.items() if not k.startswith("_")
+                }
+    return [
+        {
+            "seed": int(seeds[i]),
+            "success": bool(info_last[i]["is_success"]),
+            "workshop_success": bool(info_last[i]["workshop_success"]),
+            "steps": int(info_last[i]["steps"]),
+            "queries": queries,
+        }
+        for i in range(n)
+    ]
+
+
+def _action(plan: Plan | None, step: int) -> np.ndarray:
+    action = plan.at(step) if plan is not None else None
+    if action is None:  # a fresh chunk covers the step it was asked at: this cannot happen
+        raise AssertionError(f"no planned action at step {step}")
+    return action
+
+
+def _to_lerobot(q: np.ndarray) -> np.ndarray:
+    from so101_core.lerobot_units import to_lerobot
+
+    return np.asarray(to_lerobot(q), dtype=np.float32)
+
+
+def _summarize(
+    rows: list[dict[str, Any]], out_dir: Path, config: EvalConfig, cameras: tuple[str, ...], size: tuple[int, int],
+    envs: int, replan: int, wall: float,
+) -> FastResult:  # fmt: skip
+    n = len(rows)
+    ok = sum(r["success"] for r in rows)
+    shop = sum(r["workshop_success"] for r in rows)
+    iv, shop_iv = wilson_interval(ok, n), wilson_interval(shop, n)
+    summary = {
+        "evaluator": "fast (vectorized twin environments, batched policy)",
+        "episodes": n,
+        "successes": ok,
+        "success_rate": ok / n if n else 0.0,
+        "wilson_95": [iv.low, iv.high],
+        "workshop_successes": shop,
+        "workshop_rate": shop / n if n else 0.0,
+        "workshop_wilson_95": [shop_iv.low, shop_iv.high],
+        "episodes_per_min": 60.0 * n / wall if wall > 0 else 0.0,
+        "wall_s": wall,
+        "envs": envs,
+        "replan_every": replan,
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()},
+        "cameras": list(cameras),
+        "image_size": list(size),
+    }
+    results = out_dir / "fast_results.json"
+    results.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    with (out_dir / "fast_episodes.jsonl").open("w", encoding="utf-8") as sink:
+        for row in rows:
+            sink.write(json.dumps(row) + "\n")
+    return FastResult(
+        n, ok, shop, summary["success_rate"], iv.low, iv.high, summary["workshop_rate"], summary["episodes_per_min"],
+        wall, results,
+    )  # fmt: skip

@@ -1,0 +1,150 @@
+"""The twin as a gymnasium environment: one evaluation episode of ``so101 eval``, step by step, in LeRobot units.
+
+An episode is the graph evaluation's (:mod:`.evaluate`): ``Twin.reset(seed)`` with the same DR profile, each
+command through the driver's :class:`~so101_hardware.safety.CommandFilter` (the sim node's speed limit, applied
+per control step), one control step of physics per ``step``, and success judged by our detector and the
+workshop rule on the twin's own state. Like the graph evaluation, an episode ends once our detector has
+succeeded and the workshop rule has too (or ``WORKSHOP_GRACE_S`` later), or after ``episode_s`` of sim time.
+
+Spaces (LeRobot's gym conventions, so ``lerobot.envs.utils.preprocess_observation`` maps them to
+``observation.state`` / ``observation.images.<cam>``):
+- observation ``{"agent_pos": (6,) float32, "pixels": {cam: (H, W, 3) uint8}}``: measured joints, arm in degrees
+  and gripper 0..100 (:mod:`so101_core.lerobot_units`), camera images rendered after the step;
+- action (6,) float32, the joint targets in the same units.
+Reward 1.0 on the step our detector first reports success, else 0. ``info``: ``is_success`` (our detector),
+``workshop_success``, ``seed``, ``steps``. A step after the episode ended changes nothing and costs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from so101_core.lerobot_units import from_lerobot, to_lerobot
+from so101_core.sim.config import SimConfig, load_sim_config, load_task_config
+from so101_core.sim.randomization import DRConfig, load_dr_config
+from so101_core.sim.task import SuccessDetector
+from so101_core.sim.twin import Twin
+from so101_core.sim.workshop_rule import WorkshopRule
+from so101_hardware.config import SafetyConfig
+from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
+
+WORKSHOP_GRACE_S = 1.0  # s the graph evaluation waits for the workshop rule after our detector's success
+TASK_TEXT = "put the vial in the rack"
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """What an environment renders and how long an episode lasts: ``cameras`` at ``width`` × ``height`` px,
+    ``episode_s`` of sim time, DR on (``dr_profile`` "" = dr.yaml's base ranges) or off."""
+
+    cameras: tuple[str, ...] = ("ego", "side", "top")
+    width: int = 160
+    height: int = 120
+    episode_s: float = 20.0
+    randomize: bool = True
+    dr_profile: str = ""
+    task: str = TASK_TEXT
+
+
+def make_twin(randomize: bool, dr_profile: str = "", sim: SimConfig | None = None) -> Twin:
+    """The evaluation's twin: ``sim.yaml`` and ``dr.yaml`` (``dr_profile`` applied), or no DR."""
+    dr = load_dr_config(profile=dr_profile or None) if randomize else DRConfig.disabled()
+    return Twin(sim or load_sim_config(), dr)
+
+
+class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
+    """The single-vial task in the twin (see the module docstring)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}  # noqa: RUF012 (gymnasium declares it so)
+
+    def __init__(self, config: EnvConfig | None = None, safety: SafetyConfig | None = None) -> None:
+        self.config = spec = config or EnvConfig()
+        self.twin = make_twin(spec.randomize, spec.dr_profile)
+        self.task = spec.task
+        self.period_s = self.twin.control_period
+        self._max_episode_steps = round(spec.episode_s / self.period_s)
+        self.grace_steps = round(WORKSHOP_GRACE_S / self.period_s)
+        ranges = self.twin.model.actuator_ctrlrange[self.twin.index.actuator_ids]
+        safety = safety or SafetyConfig()
+        self.filter = CommandFilter(
+            JointLimits.from_arrays(ranges[:, 0], ranges[:, 1]),
+            safety.max_speed_rad_s * self.period_s,
+            Watchdog(safety.watchdog_timeout_s, clock=lambda: self.twin.time),
+            EStop(),
+            self.period_s,
+        )
+        self.detector = SuccessDetector(load_task_config(), self.twin.config.rack)
+        self.workshop = WorkshopRule(self.twin.config.rack, self.twin.config.physics.control_hz)
+        h, w = spec.height, spec.width
+        self.observation_space = gym.spaces.Dict(
+            {
+                "agent_pos": gym.spaces.Box(-np.inf, np.inf, (6,), np.float32),
+                "pixels": gym.spaces.Dict({c: gym.spaces.Box(0, 255, (h, w, 3), np.uint8) for c in spec.cameras}),
+            }
+        )
+        low, high = to_lerobot(ranges[:, 0]), to_lerobot(ranges[:, 1])
+        self.action_space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), (6,), np.float32)
+        self._seed = -1
+        self._steps = 0
+        self._success_step = -1
+        self._workshop_ok = False
+        self._done = True
+        self._obs: dict[str, Any] = {}
+
+    def _observe(self) -> dict[str, Any]:
+        s = self.config
+        pixels = {c: self.twin.render(c, width=s.width, height=s.height) for c in s.cameras}
+        return {"agent_pos": to_lerobot(self.twin.joint_positions()).astype(np.float32), "pixels": pixels}
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            "is_success": self._success_step >= 0,
+            "workshop_success": self._workshop_ok,
+            "seed": self._seed,
+            "steps": self._steps,
+        }
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        """A new episode: the scene of ``seed`` (the graph evaluation's scene for the same seed)."""
+        super().reset(seed=seed)
+        self._seed = int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        self.twin.reset(self._seed)
+        self.filter.reset(self.twin.joint_positions(), self.twin.time)
+        self.detector.reset()
+        self.workshop.reset()
+        self._steps, self._success_step, self._workshop_ok, self._done = 0, -1, False, False
+        self._obs = self._observe()
+        return self._obs, self._info()
+
+    def step(self, action: np.ndarray) -> tuple[dict, float, bool, bool, dict]:
+        """Command ``action`` (6,) (LeRobot units) for one control period."""
+        if self._done:
+            return self._obs, 0.0, self._success_step >= 0, self._success_step < 0, self._info()
+        target = from_lerobot(np.asarray(action, dtype=np.float64).reshape(6))
+        t_next = self.twin.time + self.period_s
+        refusal = self.filter.command(target, self.twin.time)
+        if refusal is not None:
+            raise ValueError(f"command refused: {refusal}")
+        self.twin.step(self.filter.step(self.twin.joint_positions(), t_next).goal)
+        self._steps += 1
+        state = self.twin.task_state()
+        reward = 0.0
+        if self.detector.update_state(state) and self._success_step < 0:
+            self._success_step, reward = self._steps, 1.0
+        self._workshop_ok = self.workshop.update_state(state)
+        ours = self._success_step >= 0
+        terminated = ours and (self._workshop_ok or self._steps - self._success_step > self.grace_steps)
+        truncated = not terminated and self._steps >= self._max_episode_steps
+        self._done = terminated or truncated
+        self._obs = self._observe()
+        return self._obs, reward, terminated, truncated, self._info()
+
+    def render(self) -> np.ndarray:
+        """The first camera's last image."""
+        return np.asarray(self._obs["pixels"][self.config.cameras[0]])
+
+    def close(self) -> None:
+        self.twin.close()
