@@ -71,12 +71,15 @@ def serve(
     port: int = typer.Option(5555, "--port"),
     token: str | None = typer.Option(None, "--token", help="api_token clients must send (enables kill)"),
     device: str = typer.Option("auto", "--device"),
+    protocol: str | None = typer.Option(None, "--protocol", help="GR00T wire version: n1.6 (default) or n1.5"),
 ) -> None:
-    """Serve a policy over the GR00T N1.6 ZMQ protocol (ping, kill, get_action, reset, get_modality_config)."""
+    """Serve a policy over the GR00T N1.6 ZMQ protocol (ping, kill, get_action, reset, get_modality_config);
+    --protocol n1.5 speaks GR00T N1.5's dialect (flat keys) instead."""
     from so101_policy.serve import main as serve_main
 
     argv = ["--host", host, "--port", str(port), "--device", device]
-    for flag, value in (("--checkpoint", checkpoint), ("--gr00t", gr00t), ("--replay", replay), ("--token", token)):
+    given = {"--checkpoint": checkpoint, "--gr00t": gr00t, "--replay": replay, "--token": token, "--protocol": protocol}
+    for flag, value in given.items():
         if value is not None:
             argv += [flag, str(value)]
     raise typer.Exit(serve_main(argv))

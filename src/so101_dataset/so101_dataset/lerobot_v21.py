@@ -10,7 +10,8 @@ module writes the v2.1 layout itself (lerobot 0.3.3's and GR00T's demo ``cube_to
 
 The MP4s are the one-episode shards' own files (hard-linked when possible, else copied): the same bytes
 as the v3.0 dataset, one per episode and camera, with exactly as many frames as the parquet has rows.
-``stats.json`` holds mean/std/min/max/q01/q10/q50/q90/q99 for every float feature (GR00T reads it).
+``stats.json`` holds mean/std/min/max/q01/q10/q50/q90/q99 and count for every float feature (GR00T reads it).
+The GR00T names (joint groups, language key, modality config) come from :mod:`so101_core.lerobot_schema`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from so101_core.lerobot_schema import (
+    ACTION_REPRESENTATION,
+    ANNOTATION_GROUP,
+    JOINT_GROUPS,
+    LANGUAGE_KEY,
+    TASK_COLUMN,
+    modality_configs,
+)
 
 from .config import DatasetConfig
 from .errors import ExportError
@@ -36,23 +45,27 @@ CHUNKS_SIZE = 1000
 DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
 VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-LANGUAGE_KEY = "annotation.human.task_description"
-ACTION_HORIZON = 16
 
 
 def modality_json(cameras: Sequence[str]) -> dict[str, Any]:
-    """GR00T ``meta/modality.json``: 5 arm joints + gripper in state and action, cameras, task text."""
-    parts = {"single_arm": {"start": 0, "end": 5}, "gripper": {"start": 5, "end": 6}}
+    """GR00T ``meta/modality.json``: joint groups of state and action, cameras, the task text's annotation group
+    (keyed without ``annotation.``: GR00T's loader prefixes it, giving :data:`LANGUAGE_KEY`)."""
     return {
-        "state": {k: dict(v) for k, v in parts.items()},
-        "action": {k: dict(v) for k, v in parts.items()},
+        "state": {k: {"start": a, "end": b} for k, (a, b) in JOINT_GROUPS.items()},
+        "action": {k: {"start": a, "end": b} for k, (a, b) in JOINT_GROUPS.items()},
         "video": {c: {"original_key": image_key(c)} for c in cameras},
-        "annotation": {LANGUAGE_KEY: {"original_key": "task_index"}},
+        "annotation": {ANNOTATION_GROUP: {"original_key": TASK_COLUMN}},
     }
 
 
 def _stats(x: np.ndarray, quantiles: bool) -> dict[str, Any]:
-    """min/max/mean/std/count over axis 0 of (N, D); with quantiles also q01..q99."""
+    """min/max/mean/std/count over axis 0 of (N, D); with quantiles also q01..q99.
+
+    GR00T N1.6 reads six of these keys by name (mean/std/min/max/q01/q99: ``gr00t/data/stats.py``
+    ``check_stats_validity``; ``sharded_mixture_dataset.py`` ``merge_statistics`` builds its per-group stats from
+    exactly those six). Its loader slices every key per joint group (``get_dataset_statistics``), count/q10/q50/q90
+    included, and ``merge_statistics`` then drops them: the extra keys (lerobot's own set) are harmless.
+    """
     x = x.astype(np.float64)
     out: dict[str, Any] = {
         "min": x.min(0).tolist(),
@@ -212,17 +225,16 @@ from gr00t.data.embodiment_tags import EmbodimentTag
 from gr00t.data.types import ActionConfig, ActionFormat, ActionRepresentation, ActionType, ModalityConfig
 
 so101_config = {
-    "video": ModalityConfig(delta_indices=[0], modality_keys=__CAMERAS__),
-    "state": ModalityConfig(delta_indices=[0], modality_keys=["single_arm", "gripper"]),
+    "video": ModalityConfig(delta_indices=__VIDEO_STEPS__, modality_keys=__VIDEO_KEYS__),
+    "state": ModalityConfig(delta_indices=__STATE_STEPS__, modality_keys=__STATE_KEYS__),
     "action": ModalityConfig(
-        delta_indices=list(range(__HORIZON__)),
-        modality_keys=["single_arm", "gripper"],
+        delta_indices=__ACTION_STEPS__,
+        modality_keys=__ACTION_KEYS__,
         action_configs=[
-            ActionConfig(rep=ActionRepresentation.RELATIVE, type=ActionType.NON_EEF, format=ActionFormat.DEFAULT),
-            ActionConfig(rep=ActionRepresentation.ABSOLUTE, type=ActionType.NON_EEF, format=ActionFormat.DEFAULT),
+__ACTION_CONFIGS__
         ],
     ),
-    "language": ModalityConfig(delta_indices=[0], modality_keys=["__LANGUAGE__"]),
+    "language": ModalityConfig(delta_indices=__LANGUAGE_STEPS__, modality_keys=__LANGUAGE_KEYS__),
 }
 
 register_modality_config(so101_config, embodiment_tag=EmbodimentTag.NEW_EMBODIMENT)
@@ -251,14 +263,40 @@ Serve the result with `python gr00t/eval/run_gr00t_server.py --model-path OUTPUT
 """
 
 
+def _steps_py(steps: Sequence[int]) -> str:
+    """Python source of a ``delta_indices`` list (``list(range(n))`` for 0..n-1)."""
+    counting = len(steps) > 1 and list(steps) == list(range(len(steps)))
+    return f"list(range({len(steps)}))" if counting else str(list(steps))
+
+
+def gr00t_config_py(cameras: Sequence[str]) -> str:
+    """Source of the N1.6 ``--modality_config_path`` file: :func:`so101_core.lerobot_schema.modality_configs`."""
+    configs = modality_configs(cameras)
+    subs = {}
+    for modality, config in configs.items():
+        subs[f"__{modality.upper()}_STEPS__"] = _steps_py(config.delta_indices)
+        subs[f"__{modality.upper()}_KEYS__"] = json.dumps(list(config.modality_keys))
+    subs["__ACTION_CONFIGS__"] = "\n".join(
+        f"            ActionConfig(rep=ActionRepresentation.{ACTION_REPRESENTATION[key]}, type=ActionType.NON_EEF,"
+        f" format=ActionFormat.DEFAULT),  # {key}"
+        for key in configs["action"].modality_keys
+    )
+    text = GR00T_CONFIG
+    for k, v in subs.items():
+        text = text.replace(k, v)
+    return text
+
+
 def write_gr00t_files(directory: Path, cameras: Sequence[str]) -> None:
     """The N1.6 modality-config file and the fine-tune instructions."""
     directory.mkdir(parents=True, exist_ok=True)
-    subs = {"__CAMERAS__": json.dumps(list(cameras)), "__HORIZON__": str(ACTION_HORIZON), "__LANGUAGE__": LANGUAGE_KEY}
-    for name, text in (("so101_modality_config.py", GR00T_CONFIG), ("FINETUNE.md", FINETUNE_MD)):
-        for k, v in subs.items():
-            text = text.replace(k, v)
-        (directory / name).write_text(text, encoding="utf-8")
+    horizon = len(modality_configs(cameras)["action"].delta_indices)
+    guide = FINETUNE_MD
+    subs = {"__CAMERAS__": json.dumps(list(cameras)), "__HORIZON__": str(horizon), "__LANGUAGE__": LANGUAGE_KEY}
+    for k, v in subs.items():
+        guide = guide.replace(k, v)
+    (directory / "so101_modality_config.py").write_text(gr00t_config_py(cameras), encoding="utf-8")
+    (directory / "FINETUNE.md").write_text(guide, encoding="utf-8")
 
 
 def check_gr00t_layout(root: Path) -> dict[str, Any]:
@@ -266,7 +304,8 @@ def check_gr00t_layout(root: Path) -> dict[str, Any]:
 
     Files present; every episode's parquet at ``data_path``, every video at ``video_path`` for each
     modality video's ``original_key``; decoded frames == parquet rows; state/action slices cover the
-    6 dims exactly once; the annotation maps through tasks.jsonl. Returns counts checked.
+    6 dims exactly once; the language key :data:`LANGUAGE_KEY`, less its ``annotation.`` prefix, names an
+    annotation group whose column maps through tasks.jsonl. Returns counts checked.
     """
     from .lerobot_v3 import count_video_frames
 
@@ -287,6 +326,13 @@ def check_gr00t_layout(root: Path) -> dict[str, Any]:
     for v in modality["video"].values():
         if v["original_key"] not in info["features"]:
             raise ExportError(f"{root}: modality video {v['original_key']} is not a feature")
+    annotations = modality.get("annotation") or {}
+    if ANNOTATION_GROUP not in annotations:
+        raise ExportError(
+            f"{root}: modality.annotation has {sorted(annotations)}, not {ANNOTATION_GROUP!r}: GR00T prefixes "
+            f"'annotation.' itself to find the language key {LANGUAGE_KEY!r}"
+        )
+    task_column = annotations[ANNOTATION_GROUP].get("original_key", LANGUAGE_KEY)
     frames = 0
     for ep in eps:
         i = ep["episode_index"]
@@ -295,8 +341,10 @@ def check_gr00t_layout(root: Path) -> dict[str, Any]:
         rows = table.num_rows
         if rows != ep["length"]:
             raise ExportError(f"{root}: episode {i} has {rows} rows, episodes.jsonl says {ep['length']}")
-        if not set(table.column("task_index").to_pylist()) <= tasks:
-            raise ExportError(f"{root}: episode {i} has a task_index missing from tasks.jsonl")
+        if task_column not in table.column_names:
+            raise ExportError(f"{root}: episode {i} has no column {task_column!r} (the task annotation)")
+        if not set(table.column(task_column).to_pylist()) <= tasks:
+            raise ExportError(f"{root}: episode {i} has a {task_column} missing from tasks.jsonl")
         for v in modality["video"].values():
             path = root / info["video_path"].format(episode_chunk=chunk, video_key=v["original_key"], episode_index=i)
             n = count_video_frames(path)

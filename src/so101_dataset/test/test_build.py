@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from so101_core.lerobot_units import LEROBOT_JOINT_NAMES, to_lerobot
 
@@ -91,6 +92,52 @@ def test_v21_passes_gr00t_rules_and_lerobot_converter(built, tmp_path: Path) -> 
     ds = LeRobotDataset(cfg.repo_id, root=copy, video_backend="pyav")
     assert ds.meta.total_episodes == 3 and len(ds) == 36
     assert ds[20]["observation.images.top"].shape == (3, 48, 64)
+
+
+def test_v21_language_key_is_the_one_gr00t_derives(built) -> None:
+    """GR00T N1.6's loader rules (``lerobot_episode_loader.py``: ``_load_parquet_data``, ``get_dataset_statistics``)
+    on the export and the modality-config file it ships."""
+    from gr00t_rules import run_modality_config_file
+    from so101_core.lerobot_schema import LANGUAGE_KEY
+
+    result, _, _ = built
+    root = result.v21_dir
+    modality = json.loads((root / "meta" / "modality.json").read_text())
+    rows = [json.loads(line) for line in (root / "meta" / "tasks.jsonl").read_text().splitlines()]
+    tasks = {row["task_index"]: row["task"] for row in rows}
+    config = run_modality_config_file(root / "gr00t" / "so101_modality_config.py")["new_embodiment"]
+    (key,) = config["language"].modality_keys
+    assert key == LANGUAGE_KEY == "annotation.human.task_description"  # the server's key, N1.6's SO-100 examples'
+    # the loader: a language key starts with "annotation."; the rest names a group of modality.json's "annotation",
+    # whose original_key (default: the key itself) is the parquet column of task indices into tasks.jsonl
+    assert key.startswith("annotation.")
+    assert {f"annotation.{group}" for group in modality["annotation"]} == {key}
+    column = modality["annotation"][key.replace("annotation.", "")].get("original_key", key)
+    table = pq.read_table(root / "data" / "chunk-000" / "episode_000000.parquet")
+    assert {tasks[i] for i in table.column(column).to_pylist()} == {"Pick up the vial and place it upright in the rack"}
+    # the config's other keys are modality.json's, and every stats key GR00T reads slices to each joint group's width
+    stats = json.loads((root / "meta" / "stats.json").read_text())
+    assert list(config["video"].modality_keys) == list(modality["video"])
+    for part, feature in (("state", "observation.state"), ("action", "action")):
+        for group in config[part].modality_keys:
+            start, end = modality[part][group]["start"], modality[part][group]["end"]
+            assert all(
+                len(stats[feature][s][start:end]) == end - start for s in ("mean", "std", "min", "max", "q01", "q99")
+            )
+
+
+def test_gr00t_check_rejects_a_prefixed_annotation_key(built, tmp_path: Path) -> None:
+    from so101_dataset.errors import ExportError
+    from so101_dataset.lerobot_v21 import check_gr00t_layout
+
+    result, _, _ = built
+    copy = tmp_path / "v21"
+    shutil.copytree(result.v21_dir / "meta", copy / "meta")
+    modality = json.loads((copy / "meta" / "modality.json").read_text())
+    modality["annotation"] = {"annotation.human.task_description": {"original_key": "task_index"}}
+    (copy / "meta" / "modality.json").write_text(json.dumps(modality))
+    with pytest.raises(ExportError, match=r"prefixes 'annotation\.' itself"):
+        check_gr00t_layout(copy)
 
 
 def test_gr00t_check_rejects_overlapping_modality_slices(built, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from so101_core.lerobot_schema import ACTION_HORIZON
+
 from .errors import PolicyError
 from .protocol import check_observation
 
@@ -33,7 +35,7 @@ class Gr00tPolicy:
             embodiment_tag=EmbodimentTag(EMBODIMENT_TAG), model_path=str(model_dir), device=dev, strict=True
         )
         self.cameras = cameras
-        self.horizon = 16
+        self.horizon = ACTION_HORIZON
 
     def get_action(self, observation: dict[str, Any], options: dict[str, Any] | None) -> tuple[dict, dict]:
         check_observation(observation, self.cameras)

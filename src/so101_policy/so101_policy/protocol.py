@@ -2,7 +2,9 @@
 
 An ndarray travels as ``{"__ndarray_class__": True, "as_npy": <np.save(arr, allow_pickle=False) bytes>}``; a
 request is ``{"endpoint": str, "data": {...}, "api_token": str?}``; errors come back as ``{"error": str}``.
-Decoding never unpickles (object arrays are refused) and bounds the message size.
+Decoding never unpickles (object arrays are refused) and bounds the message size. A ``ModalityConfig`` travels as
+``{"__ModalityConfig_class__": True, "as_json": {field: value}}`` (a map: N1.6's ``MsgSerializer`` decodes it with
+``ModalityConfig(**obj["as_json"])``). N1.5's dialect of the same wire is :mod:`.protocol_n15`.
 
 Observation (nested N1.6 format, B = batch, T = 1 time step):
 ``{"video": {cam: uint8 (B, T, H, W, 3)}, "state": {"single_arm": float32 (B, T, 5), "gripper": float32 (B, T, 1)},
@@ -17,12 +19,15 @@ from typing import Any
 
 import msgpack
 import numpy as np
+from so101_core.lerobot_schema import LANGUAGE_KEY, modality_configs
 
 from .errors import ProtocolError
 
 NDARRAY_TAG = "__ndarray_class__"
 MODALITY_TAG = "__ModalityConfig_class__"
-LANGUAGE_KEY = "annotation.human.task_description"
+PROTOCOLS = ("n1.6", "n1.5")
+"""GR00T versions whose wire a server can speak: N1.6 (this module) and N1.5 (:mod:`.protocol_n15`)."""
+DEFAULT_PROTOCOL = "n1.6"
 ENDPOINTS = ("ping", "kill", "get_action", "reset", "get_modality_config")
 DEFAULT_PORT = 5555
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # 64 MiB: 3 cameras x 640x480 RGB is under 1 MiB
@@ -83,6 +88,24 @@ def unpack(raw: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any:
         raise
     except Exception as exc:
         raise ProtocolError(f"malformed msgpack: {type(exc).__name__}: {exc}") from exc
+
+
+def modality_config_reply(cameras: tuple[str, ...], horizon: int) -> dict[str, Any]:
+    """N1.6 ``get_modality_config`` reply of a policy seeing ``cameras`` and returning ``horizon`` actions: every field
+    of N1.6's ``ModalityConfig`` (the optional ones None: our policies return absolute actions, no relative ones)."""
+    return {
+        modality: {
+            MODALITY_TAG: True,
+            "as_json": {
+                "delta_indices": list(config.delta_indices),
+                "modality_keys": list(config.modality_keys),
+                "sin_cos_embedding_keys": None,
+                "mean_std_embedding_keys": None,
+                "action_configs": None,
+            },
+        }
+        for modality, config in modality_configs(cameras, horizon).items()
+    }
 
 
 def _array(group: Any, key: str, where: str) -> np.ndarray:

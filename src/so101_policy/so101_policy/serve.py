@@ -1,4 +1,5 @@
-"""``so101 serve``: host a policy behind the GR00T N1.6 ZMQ protocol (also ``python -m so101_policy.serve``).
+"""``so101 serve``: host a policy behind the GR00T N1.6 ZMQ protocol (also ``python -m so101_policy.serve``);
+``--protocol n1.5`` speaks GR00T N1.5's dialect instead (:mod:`.protocol_n15`).
 
 Backends: ``--checkpoint DIR`` (an ACT checkpoint, :mod:`.act_policy`), ``--gr00t DIR`` (an Isaac-GR00T model,
 only where ``gr00t`` imports), ``--replay FILE.npy`` (replay (N, 6) actions in LeRobot units; with
@@ -18,7 +19,7 @@ import numpy as np
 
 from .backend import PolicyBackend
 from .errors import PolicyError
-from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT
+from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT, DEFAULT_PROTOCOL, PROTOCOLS
 from .replay_policy import ReplayPolicy
 from .server import PolicyServer, ServerConfig
 
@@ -55,15 +56,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"), help="ACT: autocast on CUDA")
     p.add_argument("--compile", default="", help="ACT: torch.compile mode, e.g. reduce-overhead (CUDA graphs)")
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
+    p.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=PROTOCOLS, help="GR00T version of the wire")
     return p
+
+
+def server_config(args: argparse.Namespace) -> ServerConfig:
+    return ServerConfig(args.host, args.port, args.token, args.max_message_bytes, args.protocol)
 
 
 def serve(args: argparse.Namespace, announce: Any = print) -> int:
     backend = build_backend(args)
-    server = PolicyServer(backend, ServerConfig(args.host, args.port, args.token, args.max_message_bytes))
+    server = PolicyServer(backend, server_config(args))
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     signal.signal(signal.SIGINT, lambda *_: server.stop())
-    announce(f"serving on {server.endpoint} (cameras {list(backend.cameras)}, horizon {backend.horizon})")
+    announce(
+        f"serving on {server.endpoint} (GR00T {server.config.protocol} protocol, cameras {list(backend.cameras)},"
+        f" horizon {backend.horizon})"
+    )
     sys.stdout.flush()
     server.serve_forever()
     return 0

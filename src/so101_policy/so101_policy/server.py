@@ -4,6 +4,8 @@ Binds ``tcp://127.0.0.1:5555`` by default. Every request gets exactly one reply;
 (malformed msgpack, over the size limit, a pickled array, a wrong token, an unknown endpoint, a bad
 observation shape, a policy exception) is answered ``{"error": "..."}`` and the server serves on. ``kill``
 stops the loop; it needs a configured token (a server without one cannot be killed over the wire).
+It speaks N1.6 (:mod:`.protocol`) by default, N1.5 (:mod:`.protocol_n15`: flat observation and action keys,
+``ModalityConfig`` as a JSON string) with ``protocol="n1.5"``.
 """
 
 from __future__ import annotations
@@ -16,21 +18,36 @@ from typing import Any
 import numpy as np
 import zmq
 
-from .backend import PolicyBackend, modality_config
+from . import protocol_n15
+from .backend import PolicyBackend
 from .errors import PolicyError, ProtocolError
-from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT, check_action, check_observation, pack, unpack
+from .protocol import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_PORT,
+    DEFAULT_PROTOCOL,
+    PROTOCOLS,
+    check_action,
+    check_observation,
+    modality_config_reply,
+    pack,
+    unpack,
+)
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Where and how the server listens; ``api_token`` None = no token asked."""
+    """Where and how the server listens; ``api_token`` None = no token asked; ``protocol`` one of
+    :data:`~.protocol.PROTOCOLS` (the GR00T version whose wire it speaks)."""
 
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     api_token: str | None = None
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    protocol: str = DEFAULT_PROTOCOL
 
     def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"server: protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"server: port must be 0..65535, got {self.port}")
         if self.max_message_bytes < 1024:
@@ -106,6 +123,7 @@ class PolicyServer:
         data = request.get("data") or {}
         if not isinstance(data, dict):
             raise ProtocolError(f"'data' must be a map, got {type(data).__name__}")
+        n15 = self.config.protocol == "n1.5"
         if endpoint == "ping":
             return {"status": "ok", "message": "Server is running"}
         if endpoint == "kill":
@@ -116,12 +134,20 @@ class PolicyServer:
         if endpoint == "reset":
             return self.backend.reset(data.get("options"))
         if endpoint == "get_modality_config":
-            return modality_config(self.backend.cameras, self.backend.horizon)
+            reply = protocol_n15.modality_config_reply if n15 else modality_config_reply
+            return reply(self.backend.cameras, self.backend.horizon)
         if endpoint == "get_action":
-            obs = data.get("observation")
+            obs: Any
+            options: Any = None
+            if n15:  # data is the flat observation, without options; the reply is the flat action alone
+                obs, batched = protocol_n15.nested_observation(data, self.backend.cameras)
+            else:
+                obs, batched, options = data.get("observation"), True, data.get("options")
             check_observation(obs, self.backend.cameras)
             assert isinstance(obs, dict)
-            action, info = self.backend.get_action(obs, data.get("options"))
+            action, info = self.backend.get_action(obs, options)
             check_action(action)
+            if n15:
+                return protocol_n15.flat_action(action, batched)
             return [{k: np.asarray(v, dtype=np.float32) for k, v in action.items()}, info]
         raise ProtocolError(f"unknown endpoint {endpoint!r}")
