@@ -210,9 +210,16 @@ def policy(
 
 @app.command()
 def train(
-    dataset: Path = typer.Option(
-        ..., "--dataset", help="LeRobot v3.0 dataset (e.g. <out>/lerobot_v3 of so101 dataset build)"
+    dataset: Path | None = typer.Option(
+        None, "--dataset", help="LeRobot v3.0 dataset (e.g. <out>/lerobot_v3 of so101 dataset build)"
     ),
+    synthetic: bool = typer.Option(
+        False, "--synthetic", help="training steps on random frames in device memory (no dataset): samples/s"
+    ),
+    batch_sizes: str = typer.Option("64,256,512", "--batch-sizes", help="--synthetic: batch sizes to try"),
+    norms: str = typer.Option("frozen,batch", "--norms", help="--synthetic: backbone_norm values to try"),
+    image: str = typer.Option("3x120x160", "--image", help="--synthetic: cameras x height x width"),
+    seconds: float = typer.Option(20.0, "--seconds", help="--synthetic: timed seconds per variant"),
     steps: int = typer.Option(0, "--steps", help="also train this many optimizer steps per source (0 = data only)"),
     batches: int = typer.Option(50, "--batches", help="batches pulled per source for the data rate"),
     device: str = typer.Option("auto", "--device"),
@@ -221,11 +228,27 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/train_<label>.json"),
 ) -> None:
-    """ACT training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader."""
-    from so101_policy.bench_train import run_train_benchmark
+    """ACT training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader;
+    ``--synthetic``: training samples/s of train.yaml's model per batch size and backbone norm, no dataset."""
+    import dataclasses
+
+    from so101_policy.bench_train import run_train_benchmark, synthetic_sweep
     from so101_policy.config import load_train_config
 
-    result = run_train_benchmark(dataset, steps, device, load_train_config(config), batches)
+    cfg = dataclasses.replace(load_train_config(config), device=device)
+    if synthetic:
+        cams, h, w = (int(v) for v in image.split("x"))
+        sizes = [int(b) for b in batch_sizes.split(",")]
+        result = synthetic_sweep(cfg, sizes, norms.split(","), cams, h, w, seconds)
+        result["command"] = (
+            f"so101 bench train --synthetic --batch-sizes {batch_sizes} --norms {norms} --image {image} "
+            f"--seconds {seconds} --device {device} --label {label}"
+        )
+        _report(f"train_{label}", result, as_json, save)
+        return
+    if dataset is None:
+        raise typer.BadParameter("--dataset is required (or --synthetic)")
+    result = run_train_benchmark(dataset, steps, device, cfg, batches)
     result["command"] = (
         f"so101 bench train --dataset {dataset} --steps {steps} --batches {batches} --device {device} --label {label}"
     )

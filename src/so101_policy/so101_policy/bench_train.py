@@ -10,13 +10,14 @@ training run of train.yaml's model and batch size (on a CPU the model, not the d
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from .config import TrainConfig, load_train_config
-from .train import _check_dataset, batch_stream, open_dataset, resolve_device, train_policy
+from .train import IMAGE_PREFIX, _check_dataset, batch_stream, open_dataset, resolve_device, sync_device, train_policy
 
 SOURCES = (("dataloader", 0.0), ("memory", 1024.0))
 
@@ -51,8 +52,6 @@ def run_train_benchmark(
 ) -> dict[str, Any]:
     """``{"sources": {name: {...}}, "data_speedup_memory_vs_dataloader", "train_samples_per_s"}``."""
     base = dataclasses.replace(config or load_train_config(), device=device)
-    import json
-
     info = json.loads((Path(dataset) / "meta" / "info.json").read_text())
     images = {k: v["shape"] for k, v in info["features"].items() if k.startswith("observation.images.")}
     out: dict[str, Any] = {
@@ -84,3 +83,114 @@ def run_train_benchmark(
     )
     out["train_samples_per_s"] = max((r["samples_per_s"] for r in rows.values() if "samples_per_s" in r), default=None)
     return out
+
+
+def synthetic_training_throughput(
+    cfg: TrainConfig, cameras: int = 3, height: int = 120, width: int = 160, frames: int = 4096, seconds: float = 20.0
+) -> dict[str, Any]:
+    """Training steps of ``cfg``'s model and batch size on random frames already in device memory (the memory
+    source's steady state, without a dataset): ``cold_start_s`` (model build to the end of the first step, cuDNN
+    autotuning included), ``samples_per_s`` over ``seconds`` of steps after it, and ``gflop_per_sample``
+    (forward + backward ≈ 3 × the forward's, counted by torch's FLOP counter on one sample)."""
+    import numpy as np
+    import torch
+    from lerobot.policies import make_pre_post_processors
+    from lerobot.policies.act.modeling_act import ACTPolicy
+
+    from .act_training import TrainableAct
+    from .frame_cache import DecodedDataset
+    from .schedule import lr_factor
+    from .train import _act_config, train_step
+
+    device = resolve_device(cfg.device)
+    if device.startswith("cuda"):
+        torch.backends.cudnn.benchmark = True
+    names = [f"{IMAGE_PREFIX}{c}" for c in ("ego", "side", "top")[:cameras]]
+    features: dict[str, Any] = {
+        k: {"dtype": "float32", "shape": (6,), "names": None} for k in ("observation.state", "action")
+    }
+    for k in names:
+        features[k] = {"dtype": "video", "shape": (height, width, 3), "names": ["height", "width", "channels"]}
+    stats: dict[str, Any] = {k: {"mean": np.zeros(6), "std": np.ones(6)} for k in ("observation.state", "action")}
+    stats |= {k: {"mean": np.full((3, 1, 1), 0.5), "std": np.full((3, 1, 1), 0.25)} for k in names}
+    t0 = time.perf_counter()
+    torch.manual_seed(cfg.seed)
+    act_cfg = _act_config(cfg, features, names, device)
+    policy = ACTPolicy(act_cfg).to(device).train()
+    pre, _ = make_pre_post_processors(act_cfg, dataset_stats=stats)
+    model = TrainableAct(policy, cfg.backbone_norm, fresh=True)
+    opt = torch.optim.AdamW(model.optim_groups(cfg.lr, cfg.lr_backbone), lr=cfg.lr, fused=device.startswith("cuda"))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.lr_schedule, cfg.warmup_steps, cfg.steps))
+    rng = np.random.default_rng(0)
+    episode = np.repeat(np.arange(frames // 256 + 1), 256)[:frames]
+    images = {k: rng.integers(0, 256, (frames, height, width, 3), dtype=np.uint8) for k in names}
+    data = DecodedDataset(
+        rng.normal(size=(frames, 6)), rng.normal(size=(frames, 6)), episode, images, cfg.chunk_size, device
+    )
+    batches = data.batches(cfg.batch_size, cfg.seed)
+    amp = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.use_amp)
+
+    def step() -> None:
+        train_step(model, opt, sched, pre(next(batches)), cfg.grad_clip_norm, amp)
+
+    step()
+    sync_device(device)
+    cold = time.perf_counter() - t0
+    for _ in range(3):  # past the cuDNN autotuning of the first shapes
+        step()
+    sync_device(device)
+    t1, n = time.perf_counter(), 0
+    while time.perf_counter() - t1 < seconds:
+        for _ in range(5):
+            step()
+        n += 5
+        sync_device(device)
+    rate = n * cfg.batch_size / (time.perf_counter() - t1)
+    flops = _gflop_per_sample(model, pre(next(batches)), amp)
+    out = {
+        "batch_size": cfg.batch_size,
+        "backbone_norm": cfg.backbone_norm,
+        "use_amp": cfg.use_amp,
+        "cameras": cameras,
+        "image_hw": [height, width],
+        "cold_start_s": cold,
+        "steps": n,
+        "samples_per_s": rate,
+        "gflop_per_sample": flops,
+        "tflop_per_s": rate * flops / 1e3,
+    }
+    if device.startswith("cuda"):
+        out["gpu_mem_gb"] = torch.cuda.max_memory_allocated() / 2**30
+        torch.cuda.reset_peak_memory_stats()
+    return out
+
+
+def _gflop_per_sample(model: Any, batch: dict[str, Any], amp: Any) -> float:
+    """Forward + backward GFLOP of one sample (3 × the forward's FLOPs on the first item of ``batch``)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    one = {k: v[:1] if torch.is_tensor(v) else v for k, v in batch.items()}
+    counter = FlopCounterMode(display=False)
+    with counter, amp, torch.no_grad():
+        model.loss(one)
+    return 3.0 * counter.get_total_flops() / 1e9
+
+
+def synthetic_sweep(
+    base: TrainConfig, batch_sizes: list[int], norms: list[str], cameras: int, height: int, width: int, seconds: float
+) -> dict[str, Any]:
+    """:func:`synthetic_training_throughput` for every (batch size, backbone norm) pair; the best samples/s."""
+    rows = []
+    for norm in norms:
+        for batch in batch_sizes:
+            cfg = dataclasses.replace(base, batch_size=batch, backbone_norm=norm)
+            rows.append(synthetic_training_throughput(cfg, cameras, height, width, seconds=seconds))
+            print(json.dumps(rows[-1]), flush=True)
+    best = max(rows, key=lambda r: r["samples_per_s"])
+    return {
+        "source": "synthetic frames in device memory",
+        "variants": rows,
+        "train_samples_per_s": best["samples_per_s"],
+        "best": best,
+    }

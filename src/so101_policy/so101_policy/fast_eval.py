@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 from so101_core.joints import twin_ranges
+from so101_core.lerobot_schema import LANGUAGE_KEY
 from so101_core.lerobot_units import from_lerobot
 
 from .blending import Plan, blend
 from .config import EvalConfig
 from .metrics import wilson_interval
-from .protocol import LANGUAGE_KEY, check_action
+from .protocol import check_action
 from .sim_env import EnvConfig, VialRackEnv
 
 

@@ -77,18 +77,17 @@ def _decode_rows(meta: Any, key: str, episode: Any, frame_index: Any, starts: An
 
 
 class DecodedDataset:
-    """All frames of ``dataset`` (a ``LeRobotDataset``) for ``image_keys``, on ``device``; action chunks of
-    ``chunk`` steps. Raises PolicyError when a video does not hold a frame for every parquet row."""
+    """Rows with their frames on ``device`` as uint8 (N, 3, H, W) views; action chunks of ``chunk`` steps.
+    :meth:`decode` reads a ``LeRobotDataset`` (PolicyError when a video lacks a frame for a parquet row)."""
 
-    def __init__(self, dataset: Any, image_keys: list[str], chunk: int, device: str) -> None:
+    def __init__(
+        self, state: np.ndarray, action: np.ndarray, episode: np.ndarray, images: dict[str, np.ndarray], chunk: int,
+        device: str,
+    ) -> None:  # fmt: skip
+        """From rows in episode order: ``state``/``action`` (N, 6) float32, ``episode`` (N,) int (each episode's
+        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}."""
         import torch
 
-        meta = dataset.meta
-        rows = dataset.hf_dataset.with_format("numpy")
-        state = np.asarray(rows[STATE], dtype=np.float32)
-        action = np.asarray(rows[ACTION], dtype=np.float32)
-        episode = np.asarray(rows["episode_index"], dtype=np.int64)
-        frame_index = np.asarray(rows["frame_index"], dtype=np.int64)
         n = len(state)
         # exclusive end row of each row's episode (rows of one episode are contiguous in a v3.0 dataset)
         change = np.flatnonzero(np.diff(episode)) + 1
@@ -98,14 +97,24 @@ class DecodedDataset:
         self.length = n
         self.chunk = chunk
         self.device = device
-        self.images: dict[str, Any] = {}
-        for key in image_keys:
-            frames = _decode_rows(meta, key, episode, frame_index, starts, ends)
-            self.images[key] = torch.from_numpy(frames).to(device).permute(0, 3, 1, 2)  # (N, 3, H, W) uint8 view
-        self.state = torch.from_numpy(state).to(device)
-        self.action = torch.from_numpy(action).to(device)
+        self.images = {k: torch.from_numpy(v).to(device).permute(0, 3, 1, 2) for k, v in images.items()}  # uint8
+        self.state = torch.from_numpy(np.asarray(state, dtype=np.float32)).to(device)
+        self.action = torch.from_numpy(np.asarray(action, dtype=np.float32)).to(device)
         self._end = torch.from_numpy(self.episode_end).to(device)
         self._offsets = torch.arange(chunk, device=device)
+
+    @classmethod
+    def decode(cls, dataset: Any, image_keys: list[str], chunk: int, device: str) -> DecodedDataset:
+        """Every row of ``dataset`` (a ``LeRobotDataset``) with its frames of ``image_keys``, decoded."""
+        meta = dataset.meta
+        rows = dataset.hf_dataset.with_format("numpy")
+        episode = np.asarray(rows["episode_index"], dtype=np.int64)
+        frame_index = np.asarray(rows["frame_index"], dtype=np.int64)
+        change = np.flatnonzero(np.diff(episode)) + 1
+        starts, ends = np.insert(change, 0, 0), np.append(change, len(episode))
+        images = {key: _decode_rows(meta, key, episode, frame_index, starts, ends) for key in image_keys}
+        state, action = np.asarray(rows[STATE], np.float32), np.asarray(rows[ACTION], np.float32)
+        return cls(state, action, episode, images, chunk, device)
 
     def __len__(self) -> int:
         return self.length

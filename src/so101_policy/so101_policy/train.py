@@ -165,7 +165,7 @@ def batch_stream(
     need = decoded_bytes(dataset.meta, images)
     budget = min(cfg.frame_cache_gb * 2**30, 0.6 * _free_bytes(device))
     if 0 < need <= budget:
-        decoded = DecodedDataset(dataset, images, cfg.chunk_size, device)
+        decoded = DecodedDataset.decode(dataset, images, cfg.chunk_size, device)
         return "memory", decoded.batches(cfg.batch_size, cfg.seed, start)
     if cfg.frame_cache_gb > 0:
         print(
@@ -382,23 +382,16 @@ def train_policy(
         amp = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=config.use_amp)
         while step < config.steps:
             batch = preprocessor(next(batches))
-            with amp:
-                loss, parts = model.loss(batch)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip_norm, foreach=True)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            values = train_step(model, optimizer, scheduler, batch, config.grad_clip_norm, amp)
             step += 1
             n = int(batch[ACTION].shape[0])
             samples += n
             window_n += n
             window_steps += 1
-            for key, value in (("loss", loss.detach()), ("grad_norm", grad_norm), *parts.items()):
-                value = value.float()
+            for key, value in values.items():
                 sums[key] = sums[key] + value if key in sums else value  # on the device: no host sync
             if math.isnan(cold_start_s):
-                _sync(device)
+                sync_device(device)
                 cold_start_s = time.perf_counter() - t_call
                 steady_t0, steady_samples = time.perf_counter(), samples
             out_of_time = time.perf_counter() + save.reserve_s() >= deadline
@@ -434,7 +427,7 @@ def train_policy(
                 window_t += time.perf_counter() - t_save
             if out_of_time:
                 break
-        _sync(device)
+        sync_device(device)
         steady_s = time.perf_counter() - steady_t0
         if last_dir is None:
             raise PolicyError("no checkpoint written")
@@ -450,7 +443,25 @@ def train_policy(
     return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s)
 
 
-def _sync(device: str) -> None:
+def train_step(
+    model: TrainableAct, optimizer: Any, scheduler: Any, batch: dict[str, Any], clip: float, amp: Any
+) -> dict[str, Any]:
+    """One optimizer step on a preprocessed ``batch``; the loss terms and gradient norm as float32 tensors on the
+    device (reading them would wait for the GPU: the caller does so once per logging window)."""
+    import torch
+
+    with amp:
+        loss, parts = model.loss(batch)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.policy.parameters(), clip, foreach=True)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {k: v.float() for k, v in (("loss", loss.detach()), ("grad_norm", grad_norm), *parts.items())}
+
+
+def sync_device(device: str) -> None:
+    """Wait for the device's queued work (CUDA); nothing on the CPU."""
     if device.startswith("cuda"):
         import torch
 

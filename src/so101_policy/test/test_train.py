@@ -158,7 +158,7 @@ def test_decoded_frames_match_lerobots_own_items(dataset: Path) -> None:
     ds = LeRobotDataset("local/so101", root=dataset, delta_timestamps={"action": [i / 30 for i in range(chunk)]},
                         video_backend="pyav")  # fmt: skip
     keys = ["observation.images.top", "observation.images.ego"]
-    decoded = DecodedDataset(ds, keys, chunk, "cpu")
+    decoded = DecodedDataset.decode(ds, keys, chunk, "cpu")
     assert len(decoded) == len(ds) == 60
     index = [0, 17, 25, 29, 30, 59]  # episode starts, the last frames (padded chunks), the second episode
     got = decoded.batch(torch.tensor(index))
