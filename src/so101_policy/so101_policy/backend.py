@@ -6,9 +6,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .protocol import LANGUAGE_KEY, MODALITY_TAG
+import numpy as np
+
+from .protocol import LANGUAGE_KEY, MODALITY_TAG, observation
 
 ARM_KEYS = ("single_arm", "gripper")
+WARMUP_IMAGE_SIZE = (640, 480)  # (width, height) px: the cameras' own size, for a policy that does not name one
 
 
 class PolicyBackend(Protocol):
@@ -43,3 +46,12 @@ def modality_config(cameras: tuple[str, ...], horizon: int) -> dict[str, Any]:
         "action": ModalityConfig(tuple(range(horizon)), ARM_KEYS).wire(),
         "language": ModalityConfig((0,), (LANGUAGE_KEY,)).wire(),
     }
+
+
+def warmup_observation(backend: PolicyBackend, task: str = "warm-up") -> dict[str, Any]:
+    """One N1.6 observation shaped like a real request to ``backend``: its cameras at its image size
+    (``backend.image_size()`` where it has one, else :data:`WARMUP_IMAGE_SIZE`), mid-grey frames, a zero state."""
+    size = getattr(backend, "image_size", None)
+    width, height = size() if callable(size) else WARMUP_IMAGE_SIZE
+    frames = {cam: np.full((height, width, 3), 128, np.uint8) for cam in backend.cameras}
+    return observation(frames, np.zeros(6, np.float32), task)
