@@ -71,12 +71,14 @@ def serve(
     port: int = typer.Option(5555, "--port"),
     token: str | None = typer.Option(None, "--token", help="api_token clients must send (enables kill)"),
     device: str = typer.Option("auto", "--device"),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="inferences before 'serving on' (default 3)"),
 ) -> None:
     """Serve a policy over the GR00T N1.6 ZMQ protocol (ping, kill, get_action, reset, get_modality_config)."""
     from so101_policy.serve import main as serve_main
 
     argv = ["--host", host, "--port", str(port), "--device", device]
-    for flag, value in (("--checkpoint", checkpoint), ("--gr00t", gr00t), ("--replay", replay), ("--token", token)):
+    options = (("--checkpoint", checkpoint), ("--gr00t", gr00t), ("--replay", replay), ("--token", token))
+    for flag, value in (*options, ("--warmup", warmup)):
         if value is not None:
             argv += [flag, str(value)]
     raise typer.Exit(serve_main(argv))
