@@ -72,6 +72,7 @@ def serve(
     token: str | None = typer.Option(None, "--token", help="api_token clients must send (enables kill)"),
     device: str = typer.Option("auto", "--device"),
     protocol: str | None = typer.Option(None, "--protocol", help="GR00T wire version: n1.6 (default) or n1.5"),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="inferences before 'serving on' (default 3)"),
 ) -> None:
     """Serve a policy over the GR00T N1.6 ZMQ protocol (ping, kill, get_action, reset, get_modality_config);
     --protocol n1.5 speaks GR00T N1.5's dialect (flat keys) instead."""
@@ -79,7 +80,7 @@ def serve(
 
     argv = ["--host", host, "--port", str(port), "--device", device]
     given = {"--checkpoint": checkpoint, "--gr00t": gr00t, "--replay": replay, "--token": token, "--protocol": protocol}
-    for flag, value in given.items():
+    for flag, value in (*given.items(), ("--warmup", warmup)):
         if value is not None:
             argv += [flag, str(value)]
     raise typer.Exit(serve_main(argv))

@@ -6,12 +6,13 @@ and a fresh one connects for the next request. Errors the server reports raise :
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 import zmq
 
-from .errors import ServerError, ServerTimeout
+from .errors import PolicyError, ServerError, ServerTimeout
 from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT, check_action, pack, unpack
 
 
@@ -91,6 +92,26 @@ class PolicyClient:
         except ServerTimeout:
             return False
         return isinstance(reply, dict) and reply.get("status") == "ok"
+
+    def wait_ready(self, timeout_s: float) -> dict[str, Any]:
+        """Ping until the server says it is ready (warm-up done; a server whose ping has no ``ready`` field, such
+        as GR00T's own, counts as ready); returns that ping reply.
+
+        Raises:
+            PolicyError: not ready within ``timeout_s`` (the last reply or timeout in the message).
+        """
+        deadline = time.monotonic() + timeout_s
+        last: Any = None
+        while True:
+            try:
+                last = self.call("ping")
+                if isinstance(last, dict) and last.get("status") == "ok" and last.get("ready", True) is True:
+                    return last
+            except ServerTimeout as exc:
+                last = exc
+            if time.monotonic() > deadline:
+                raise PolicyError(f"policy server at {self.address} not ready within {timeout_s:g} s: {last}")
+            time.sleep(0.1)
 
     def get_action(
         self, observation: dict[str, Any], options: dict[str, Any] | None = None

@@ -146,8 +146,11 @@ class PolicyNodeConfig:
     every this many steps (0 = when the plan runs out); ``blend_alpha``: EMA weight of the newer chunk on the
     overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm; ``max_step_rad``
     (5 arm joints): a chunk whose first action is further than this from the last command (or, with none, the
-    measured position) is rejected (hold). wrist_roll gets more: in the demos its command leads the measured
-    joint by up to 0.8 rad.
+    measured position) is refused. wrist_roll gets more: in the demos its command leads the measured
+    joint by up to 0.8 rad. Rows of a chunk outside the joint range are clamped into it; a value more than
+    ``max_excursion_rad`` outside is a broken policy and refuses the chunk (:mod:`so101_policy.admission`);
+    ``refusal_limit`` chunks refused in a row are a refusal loop: the node holds and asks no more until
+    ``~/start``.
     """
 
     rate_hz: float = 30.0
@@ -163,11 +166,15 @@ class PolicyNodeConfig:
     stale_joint_s: float = 0.25
     stale_camera_s: float = 0.5
     max_step_rad: tuple[float, ...] = (0.5, 0.5, 0.5, 0.5, 1.2)
+    max_excursion_rad: float = 0.5
+    refusal_limit: int = 5
     autostart: bool = False
 
     def __post_init__(self) -> None:
         _positive(self, "policy", ("rate_hz", "horizon", "horizon_sim", "server_timeout_ms", "stale_joint_s"))
-        _positive(self, "policy", ("stale_camera_s",))
+        _positive(self, "policy", ("stale_camera_s", "refusal_limit"))
+        if self.max_excursion_rad < 0:
+            raise ConfigError(f"policy.max_excursion_rad must be >= 0, got {self.max_excursion_rad}")
         if len(self.max_step_rad) != 5 or not all(v > 0 for v in self.max_step_rad):
             raise ConfigError(f"policy.max_step_rad needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
         if not 0 < self.blend_alpha <= 1:

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import report
 from .checkpoints import pretrained_dir, read_json
+from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
 from .metrics import aggregate, frame_metrics, wilson_interval
@@ -207,6 +208,8 @@ def run_evaluation(
             )
         )
         server.wait_for_line("serving on", 300.0)
+        with PolicyClient(port=zmq_port, api_token=token, timeout_ms=5000) as probe:
+            probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
         ctx = Context(endpoint)
         if not ctx.wait_for_router(10.0):
             raise PolicyError("evaluator cannot reach its zenoh router")

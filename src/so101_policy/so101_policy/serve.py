@@ -3,8 +3,11 @@
 
 Backends: ``--checkpoint DIR`` (an ACT checkpoint, :mod:`.act_policy`), ``--gr00t DIR`` (an Isaac-GR00T model,
 only where ``gr00t`` imports), ``--replay FILE.npy`` (replay (N, 6) actions in LeRobot units; with
-``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). Prints ``serving on <address>``
-once it accepts requests.
+``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). Before serving, ``--warmup N``
+(default 3) inferences on an observation of the policy's cameras and image size go through the server's request
+path (CUDA / cuDNN initialisation, autotuning, compilation happen then, not in a client's first request); only
+then it prints ``serving on <address> (..., warm-up N inferences in S s, last M ms)``, and ``ping`` answers
+``ready: true`` with the warm-up time.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import PolicyBackend
+from .backend import PolicyBackend, warmup_observation
 from .errors import PolicyError
 from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT, DEFAULT_PROTOCOL, PROTOCOLS
 from .replay_policy import ReplayPolicy
@@ -57,6 +60,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", default="", help="ACT: torch.compile mode, e.g. reduce-overhead (CUDA graphs)")
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     p.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=PROTOCOLS, help="GR00T version of the wire")
+    p.add_argument("--warmup", type=int, default=3, help="inferences before announcing readiness (0 = none)")
     return p
 
 
@@ -65,16 +69,27 @@ def server_config(args: argparse.Namespace) -> ServerConfig:
 
 
 def serve(args: argparse.Namespace, announce: Any = print) -> int:
+    """Build the backend, warm it up, announce ``serving on ...`` and serve until killed or signalled."""
+    if args.warmup < 0:
+        raise ValueError(f"--warmup must be >= 0, got {args.warmup}")
     backend = build_backend(args)
     server = PolicyServer(backend, server_config(args))
-    signal.signal(signal.SIGTERM, lambda *_: server.stop())
-    signal.signal(signal.SIGINT, lambda *_: server.stop())
-    announce(
-        f"serving on {server.endpoint} (GR00T {server.config.protocol} protocol, cameras {list(backend.cameras)},"
-        f" horizon {backend.horizon})"
-    )
-    sys.stdout.flush()
-    server.serve_forever()
+    previous = {sig: signal.signal(sig, lambda *_: server.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        warm = server.warm_up(warmup_observation(backend), args.warmup)
+        if server.stopped:
+            return 0
+        announce(
+            f"serving on {server.endpoint} (GR00T {server.config.protocol} protocol, cameras {list(backend.cameras)},"
+            f" horizon {backend.horizon}; warm-up {warm.runs} inferences in {warm.total_s:.2f} s, last "
+            f"{warm.last_s * 1e3:.1f} ms)"
+        )
+        sys.stdout.flush()
+        server.serve_forever()
+    finally:
+        server.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 

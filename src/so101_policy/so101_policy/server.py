@@ -6,12 +6,20 @@ observation shape, a policy exception) is answered ``{"error": "..."}`` and the 
 stops the loop; it needs a configured token (a server without one cannot be killed over the wire).
 It speaks N1.6 (:mod:`.protocol`) by default, N1.5 (:mod:`.protocol_n15`: flat observation and action keys,
 ``ModalityConfig`` as a JSON string) with ``protocol="n1.5"``.
+
+:meth:`PolicyServer.warm_up` runs a few ``get_action`` requests through :meth:`~PolicyServer.handle` (the path
+a client's request takes) before serving, so a model's first-call costs (CUDA / cuDNN initialisation, autotuning,
+compilation) are paid before anyone waits on them. Requests arriving meanwhile are answered between warm-up
+runs: ``ping`` with ``ready: false``, ``get_action`` / ``reset`` with an error. ``ping`` replies carry ``ready``
+(warm-up done), ``warmup_s`` and ``warmup_runs``; a server started without warm-up says ``ready: false`` but
+serves.
 """
 
 from __future__ import annotations
 
 import hmac
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +28,7 @@ import zmq
 
 from . import protocol_n15
 from .backend import PolicyBackend
-from .errors import PolicyError, ProtocolError
+from .errors import PolicyError, ProtocolError, ServerError
 from .protocol import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_PORT,
@@ -56,6 +64,15 @@ class ServerConfig:
             raise ValueError("server: api_token must be non-empty (or None for no token)")
 
 
+@dataclass(frozen=True)
+class WarmUp:
+    """A finished warm-up: ``runs`` inferences in ``total_s`` seconds, the last one taking ``last_s``."""
+
+    runs: int
+    total_s: float
+    last_s: float
+
+
 class PolicyServer:
     """Serve ``backend`` (see the module docstring). ``serve_forever`` blocks; ``stop`` ends it from any thread."""
 
@@ -74,6 +91,8 @@ class PolicyServer:
             self._socket.bind(f"tcp://{self.config.host}:{self.config.port}")
             self.port = self.config.port
         self._stop = threading.Event()
+        self._warming = False
+        self.warmup: WarmUp | None = None  # set once warm_up() finished: the server is ready
         self.requests = 0
         self.errors = 0
 
@@ -81,8 +100,50 @@ class PolicyServer:
     def endpoint(self) -> str:
         return f"tcp://{self.config.host}:{self.port}"
 
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
+
+    def close(self) -> None:
+        self._socket.close(linger=0)
+
+    def warm_up(self, observation: dict[str, Any], runs: int = 3) -> WarmUp:
+        """Answer ``runs`` ``get_action`` requests for ``observation`` through :meth:`handle`, then reset the
+        policy; requests that arrive meanwhile are answered between runs (see the module docstring). ``runs`` 0
+        marks the server ready at once. Stops early (not ready) after :meth:`stop`.
+
+        Raises:
+            ServerError: a warm-up request got an error reply (the model cannot answer this observation).
+        """
+        request: dict[str, Any] = {"endpoint": "get_action", "data": {"observation": observation, "options": None}}
+        if self.config.api_token is not None:
+            request["api_token"] = self.config.api_token
+        raw = pack(request)
+        t0 = last = time.monotonic()
+        for i in range(runs):
+            self._answer_waiting()
+            if self._stop.is_set():
+                return WarmUp(i, time.monotonic() - t0, 0.0)
+            t = time.monotonic()
+            reply = unpack(self.handle(raw), self.config.max_message_bytes)
+            last = time.monotonic() - t
+            if isinstance(reply, dict) and "error" in reply:
+                raise ServerError(f"warm-up inference {i + 1} of {runs} failed: {reply['error']}")
+        self.backend.reset(None)
+        self.warmup = WarmUp(runs, time.monotonic() - t0, last if runs else 0.0)
+        return self.warmup
+
+    def _answer_waiting(self) -> None:
+        """Answer every request already waiting, as a server still warming up."""
+        self._warming = True
+        try:
+            while self._socket.poll(0, zmq.POLLIN):
+                self._socket.send(self.handle(self._socket.recv(copy=True)))
+        finally:
+            self._warming = False
 
     def serve_forever(self, poll_ms: int = 100) -> None:
         """Answer requests until ``kill`` or :meth:`stop`; closes the socket at the end."""
@@ -94,7 +155,7 @@ class PolicyServer:
                 reply = self.handle(raw)
                 self._socket.send(reply)
         finally:
-            self._socket.close(linger=0)
+            self.close()
 
     def handle(self, raw: bytes) -> bytes:
         """The reply bytes for one request's bytes (never raises)."""
@@ -125,12 +186,21 @@ class PolicyServer:
             raise ProtocolError(f"'data' must be a map, got {type(data).__name__}")
         n15 = self.config.protocol == "n1.5"
         if endpoint == "ping":
-            return {"status": "ok", "message": "Server is running"}
+            warm = self.warmup
+            return {
+                "status": "ok",
+                "message": "Server is warming up" if self._warming else "Server is running",
+                "ready": warm is not None,
+                "warmup_s": warm.total_s if warm else 0.0,
+                "warmup_runs": warm.runs if warm else 0,
+            }
         if endpoint == "kill":
             if token is None:
                 raise ProtocolError("kill refused: this server has no api_token configured")
             self._stop.set()
             return {"status": "ok", "message": "Server is shutting down"}
+        if self._warming and endpoint in ("get_action", "reset"):
+            raise PolicyError("not ready: the server is warming up its model (ping says ready when done)")
         if endpoint == "reset":
             return self.backend.reset(data.get("options"))
         if endpoint == "get_modality_config":

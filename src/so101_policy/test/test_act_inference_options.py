@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from so101_policy.act_policy import ActPolicy
+from so101_policy.backend import warmup_observation
 from so101_policy.bench_policy import run_policy_benchmark, synthetic_checkpoint
 from so101_policy.errors import CheckpointError
 from so101_policy.protocol import observation
@@ -24,6 +25,9 @@ def test_precision_is_checked_and_fp32_serves_on_cpu(tmp_path: Path) -> None:
     obs = observation({"top": np.zeros((96, 128, 3), np.uint8)}, np.zeros(6), "put the vial in the rack")
     action, _ = policy.get_action(obs, None)  # a frame of another size is resized on the device
     assert action["single_arm"].shape == (1, 16, 5) and action["single_arm"].dtype == np.float32
+    warm = warmup_observation(policy)  # what `so101 serve` warms the model up on: its cameras at its image size
+    assert list(warm["video"]) == ["top"] and warm["video"]["top"].shape == (1, 1, 48, 64, 3)
+    assert policy.get_action(warm, None)[0]["gripper"].shape == (1, 16, 1)
     args = parser().parse_args(["--checkpoint", str(checkpoint), "--precision", "bf16", "--compile", "reduce-overhead"])
     assert (args.precision, args.compile) == ("bf16", "reduce-overhead")
 

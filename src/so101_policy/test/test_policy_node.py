@@ -1,6 +1,7 @@
 """The policy node through a real zenoh router: with the twin (in-process sim node, one tiny camera) and a fake
 policy server on a real ZMQ socket that returns NaN, out-of-range, late and no replies → hold + diagnostics, then
-recovery; and without the twin, stale inputs and the horizon."""
+recovery (after a refusal loop, on ~/start); and without the twin, stale inputs and the horizon. The chunk rule
+itself, ticked directly: test_policy_node_chunks.py."""
 
 from __future__ import annotations
 
@@ -140,21 +141,24 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
     backend.mode = "lead"
     time.sleep(0.5)
     watch.wait_status(OK, "running")  # a wrist_roll lead like the demos' is not a jump
-    cases = (
-        ("nan", WARN, "NaN"),
-        ("range", WARN, "out of range"),
-        ("jump", WARN, "on shoulder_pan (max 0.5)"),
-        ("late", ERROR, "did not answer"),
-    )
-    for mode, level, text in cases:
+    # a policy that keeps returning a bad chunk: the queued plan runs out, the node holds, and after
+    # refusal_limit refusals in a row it reports a refusal loop, asks no more and waits for ~/start
+    cases = (("nan", "NaN"), ("range", "out of range"), ("jump", "on shoulder_pan (max 0.5)"), ("late", ""))
+    for mode, text in cases:
         backend.mode = mode
-        watch.wait_status(level, text)
+        watch.wait_status(ERROR, "refusal loop" if text else "did not answer")
+        assert text in watch.last_status()[1]
         time.sleep(0.3)
-        t = time.monotonic()
+        t, calls = time.monotonic(), backend.calls
         time.sleep(0.4)
         held = watch.commands_since(t)
         assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held), f"{mode}: not holding"
         backend.mode = "good"
+        if text:
+            assert backend.calls == calls  # no queries in the loop's safe state
+            time.sleep(0.3)
+            assert watch.last_status()[0] == ERROR  # ... which only ~/start ends
+            assert watch.trigger("/policy/start").success
         watch.wait_status(OK, "running", 10.0)
 
     server.stop()  # the server dies
@@ -165,7 +169,8 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
     assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held)
     server.start()  # and comes back on the same port
     watch.wait_status(OK, "running", 10.0)
-    assert policy.stats["rejected_chunks"] >= 2 and policy.stats["failures"] >= 2
+    assert policy.stats["rejected_chunks"] >= 3 * 5 and policy.stats["refusal_loops"] == 3
+    assert policy.stats["failures"] >= 2
 
     assert watch.trigger("/policy/stop").success
     watch.wait_status(OK, "stopped")

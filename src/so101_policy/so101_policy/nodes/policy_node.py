@@ -8,11 +8,20 @@ asked every ``replan_steps`` (0 = horizon / 2). The plan's action for this step 
 The step (sent to the server as ``options["step"]``) counts control periods from the run's first action: a slow
 first reply (a server warming up) does not move a step-indexed policy, such as a replay, ahead of the arm.
 
-Safe on every failure: a stale or missing joint state or camera image, a server timeout, death or error reply,
-a chunk with NaN / inf or joints outside the limits (``joint_margin_rad``) or a first action further than
-``max_step_rad`` from the measured position, or a plan that ran out → the node holds (publishes the position
-measured when the hold began), says why on ``/diagnostics`` (WARN; ERROR when the server is unreachable), and
-resumes by itself once the cause clears (a fresh input, a good chunk).
+Chunks enter the plan through :func:`so101_policy.admission.admit_chunk` (the rule an evaluator shares): only
+the rows that will execute are checked (the first ``horizon``, less those already past); values outside a
+joint's range are clamped into it (counted: ``clamped_values``, ``clamped_chunks``); a chunk with NaN / inf,
+a value more than ``max_excursion_rad`` outside the range, or a first executed action further than
+``max_step_rad`` from the last command (or the measured position) is refused, and the plan already queued runs
+on (WARN "running: chunk refused ..."). ``refusal_limit`` chunks refused in a row are a **refusal loop** (a
+deterministic policy facing a held arm returns the same chunk forever): the node reports it on ``/diagnostics``
+(ERROR "holding: refusal loop ..."), holds the position measured then, asks the server nothing more and stays
+so until ``~/start``.
+
+Safe on every other failure: a stale or missing joint state or camera image, a server timeout, death or error
+reply, or a plan that ran out → the node holds (publishes the position measured when the hold began), says why
+on ``/diagnostics`` (WARN; ERROR when the server is unreachable), and resumes by itself once the cause clears
+(a fresh input, a good chunk). Commands never leave the joint range (clipped again on publish).
 
 Services: ``~/start`` (std_srvs/Trigger: reset the server's policy, start at step 0) and ``~/stop`` (hold the
 measured position once, then publish nothing). Nothing moves before ``~/start`` unless ``autostart``.
@@ -20,7 +29,8 @@ measured position once, then publish nothing). Nothing moves before ``~/start`` 
 Parameters (defaults from ``policy_config``, i.e. config/policy.yaml): ``rate_hz``, ``horizon``,
 ``horizon_sim``, ``sim``, ``replan_steps``, ``blend_alpha``, ``cameras``, ``task``, ``server_host``,
 ``server_port``, ``api_token``, ``server_timeout_ms``, ``stale_joint_s``, ``stale_camera_s``, ``max_step_rad``,
-``joint_margin_rad``, ``autostart``, ``time_scale`` (sim faster than real time: rate × k, timeouts / k).
+``max_excursion_rad``, ``refusal_limit``, ``autostart``, ``time_scale`` (sim faster than real time: rate × k,
+timeouts / k).
 """
 
 from __future__ import annotations
@@ -36,11 +46,11 @@ import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Node
 from so101_core.arrays import F64
-from so101_core.joints import twin_ranges
 from so101_core.lerobot_units import from_lerobot, to_lerobot
 from so101_core.robot_spec import JOINT_NAMES
 
-from so101_policy.blending import Plan, blend
+from so101_policy.admission import ChunkLimits, admit_chunk
+from so101_policy.blending import Plan
 from so101_policy.client import PolicyClient
 from so101_policy.config import PolicyNodeConfig, load_policy_config
 from so101_policy.errors import PolicyError, ServerTimeout
@@ -55,7 +65,6 @@ class PolicyParams(PolicyNodeConfig):
 
     sim: bool = False
     api_token: str = ""
-    joint_margin_rad: float = 0.05
     time_scale: float = 1.0
     diagnostics_period_s: float = 1.0
 
@@ -64,8 +73,6 @@ class PolicyParams(PolicyNodeConfig):
         for name in ("time_scale", "diagnostics_period_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"policy: {name} must be > 0, got {getattr(self, name)}")
-        if self.joint_margin_rad < 0:
-            raise ValueError(f"policy: joint_margin_rad must be >= 0, got {self.joint_margin_rad}")
 
     @property
     def active_horizon(self) -> int:
@@ -107,10 +114,7 @@ class PolicyNode:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.params = p = PolicyParams.declare(node)
-        ranges = twin_ranges()
-        self.lower = np.asarray(ranges.lower) - p.joint_margin_rad
-        self.upper = np.asarray(ranges.upper) + p.joint_margin_rad
-        self.clip_lower, self.clip_upper = np.asarray(ranges.lower), np.asarray(ranges.upper)
+        self.limits = ChunkLimits.from_config(p)
         self.period_s = 1.0 / (p.rate_hz * p.time_scale)
         self._lock = threading.Lock()
         self._joints: tuple[F64, float] | None = None  # (q rad, monotonic time received)
@@ -121,6 +125,11 @@ class PolicyNode:
         self._plan: Plan | None = None
         self._hold: F64 | None = None
         self._reasons: list[str] = []
+        self._shown_note = ""
+        self._note = ""  # a warning while running (a refused chunk, the queued plan runs on)
+        self._refusal = ""  # why the last chunk was refused ("" once one is accepted)
+        self._refusals = 0  # chunks refused in a row
+        self._halted = ""  # a refusal loop: hold, no queries until ~/start
         self._server_fault = ""
         self._server_unreachable = False
         self._inflight = False
@@ -130,7 +139,17 @@ class PolicyNode:
         self._last_tick = math.nan
         self._last_command: F64 | None = None  # the last position published on joint_commands
         self.periods: list[float] = []
-        self.stats = {"queries": 0, "failures": 0, "published": 0, "held": 0, "rejected_chunks": 0}
+        self.stats = {
+            "queries": 0,
+            "failures": 0,
+            "published": 0,
+            "held": 0,
+            "rejected_chunks": 0,
+            "refusal_loops": 0,
+            "clamped_chunks": 0,
+            "clamped_values": 0,
+            "late_chunks": 0,
+        }
         self.latencies: list[float] = []
         self.client = PolicyClient(
             p.server_host,
@@ -197,6 +216,7 @@ class PolicyNode:
             self._running, self._step, self._plan, self._hold = True, 0, None, None
             self._acted, self._last_command = False, None
             self._last_request_step = -(10**9)
+            self._refusal, self._refusals, self._halted, self._note = "", 0, "", ""
         self._submit(("reset", None))
 
     def on_start(self, request: Any, response: Any) -> Any:
@@ -250,21 +270,6 @@ class PolicyNode:
             self._replies.put(reply)
 
     # ------------------------------------------------------------------ the loop
-    def _check_chunk(self, actions: F64, q: F64) -> str:
-        if not np.all(np.isfinite(actions)):
-            return "chunk has NaN/inf actions"
-        bad = np.argwhere((actions < self.lower) | (actions > self.upper))
-        if len(bad):
-            t, j = bad[0]
-            return f"chunk out of range: {JOINT_NAMES[j]} = {actions[t, j]:.3f} rad at t={t}"
-        ref, what = (self._last_command, "the last command") if self._last_command is not None else (q, "the arm")
-        jump = np.abs(actions[0, :5] - ref[:5])
-        limit = np.asarray(self.params.max_step_rad)
-        if np.any(jump > limit):
-            j = int(np.argmax(jump - limit))
-            return f"chunk starts {jump[j]:.3f} rad from {what} on {JOINT_NAMES[j]} (max {limit[j]:g})"
-        return ""
-
     def _take_replies(self, q: F64 | None, step: int) -> None:
         while True:
             try:
@@ -278,16 +283,41 @@ class PolicyNode:
                 self._server_fault, self._server_unreachable = reply.error, reply.unreachable
                 self._plan = None
                 continue
-            problem = self._check_chunk(reply.actions, q) if q is not None else "no joint state"
-            if problem:
-                self.stats["rejected_chunks"] += 1
-                self._server_fault, self._server_unreachable = problem, False
-                self._plan = None
+            if q is None or self._halted:  # nothing to check it against / a refusal loop already ended the run
                 continue
-            self._server_fault, self._server_unreachable = "", False
-            self.latencies.append(reply.latency_s)
-            p = self.params
-            self._plan = blend(self._plan, reply.actions, reply.step, step, p.active_horizon, p.blend_alpha)
+            self._admit(reply, q, step)
+
+    def _admit(self, reply: _Reply, q: F64, step: int) -> None:
+        p = self.params
+        assert reply.actions is not None
+        reference, name = (self._last_command, "the last command") if self._last_command is not None else (q, "the arm")
+        result = admit_chunk(
+            self._plan, reply.actions, reply.step, step, p.active_horizon, p.blend_alpha, self.limits, reference, name
+        )
+        self._server_fault, self._server_unreachable = "", False
+        if result.refused:
+            self.stats["rejected_chunks"] += 1
+            self._refusals += 1
+            self._refusal = result.refused
+            self._note = f"chunk refused: {result.refused}"
+            if self._refusals >= p.refusal_limit:
+                self.stats["refusal_loops"] += 1
+                self._halted = (
+                    f"refusal loop: {self._refusals} chunks refused in a row (last: {result.refused}); "
+                    "no more queries until ~/start"
+                )
+                self._plan = None
+                self.node.logger.error(f"holding: {self._halted}")
+            return
+        if result.rows == 0:  # entirely in the past: the queued plan stays
+            self.stats["late_chunks"] += 1
+            return
+        self._refusals, self._refusal, self._note = 0, "", ""
+        if result.clamped:
+            self.stats["clamped_chunks"] += 1
+            self.stats["clamped_values"] += result.clamped
+        self.latencies.append(reply.latency_s)
+        self._plan = result.plan
 
     def _inputs(self, now: float) -> tuple[F64 | None, dict[str, npt.NDArray[np.uint8]], list[str]]:
         p, reasons = self.params, []
@@ -327,6 +357,8 @@ class PolicyNode:
             self._reasons = ["stopped"]
             return
         p = self.params
+        if self._halted:
+            reasons = [self._halted]
         if not reasons and not self._inflight:
             due = step - self._last_request_step >= p.replan_every
             low = self._plan is None or self._plan.remaining(step) <= max(0, p.active_horizon - p.replan_every)
@@ -340,12 +372,16 @@ class PolicyNode:
             reasons.append(f"server: {self._server_fault}")
         action = self._plan.at(step) if self._plan is not None and not reasons else None
         if action is None and not reasons:
-            reasons.append("waiting for an action chunk" if self._plan is None else "plan ran out (server late)")
-        changed = reasons != self._reasons
-        self._reasons = reasons
+            if self._refusal:
+                reasons.append(f"chunk refused: {self._refusal}")
+            else:
+                reasons.append("waiting for an action chunk" if self._plan is None else "plan ran out (server late)")
+        note = self._note if action is not None else ""
+        changed = (reasons, note) != (self._reasons, self._shown_note)
+        self._reasons, self._shown_note = reasons, note
         if action is not None:
             self._hold = None
-            self._publish(np.clip(action, self.clip_lower, self.clip_upper))
+            self._publish(np.clip(action, self.limits.lower, self.limits.upper))
             self.stats["published"] += 1
             self._acted = True
         else:
@@ -358,7 +394,7 @@ class PolicyNode:
             self.stats["held"] += 1
         if changed:
             if not reasons:
-                self.node.logger.info("running")
+                self.node.logger.info(f"running: {note}" if note else "running")
             self.publish_diagnostics()
         with self._lock:
             if self._running and self._acted:
@@ -373,20 +409,22 @@ class PolicyNode:
 
     # ------------------------------------------------------------------ diagnostics
     def status(self) -> tuple[int, str]:
-        """(level, message) now: OK running, WARN holding or stopped, ERROR when the server is unreachable."""
+        """(level, message) now: OK running or stopped, WARN holding or running after a refused chunk, ERROR when
+        the server is unreachable or in a refusal loop."""
         reasons = self._reasons
         if not reasons:
-            return OK, "running"
+            return (WARN, f"running: {self._shown_note}") if self._shown_note else (OK, "running")
         if reasons == ["stopped"]:
             return OK, "stopped"
-        level = ERROR if self._server_unreachable else WARN
+        level = ERROR if self._server_unreachable or self._halted else WARN
         return level, "holding: " + "; ".join(reasons)
 
-    def publish_diagnostics(self) -> None:
-        level, message = self.status()
+    def diagnostic_values(self) -> dict[str, str]:
+        """The key/values of the node's diagnostic status: state, step, counters (``stats``), timings."""
+        message = self.status()[1]
         periods = np.asarray(self.periods[-300:])
-        values = {
-            "state": "running" if level == OK and message == "running" else message.split(":")[0],
+        return {
+            "state": message.split(":")[0],
             "step": str(self._step),
             "horizon": str(self.params.active_horizon),
             "server": self.client.address,
@@ -394,6 +432,10 @@ class PolicyNode:
             "latency_ms_last": f"{self.latencies[-1] * 1e3:.1f}" if self.latencies else "",
             "period_ms_p99": f"{np.percentile(periods, 99) * 1e3:.2f}" if len(periods) else "",
         }
+
+    def publish_diagnostics(self) -> None:
+        level, message = self.status()
+        values = self.diagnostic_values()
         node = self.node
         status = node.message(
             "diagnostic_msgs/msg/DiagnosticStatus",
