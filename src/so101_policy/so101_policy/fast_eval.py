@@ -3,7 +3,8 @@
 The same episodes as the graph evaluation (:mod:`.evaluate`): seeds ``seed .. seed + episodes - 1``, the same
 twin, DR profile, command filter and success rules (:class:`~.sim_env.VialRackEnv`, one process per
 environment), and chunks executed as the policy node executes them (``horizon``, a new chunk every
-``replan_every`` steps, EMA blending, :mod:`.blending`; actions clipped to the twin's ranges). The graph
+``replan_every`` steps, admitted, clamped and EMA-blended by :func:`~.admission.admit_chunk` with policy.yaml's
+limits; a hold where no action is planned). The graph
 evaluation stays the figure of record for deployment; this one is for development (a sweep scores its runs
 here). What differs, by construction: inference takes no sim time here (in the graph the chunk is used from
 the step its reply arrives), and the policy sees the images rendered after the last step (in the graph: the
@@ -26,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from so101_core.joints import twin_ranges
 from so101_core.lerobot_schema import LANGUAGE_KEY
-from so101_core.lerobot_units import from_lerobot
+from so101_core.lerobot_units import from_lerobot, to_lerobot
 
-from .blending import Plan, blend
-from .config import EvalConfig
+from .admission import ChunkLimits, admit_chunk
+from .blending import Plan
+from .config import EvalConfig, load_policy_config
 from .metrics import wilson_interval
 from .protocol import check_action
 from .sim_env import EnvConfig, VialRackEnv
@@ -122,8 +123,7 @@ def run_fast_evaluation(
     n_env = max(1, min(envs or os.cpu_count() or 1, config.episodes))
     horizon = config.horizon
     replan = replan_every or max(1, horizon // 2)
-    ranges = twin_ranges()
-    lower, upper = np.asarray(ranges.lower), np.asarray(ranges.upper)
+    limits = ChunkLimits.from_config(load_policy_config())
     spec = EnvConfig(
         cameras=cameras,
         width=size[0],
@@ -140,7 +140,7 @@ def run_fast_evaluation(
         for first in range(0, config.episodes, n_env):
             seeds = [config.seed + first + k for k in range(n_env)]
             count = min(n_env, config.episodes - first)
-            rows.extend(_wave(vec, backend, spec, seeds, horizon, replan, config.blend_alpha, lower, upper)[:count])
+            rows.extend(_wave(vec, backend, spec, seeds, horizon, replan, config.blend_alpha, limits)[:count])
             for row in rows[first:]:
                 row["index"] = row["seed"] - config.seed
                 if progress is not None:
@@ -153,28 +153,45 @@ def run_fast_evaluation(
 
 def _wave(
     vec: Any, backend: Any, spec: EnvConfig, seeds: list[int], horizon: int, replan: int, alpha: float,
-    lower: np.ndarray, upper: np.ndarray,
+    limits: ChunkLimits,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """One wave: every environment from its seed until its episode ends; a row per environment."""
+    """One wave: every environment from its seed until its episode ends; a row per environment. Chunks enter
+    each plan through :func:`~.admission.admit_chunk`, as in the policy node; where an environment has no
+    planned action (every chunk so far refused) it holds the position measured when the hold began."""
     obs, _ = vec.reset(seed=seeds)
     backend.reset(None)
     n = len(seeds)
     plans: list[Plan | None] = [None] * n
+    last: list[np.ndarray | None] = [None] * n  # the last command (rad)
+    hold: list[np.ndarray | None] = [None] * n
+    stats = [{"clamped_values": 0, "rejected_chunks": 0, "held_steps": 0} for _ in range(n)]
     done = np.zeros(n, dtype=bool)
     info_last: list[dict[str, Any]] = [{} for _ in range(n)]
     step = 0
     queries = 0
     while not done.all():
+        q = from_lerobot(np.asarray(obs["agent_pos"], dtype=np.float64))
         if step % replan == 0 or any(p is None or p.remaining(step) == 0 for p in plans):
-            chunk, _ = backend.get_action(
-                batched_observation(obs["pixels"], obs["agent_pos"], spec.task), {"step": step}
-            )
-            actions = _chunks(chunk)
+            state = obs["agent_pos"]
+            chunk, _ = backend.get_action(batched_observation(obs["pixels"], state, spec.task), {"step": step})
             queries += 1
-            plans = [blend(plans[i], actions[i], step, step, horizon, alpha) for i in range(n)]
-        command = np.stack([np.clip(_action(p, step), lower, upper) for p in plans])
-        lerobot_command = _to_lerobot(command)
-        obs, _, terminated, truncated, info = vec.step(lerobot_command)
+            for i, rows in enumerate(_chunks(chunk)):
+                ref = last[i]
+                admitted = admit_chunk(plans[i], rows, step, step, horizon, alpha, limits, q[i] if ref is None else ref)
+                plans[i] = admitted.plan
+                stats[i]["clamped_values"] += admitted.clamped
+                stats[i]["rejected_chunks"] += bool(admitted.refused)
+        command = np.empty((n, 6))
+        for i, plan in enumerate(plans):
+            action = plan.at(step) if plan is not None else None
+            if action is None:
+                hold[i] = q[i].copy() if hold[i] is None else hold[i]
+                action = hold[i]
+                stats[i]["held_steps"] += int(not done[i])
+            else:
+                hold[i] = None
+            command[i] = last[i] = action
+        obs, _, terminated, truncated, info = vec.step(np.asarray(to_lerobot(command), dtype=np.float32))
         step += 1
         for i in range(n):
             if not done[i] and (terminated[i] or truncated[i]):
@@ -189,22 +206,10 @@ def _wave(
             "workshop_success": bool(info_last[i]["workshop_success"]),
             "steps": int(info_last[i]["steps"]),
             "queries": queries,
+            **stats[i],
         }
         for i in range(n)
     ]
-
-
-def _action(plan: Plan | None, step: int) -> np.ndarray:
-    action = plan.at(step) if plan is not None else None
-    if action is None:  # a fresh chunk covers the step it was asked at: this cannot happen
-        raise AssertionError(f"no planned action at step {step}")
-    return action
-
-
-def _to_lerobot(q: np.ndarray) -> np.ndarray:
-    from so101_core.lerobot_units import to_lerobot
-
-    return np.asarray(to_lerobot(q), dtype=np.float32)
 
 
 def _summarize(

@@ -145,7 +145,9 @@ def test_serve_announces_only_after_warm_up(tmp_path: Path) -> None:
 
     assert serve(args, announce) == 0
     assert "error" not in replies, replies
-    assert len(lines) == 1 and lines[0].startswith(f"serving on tcp://127.0.0.1:{port} (GR00T n1.6 protocol, cameras ['top']")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"serving on tcp://127.0.0.1:{port} (GR00T n1.6 protocol, cameras ['top']"
+    )
     assert "horizon 4;" in lines[0]
     assert "warm-up 3 inferences in" in lines[0]
     assert replies["ping"]["ready"] is True and replies["ping"]["warmup_runs"] == 3
