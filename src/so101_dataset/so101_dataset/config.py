@@ -33,6 +33,7 @@ class RenderConfig:
     visual_dr: bool = True
     shadows: bool = True
     random_seed: int = 0
+    keep_frames: bool = False  # each unit also keeps its raw renders (frames.npz) for training without video
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def load_dataset_config(path: Path | None = None) -> DatasetConfig:
             visual_dr=_bool(r, "visual_dr", d.render.visual_dr),
             shadows=_bool(r, "shadows", d.render.shadows),
             random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
+            keep_frames=_bool(r, "keep_frames", d.render.keep_frames),
         ),
         video=VideoConfig(
             vcodec=v.text("vcodec", d.video.vcodec, choices=VCODECS),

@@ -4,6 +4,7 @@ Unit ``episode_NNNNNN`` (NNNNNN = the demo's position in the sorted demo file li
 
     lerobot/       one-episode LeRobot v3.0 dataset (state, action, one MP4 per camera) — lerobot writes it
     replay.npz     t (F,) s, q (F, 6) rad, action (F, 6) rad, object_pose/<name> (F, 7): what was rendered
+    frames.npz     with ``render.keep_frames``: {camera: (F, H, W, 3) uint8}, the renders before encoding
     episode.json   task, provenance (source, demo file, seed ids, generation attempt), the visual DR draw,
                    frame count, phase times
 
@@ -35,6 +36,7 @@ from .config import DatasetConfig
 from .errors import DatasetError, DemoFileError
 
 UNIT_GLOB = "episode_*"
+FRAMES_FILE = "frames.npz"  # render.keep_frames: {camera: (F, H, W, 3) uint8}, the rendered pixels themselves
 Progress = Callable[[str, int, int], None]
 
 
@@ -154,9 +156,12 @@ class UnitRenderer:
         writer = ShardWriter(tmp / "lerobot", cfg)
         add_s = 0.0
         t_frames = time.perf_counter()
+        kept: dict[str, list[np.ndarray]] = {cam: [] for cam in cfg.cameras} if cfg.render.keep_frames else {}
         try:
             for j, images in enumerate(self.renderer.frames(replay)):
                 a0 = time.perf_counter()
+                for cam, frames in kept.items():
+                    frames.append(np.array(images[cam], dtype=np.uint8, copy=True))
                 writer.add(images, state[j], action[j], self.task)
                 add_s += time.perf_counter() - a0
             t2 = time.perf_counter()
@@ -169,6 +174,9 @@ class UnitRenderer:
         arrays: dict[str, Any] = {"t": replay.t, "q": replay.q, "action": replay.action}
         arrays.update({f"object_pose/{k}": v for k, v in replay.objects.items()})
         np.savez(str(tmp / "replay.npz"), **arrays)
+        if kept:
+            stacked: dict[str, Any] = {cam: np.stack(frames) for cam, frames in kept.items()}
+            np.savez(str(tmp / FRAMES_FILE), **stacked)
         extra = dict(demo.extra)
         times = {
             "prepare_s": t1 - t0,

@@ -231,9 +231,12 @@ def run_dataset(ctx: StageContext) -> dict[str, Any]:
     result = build.build_dataset(
         demos_dir, ctx.out_dir, cfg, workers=int(cfg.workers), progress=progress, address=address
     )
+    # what the train stage reads: the rendered frames themselves when the units keep them, else the v3.0 dataset
+    train_dir = result.out_dir if cfg.render.keep_frames else result.v3_dir
     return {
         "episodes": int(result.episodes),
         "frames": int(result.frames),
+        "train_dir": _rel(ctx, train_dir),
         "v3_dir": _rel(ctx, result.v3_dir),
         "v21_dir": _rel(ctx, result.v21_dir),
         "bags_dir": _rel(ctx, result.bags_dir),
@@ -246,13 +249,15 @@ def run_dataset(ctx: StageContext) -> dict[str, Any]:
 
 def run_train(ctx: StageContext) -> dict[str, Any]:
     train = _require("so101_policy.train", "train")
-    dataset_dir = resolve(ctx.inputs["dataset"], "v3_dir")
+    dataset = ctx.inputs["dataset"]
+    dataset_dir = resolve(dataset, "train_dir" if "train_dir" in dataset.results else "v3_dir")
     progress = progress_adapter(ctx.progress, "training")
     result = train.train_policy(dataset_dir, ctx.out_dir, ctx.section["config"], progress=progress)
     return {
         "steps": int(result.steps),
         "final_loss": float(result.final_loss),
         "samples_per_s": float(result.samples_per_s),
+        "data_source": result.data_source,
         "checkpoint_dir": _rel(ctx, result.checkpoint_dir),
     }
 

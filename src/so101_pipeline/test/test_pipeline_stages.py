@@ -159,7 +159,8 @@ def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
 RENDERED = (
     f"threads: 1\nseeds: {{count: {SEEDS}, real_time_factor: 3.0}}\n"
     f"skillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
-    "dataset: {set: {fps: 10, width: 32, height: 24, cameras: [top], workers: 1, render: {shadows: false}}}\n"
+    "dataset: {set: {fps: 10, width: 32, height: 24, cameras: [top], workers: 1,\n"
+    "  render: {shadows: false, keep_frames: true}}}\n"
     "train: {set: {steps: 30, batch_size: 2, num_workers: 0, dim_model: 32, dim_feedforward: 64, n_heads: 2,\n"
     "  n_encoder_layers: 1, save_freq: 5, log_freq: 5, device: cpu, system_metrics: false}}\n"
     "tracking: {mlflow: false}\n"
@@ -221,3 +222,5 @@ def test_sigkill_while_training_resumes_to_the_requested_steps(rendered: Path, t
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stages"]["train"]["resumed"] is True and summary["stages"]["dataset"]["skipped"] is True
     assert summary["train_steps"] == 30
+    done = json.loads((out / "train" / "done.json").read_text())
+    assert done["results"]["data_source"] == "rendered frames"  # keep_frames: no video round trip

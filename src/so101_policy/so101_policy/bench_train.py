@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import TrainConfig, load_train_config
-from .train import IMAGE_PREFIX, _check_dataset, batch_stream, open_dataset, resolve_device, sync_device, train_policy
+from .train import IMAGE_PREFIX, _check_dataset, batch_stream, resolve_device, sync_device, train_policy
+from .training_data import open_training_data
 
 SOURCES = (("dataloader", 0.0), ("memory", 1024.0))
 
@@ -27,10 +28,10 @@ def data_throughput(dataset_dir: Path, cfg: TrainConfig, batches: int) -> dict[s
     import torch
 
     device = resolve_device(cfg.device)
-    dataset = open_dataset(dataset_dir, cfg.chunk_size)
-    images = _check_dataset(dataset.meta.features, cfg.cameras)
+    data = open_training_data(dataset_dir)
+    images = _check_dataset(data.features, cfg.cameras)
     t0 = time.perf_counter()
-    source, stream = batch_stream(dataset, images, cfg, 0, device)
+    source, stream = batch_stream(data, images, cfg, 0, device)
     first = next(stream)
     cold = time.perf_counter() - t0
     t1 = time.perf_counter()

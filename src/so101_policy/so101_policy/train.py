@@ -28,6 +28,7 @@ from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
 from .frame_cache import ACTION, STATE, DecodedDataset, decoded_bytes
 from .schedule import lr_factor
+from .training_data import TrainingData, decode_units, open_training_data
 
 REPO_ID = "local/so101"
 IMAGE_PREFIX = "observation.images."
@@ -46,6 +47,7 @@ class TrainResult:
     resumed_from: int = 0
     mlflow_run_id: str = ""
     cold_start_s: float = math.nan  # from the call to the end of the first step (data loading included)
+    data_source: str = ""  # batch_stream's source: "rendered frames", "memory" (decoded video) or "dataloader"
 
 
 @dataclass(frozen=True)
@@ -154,14 +156,20 @@ def open_dataset(dataset_dir: Path, chunk_size: int) -> Any:
 
 
 def batch_stream(
-    dataset: Any, images: list[str], cfg: TrainConfig, start_step: int, device: str
+    data: TrainingData, images: list[str], cfg: TrainConfig, start_step: int, device: str
 ) -> tuple[str, Iterator[dict[str, Any]]]:
-    """(source name, an endless stream of shuffled batches): from the decoded frames in memory on ``device`` when
-    they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning: much slower) from one
-    DataLoader (workers spawned once and kept). Both follow one order (on the CPU the same permutations)."""
+    """(source name, an endless stream of shuffled batches). Rendered units: their frames in memory on
+    ``device`` ("rendered frames"). A LeRobot dataset: its frames decoded once into memory on ``device``
+    ("memory") when they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning:
+    much slower) one DataLoader, workers spawned once and kept ("dataloader"). One order for all (on the CPU the
+    same permutations)."""
     import torch
 
     start = start_step * cfg.batch_size
+    if data.kind == "units":
+        units = decode_units(data, images, cfg.chunk_size, device)
+        return "rendered frames", units.batches(cfg.batch_size, cfg.seed, start)
+    dataset = open_dataset(data.path, cfg.chunk_size)
     need = decoded_bytes(dataset.meta, images)
     budget = min(cfg.frame_cache_gb * 2**30, 0.6 * _free_bytes(device))
     if 0 < need <= budget:
@@ -297,23 +305,20 @@ def train_policy(
     """
     import torch
     from lerobot.common.train_utils import load_training_state
-    from lerobot.datasets import LeRobotDatasetMetadata
     from lerobot.policies import make_pre_post_processors
     from lerobot.policies.act.modeling_act import ACTPolicy
 
     t_call = time.perf_counter()
     deadline = t_call + config.time_limit_s if config.time_limit_s > 0 else math.inf
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
-    if not (dataset_dir / "meta" / "info.json").is_file():
-        raise ConfigError(f"{dataset_dir} is not a LeRobot dataset (no meta/info.json)")
+    data = open_training_data(dataset_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(config.device)
     cuda = device.startswith("cuda")
     if cuda:
         torch.backends.cudnn.benchmark = True  # fixed shapes: the fastest convolution algorithms, chosen once
     torch.manual_seed(config.seed)
-    meta = LeRobotDatasetMetadata(REPO_ID, root=dataset_dir)
-    images = _check_dataset(meta.features, config.cameras)
+    images = _check_dataset(data.features, config.cameras)
     last = ckpt.last_checkpoint(out_dir)
     start_step = 0
     if last is not None:
@@ -327,9 +332,9 @@ def train_policy(
             preprocessor_overrides={"device_processor": {"device": device}},
         )
     else:
-        act_cfg = _act_config(config, meta.features, images, device)
+        act_cfg = _act_config(config, data.features, images, device)
         policy = ACTPolicy(act_cfg)
-        preprocessor, postprocessor = make_pre_post_processors(act_cfg, dataset_stats=meta.stats)
+        preprocessor, postprocessor = make_pre_post_processors(act_cfg, dataset_stats=data.stats)
     policy.to(device)
     policy.train()
     model = TrainableAct(policy, config.backbone_norm, fresh=last is None)
@@ -350,21 +355,20 @@ def train_policy(
         scheduler = loaded if loaded is not None else scheduler
         torch.manual_seed(config.seed + start_step)
 
-    fps = meta.fps
-    dataset = open_dataset(dataset_dir, config.chunk_size)
     n_params = sum(p.numel() for p in policy.parameters())
     params = {
         **{f"train.{k}": _norm(v) for k, v in dataclasses.asdict(config).items()},
         "dataset": str(dataset_dir.resolve()),
-        "dataset.episodes": meta.total_episodes,
-        "dataset.frames": meta.total_frames,
-        "dataset.fps": fps,
+        "dataset.kind": data.kind,
+        "dataset.episodes": data.episodes,
+        "dataset.frames": data.frames,
+        "dataset.fps": data.fps,
         "cameras": ",".join(images),
         "device": device,
         "parameters": n_params,
     }
     t_load = time.perf_counter()
-    source, batches = batch_stream(dataset, images, config, start_step, device)
+    source, batches = batch_stream(data, images, config, start_step, device)
     params["data_source"] = source
     params["data_load_s"] = round(time.perf_counter() - t_load, 2)
     tracker = _Tracker(out_dir, config, params)
@@ -440,7 +444,7 @@ def train_policy(
         tracker.end(status if status == "FINISHED" else "KILLED")
     measured = samples - steady_samples
     rate = measured / steady_s if measured > 0 and steady_s > 0 else 0.0
-    return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s)
+    return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s, source)
 
 
 def train_step(
