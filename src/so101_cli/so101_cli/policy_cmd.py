@@ -19,15 +19,22 @@ def _fail(console: Console, exc: Exception) -> None:
 
 
 def train(
-    dataset: Path = typer.Option(..., "--dataset", help="LeRobot v3.0 dataset directory (a mixed one co-trains)"),
+    dataset: Path = typer.Option(
+        ..., "--dataset", help="LeRobot v3.0 dataset (a mixed one co-trains), or a dataset build with kept frames"
+    ),
     out: Path = typer.Option(Path("runs/act"), "--out", help="run directory (resumed from checkpoints/last)"),
     config: Path | None = typer.Option(None, "--config", help="train YAML (default config/train.yaml)"),
     steps: int | None = typer.Option(None, "--steps", min=1, help="total optimizer steps (overrides the config)"),
     batch_size: int | None = typer.Option(None, "--batch-size", min=1),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda[:N]"),
     tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow server (default: <out>/mlflow.db)"),
+    time_limit_s: float | None = typer.Option(None, "--time-limit", min=0, help="s for this call, final save included"),
+    sweep: Path | None = typer.Option(None, "--sweep", help="YAML of runs trained side by side, then fast-evaluated"),
+    envs: int = typer.Option(0, "--envs", min=0, help="--sweep: fast-evaluation environments (0 = one per core)"),
 ) -> None:
-    """Train ACT through LeRobot, offline; MLflow tracking; resumable after a crash or SIGKILL."""
+    """Train ACT through LeRobot, offline; MLflow tracking; resumable after a crash or SIGKILL. ``--sweep``: the
+    sweep file's runs at once on one device (each its own process and run directory under ``--out``), each scored
+    by the fast evaluator; ``<out>/sweep.json`` ranks them."""
     from so101_policy.config import load_train_config
     from so101_policy.errors import PolicyError
     from so101_policy.train import TrainProgress, train_policy
@@ -37,9 +44,13 @@ def train(
         cfg = load_train_config(config)
         overrides: dict[str, Any] = {"steps": steps, "batch_size": batch_size, "device": device}
         overrides["tracking_uri"] = tracking_uri
+        overrides["time_limit_s"] = time_limit_s
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)
+    if sweep is not None:
+        _sweep(console, sweep, cfg, dataset, out, envs)
+        return
     columns = (
         TextColumn("[bold]train[/bold]"),
         BarColumn(),
@@ -159,3 +170,21 @@ def _evaluate_fast(console: Console, checkpoint: Path, out: Path, cfg: Any, envs
         f"{result.workshop_successes}/{result.episodes}; {result.episodes_per_min:.0f} episodes/min; "
         f"{result.results_json}"
     )
+
+
+def _sweep(console: Console, path: Path, base: Any, dataset: Path, out: Path, envs: int) -> None:
+    from so101_policy.config import load_eval_config
+    from so101_policy.errors import PolicyError
+    from so101_policy.sweep import load_sweep, run_sweep
+
+    try:
+        rows = run_sweep(load_sweep(path, base, load_eval_config()), dataset, out, envs=envs)
+    except (PolicyError, ValueError, OSError) as exc:
+        _fail(console, exc)
+    for row in rows:
+        lo, hi = row["wilson_95"]
+        console.print(
+            f"{row['run']}: success {row['success_rate']:.0%} ({lo:.0%}–{hi:.0%}), workshop {row['workshop_rate']:.0%},"
+            f" {row['steps']} steps at {row['samples_per_s']:.0f} samples/s; {row['changes']}"
+        )
+    typer.echo(json.dumps(rows, indent=2))

@@ -101,11 +101,12 @@ class EvalConfig:
     """Evaluation in the twin through the real graph (sim node + policy node + policy server as processes).
 
     ``episodes`` randomized episodes from seeds ``seed, seed + 1, ...``; each lasts at most ``episode_s`` of sim
-    time; ``horizon`` actions per chunk are executed (16 sim); ``real_time_factor`` speeds sim and policy node up
+    time; ``horizon`` actions per chunk are executed (16 sim), a new chunk every ``replan_steps`` (0 = horizon /
+    2); ``blend_alpha``: EMA weight of the newer chunk; ``real_time_factor`` speeds sim and policy node up
     together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
     number of episodes with an MP4 and a tracking plot (the first K). FRAME references (DTW, ATE, RTE, action
     MSE) are the scripted expert's rollouts on the same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g.
-    ``wide``), "" = the base ranges.
+    ``wide``), "" = the base ranges; ``graphs``: evaluation graphs run side by side, the seeds split between them.
     """
 
     episodes: int = 50
@@ -113,6 +114,7 @@ class EvalConfig:
     episode_s: float = 20.0
     horizon: int = 16
     blend_alpha: float = 0.2
+    replan_steps: int = 0
     real_time_factor: float = 1.0
     cameras: tuple[str, ...] = ()
     width: int = 0
@@ -127,14 +129,15 @@ class EvalConfig:
     experiment: str = "so101-eval"
     randomize: bool = True
     dr_profile: str = ""
+    graphs: int = 1
 
     def __post_init__(self) -> None:
-        _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz"))
+        _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz", "graphs"))
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
         if not 0 < self.blend_alpha <= 1:
             raise ConfigError(f"eval.blend_alpha must be in (0, 1], got {self.blend_alpha}")
-        if self.videos < 0 or self.width < 0 or self.height < 0:
-            raise ConfigError("eval: videos, width, height must be >= 0")
+        if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
+            raise ConfigError("eval: videos, width, height, replan_steps must be >= 0")
         _cameras(self.cameras, "eval")
 
 

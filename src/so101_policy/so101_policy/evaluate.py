@@ -139,9 +139,29 @@ def run_evaluation(
     deadline: float | None = None,
     real: Path | None = None,
 ) -> EvalResult:
-    """Run the episodes against the policy ``spec`` describes and write the report into ``out_dir``.
+    """Run the episodes against the policy ``spec`` describes and write the report into ``out_dir``: in one graph,
+    or with ``config.graphs`` > 1 in that many graphs side by side (:mod:`.evaluate_graphs`).
 
     ``deadline`` (``time.monotonic()``): no episode starts after it; the result then counts the episodes run."""
+    if config.graphs > 1:
+        from .evaluate_graphs import run_graphs
+
+        rows = run_graphs(spec, Path(out_dir), config, deadline=deadline)
+    else:
+        rows = run_episodes(spec, Path(out_dir), config, progress=progress, deadline=deadline)
+    return summarize(rows, Path(out_dir), config, spec, real)
+
+
+def run_episodes(
+    spec: PolicySpec,
+    out_dir: Path,
+    config: EvalConfig,
+    *,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    deadline: float | None = None,
+) -> list[dict[str, Any]]:
+    """The episodes of ``config`` in one evaluation graph; a row per episode (also in ``episodes.jsonl``,
+    from which a rerun resumes)."""
     from nodegraph.transport.zenoh.context import Context
     from nodegraph.transport.zenoh.node import ZenohNode
     from nodegraph.transport.zenoh.router import RouterProcess
@@ -190,6 +210,7 @@ def run_evaluation(
         policy_params = {
             "sim": True,
             "horizon_sim": config.horizon,
+            "replan_steps": config.replan_steps,
             "blend_alpha": config.blend_alpha,
             "cameras": list(spec.cameras),
             "task": config.task,
@@ -251,7 +272,7 @@ def run_evaluation(
         for child in reversed(children):
             child.stop()
         router.stop()
-    return summarize(rows, out_dir, config, spec, real)
+    return rows
 
 
 def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:

@@ -111,18 +111,17 @@ def run_fast_evaluation(
     size: tuple[int, int],
     *,
     envs: int = 0,
-    replan_every: int = 0,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> FastResult:
     """Run ``config.episodes`` episodes of ``backend`` (a policy-server backend: ``get_action`` / ``reset``,
     e.g. :class:`~.act_policy.ActPolicy`) seeing ``cameras`` at ``size`` (width, height) px, in ``envs``
-    environments at a time (0 = one per CPU core); ``replan_every`` steps between chunks (0 = horizon / 2, as the
-    policy node)."""
+    environments at a time (0 = one per CPU core); ``config.replan_steps`` steps between chunks (0 = horizon / 2,
+    as the policy node)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     n_env = max(1, min(envs or os.cpu_count() or 1, config.episodes))
     horizon = config.horizon
-    replan = replan_every or max(1, horizon // 2)
+    replan = config.replan_steps or max(1, horizon // 2)
     limits = ChunkLimits.from_config(load_policy_config())
     spec = EnvConfig(
         cameras=cameras,

@@ -4,6 +4,7 @@ and leaves a near-zero gripper error (it moves but does not grasp); the fast eva
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -75,14 +76,29 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
         24,
         "open",
     )
-    result = run_evaluation(open_hand, tmp_path / "open", config(8.0))  # past the grasp: it would have closed
-    assert result.successes == 0 and result.success_rate == 0.0 and result.wilson_low == 0.0
+    # two episodes in two graphs side by side (past the grasp: it would have closed); the rows merge in seed order
+    two = dataclasses.replace(config(8.0), episodes=2, graphs=2)
+    result = run_evaluation(open_hand, tmp_path / "open", two)
+    assert result.episodes == 2 and result.successes == 0 and result.success_rate == 0.0 and result.wilson_low == 0.0
+    merged = json.loads((tmp_path / "open" / "results.json").read_text())
+    assert merged["episodes"] == 2
+    for k, seed in ((0, SEED), (1, SEED + 1)):
+        graph_row = json.loads((tmp_path / "open" / f"graph_{k}" / "episodes.jsonl").read_text().splitlines()[0])
+        assert graph_row["seed"] == seed
     # the fast evaluator (vectorized environments, batched policy) judges the same policies on the same seeds alike
     for grip, seconds, want in ((None, steps / 30.0 + 3.0, 1), (opened, 8.0, 0)):
         replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",), gripper_override=grip)
         fast = run_fast_evaluation(replay, tmp_path / "fast", config(seconds), ("top",), (32, 24), envs=1)
         assert (fast.episodes, fast.successes, fast.workshop_successes) == (1, want, want)
-    m = json.loads((tmp_path / "open" / "episodes.jsonl").read_text().splitlines()[0])["metrics"]
+    m = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])["metrics"]
     # what is left is the jaws' first move from home to the opening, which the replayed demo has too
     assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]
     assert m["path_length"] > 0.5  # it moved
+
+
+def test_graphs_share_the_episodes_in_contiguous_seed_ranges() -> None:
+    from so101_policy.evaluate_graphs import split
+
+    assert split(50, 4) == [(0, 13), (13, 13), (26, 12), (38, 12)]
+    assert split(2, 4) == [(0, 1), (1, 1)]  # never an empty graph
+    assert sum(n for _, n in split(7, 3)) == 7

@@ -1,0 +1,123 @@
+"""``so101 train --sweep``: K training configurations side by side on one device, each scored by the fast evaluator.
+
+A sweep file names the runs as overrides of the training config and, optionally, the evaluation that scores them::
+
+    runs:                      # name: train.yaml fields to change
+      frozen: {backbone_norm: frozen}
+      batch: {backbone_norm: batch}
+    eval: {episodes: 50, dr_profile: wide}   # eval.yaml fields to change for the scoring (optional)
+
+Each run trains in its own process (``so101 train``, so a GPU is shared by K processes at once, and each
+resumes by itself after a crash) into ``<out>/<name>/``; once all have finished their steps (or stopped at
+their time limit), each final checkpoint is scored with :func:`~.fast_eval.evaluate_checkpoint_fast` into
+``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs by success rate (then the workshop rule's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import EvalConfig, TrainConfig, parse_config
+from .errors import ConfigError, PolicyError
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """The runs (name → training config) and the scoring evaluation of one sweep file."""
+
+    runs: dict[str, TrainConfig]
+    eval: EvalConfig
+    changes: dict[str, dict[str, Any]]  # name → the fields the sweep file sets
+
+
+def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
+    """Parse a sweep file over ``base`` / ``base_eval``; errors name the run and the field."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    if not isinstance(data, dict) or set(data) - {"runs", "eval"}:
+        raise ConfigError(
+            f"{path}: expected the keys runs (and eval), got {sorted(data) if isinstance(data, dict) else data!r}"
+        )
+    runs_raw = data.get("runs")
+    if not isinstance(runs_raw, dict) or not runs_raw:
+        raise ConfigError(f"{path}: runs must name at least one run (name: {{field: value}})")
+    runs: dict[str, TrainConfig] = {}
+    changes: dict[str, dict[str, Any]] = {}
+    for name, over in runs_raw.items():
+        if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(f"{path}: run name {name!r} must be letters, digits, - or _")
+        if not isinstance(over, dict):
+            raise ConfigError(f"{path}: runs.{name} must be a mapping of train fields")
+        runs[name] = parse_config(TrainConfig, {**_plain(base), **over}, f"sweep.runs.{name}")
+        changes[name] = dict(over)
+    evaluation = parse_config(EvalConfig, {**_plain(base_eval), **(data.get("eval") or {})}, "sweep.eval")
+    return Sweep(runs, evaluation, changes)
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
+
+
+def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> list[dict[str, Any]]:
+    """Train every run at once, then score each; the rows of ``sweep.json``, best first."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    children: dict[str, tuple[subprocess.Popen[bytes], Any]] = {}
+    t0 = time.perf_counter()
+    try:
+        for name, cfg in sweep.runs.items():
+            run_dir = out_dir / name
+            run_dir.mkdir(exist_ok=True)
+            (run_dir / "train.yaml").write_text(yaml.safe_dump(_plain(cfg), sort_keys=False), encoding="utf-8")
+            log = (run_dir / "train.log").open("ab")
+            cmd = [sys.executable, "-m", "so101_cli", "train", "--dataset", str(dataset), "--config",
+                   str(run_dir / "train.yaml"), "--out", str(run_dir)]  # fmt: skip
+            children[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log)
+        failed = []
+        for name, (child, log) in children.items():
+            if child.wait() != 0:
+                failed.append(f"{name} (exit {child.returncode}; {out_dir / name / 'train.log'})")
+            log.close()
+    finally:
+        for child, _ in children.values():
+            if child.poll() is None:
+                child.terminate()
+                child.wait()
+    train_wall = time.perf_counter() - t0
+    if failed:
+        raise PolicyError("sweep runs failed: " + ", ".join(failed))
+    from .fast_eval import evaluate_checkpoint_fast
+
+    rows = []
+    for name in sweep.runs:
+        run_dir = out_dir / name
+        trained = json.loads((run_dir / "train_result.json").read_text(encoding="utf-8"))
+        result = evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
+        rows.append(
+            {
+                "run": name,
+                "changes": sweep.changes[name],
+                "steps": trained["steps"],
+                "final_loss": trained["final_loss"],
+                "samples_per_s": trained["samples_per_s"],
+                "success_rate": result.success_rate,
+                "wilson_95": [result.wilson_low, result.wilson_high],
+                "workshop_rate": result.workshop_rate,
+                "episodes": result.episodes,
+                "fast_eval_episodes_per_min": result.episodes_per_min,
+            }
+        )
+    rows.sort(key=lambda r: (-r["success_rate"], -r["workshop_rate"]))
+    summary = {"dataset": str(dataset), "runs": rows, "train_wall_s": train_wall, "eval": _plain(sweep.eval)}
+    (out_dir / "sweep.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return rows

@@ -1,0 +1,53 @@
+"""``so101 train --sweep``: runs trained side by side (each its own process and run directory), then scored by the
+fast evaluator and ranked; a bad sweep file names the run and the field."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from dataset_testing import make_dataset
+from so101_policy.config import EvalConfig, TrainConfig
+from so101_policy.errors import ConfigError
+from so101_policy.sweep import load_sweep, run_sweep
+
+pytestmark = pytest.mark.slow
+
+BASE = TrainConfig(
+    steps=4, batch_size=2, num_workers=0, chunk_size=4, dim_model=16, dim_feedforward=32, n_heads=2,
+    n_encoder_layers=1, latent_dim=4, save_freq=4, log_freq=2, device="cpu", system_metrics=False,
+    log_checkpoints=False, cameras=("top",),
+)  # fmt: skip
+EVAL = EvalConfig(episodes=1, episode_s=0.3, randomize=False, device="cpu", videos=0)
+
+
+def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("runs:\n  frozen: {backbone_norm: frozen}\n  batch: {backbone_norm: batch, lr: 0.001}\n")
+    sweep = load_sweep(spec, BASE, EVAL)
+    assert sweep.runs["batch"] == dataclasses.replace(BASE, backbone_norm="batch", lr=0.001)
+    rows = run_sweep(sweep, dataset, tmp_path / "out", envs=1)
+    assert {r["run"] for r in rows} == {"frozen", "batch"}
+    for row in rows:
+        assert row["steps"] == 4 and row["episodes"] == 1 and 0.0 <= row["success_rate"] <= 1.0
+        assert (tmp_path / "out" / row["run"] / "checkpoints" / "last").exists()
+        assert (tmp_path / "out" / row["run"] / "fast_eval" / "fast_results.json").is_file()
+    assert json.loads((tmp_path / "out" / "sweep.json").read_text())["runs"] == rows
+    changes = {r["run"]: r["changes"] for r in rows}
+    assert changes == {"frozen": {"backbone_norm": "frozen"}, "batch": {"backbone_norm": "batch", "lr": 0.001}}
+
+
+def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
+    spec = tmp_path / "sweep.yaml"
+    for text, match in (
+        ("runs: {}\n", "at least one run"),
+        ("runs:\n  a: {batch_size: 0}\n", "batch_size"),
+        ("runs:\n  a: {nope: 1}\n", "sweep.runs.a"),
+        ("other: 1\n", "expected the keys runs"),
+    ):
+        spec.write_text(text)
+        with pytest.raises(ConfigError, match=match):
+            load_sweep(spec, BASE, EVAL)
