@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .act_training import CameraBatchedBackbone, fold_frozen_norms
 from .checkpoints import pretrained_dir
 from .errors import CheckpointError
 from .protocol import check_observation
@@ -49,6 +50,7 @@ class ActPolicy:
             raise CheckpointError(f"cannot load ACT from {path}: {type(exc).__name__}: {exc}") from exc
         policy.config.device = self.device
         self.policy = policy.to(self.device).eval()
+        self.backbone = self._fast_backbone(policy) if policy.config.image_features else None
         self.pre, self.post = make_pre_post_processors(
             policy.config,
             pretrained_path=str(path),
@@ -62,6 +64,21 @@ class ActPolicy:
         self.image_shapes = {k: tuple(policy.config.image_features[k].shape) for k in images}  # (3, H, W)
         self.horizon = int(policy.config.chunk_size)
         self.checkpoint = path
+
+    def _fast_backbone(self, policy: Any) -> CameraBatchedBackbone:
+        """The backbone for inference: norm layers folded into the convolutions, every camera in one pass,
+        channels-last on CUDA (the same numbers as the checkpoint's model, to float rounding)."""
+        fold_frozen_norms(policy.model.backbone)
+        backbone = CameraBatchedBackbone.adopt(policy.model.backbone)
+        if self.device.startswith("cuda"):
+            backbone.to(memory_format=self.torch_channels_last())
+        return backbone
+
+    @staticmethod
+    def torch_channels_last() -> Any:
+        import torch
+
+        return torch.channels_last
 
     def image_size(self) -> tuple[int, int]:
         """(width, height) px of the images the policy was trained on (first camera)."""
@@ -89,6 +106,8 @@ class ActPolicy:
         with self.torch.inference_mode():
             batch = self.pre(self._batch(observation, task))
             half = {"bf16": self.torch.bfloat16, "fp16": self.torch.float16}.get(self.precision)
+            if self.backbone is not None:
+                self.backbone.prime([batch[k] for k in self.policy.config.image_features])
             with self.torch.autocast("cuda", dtype=half or self.torch.float32, enabled=half is not None):
                 chunk = self.policy.predict_action_chunk(batch)  # (B, H, 6) normalised
             chunk = chunk.float()

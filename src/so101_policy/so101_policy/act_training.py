@@ -185,3 +185,27 @@ class TrainableAct:
         finally:
             for parent, name, layer, _, _ in self._swaps:
                 setattr(parent, name, layer)
+
+
+def fold_frozen_norms(backbone: nn.Module) -> int:
+    """Fold every ``FrozenBatchNorm2d`` of a torchvision ResNet ``backbone`` into the convolution before it (for
+    inference: ``conv → x·s + b`` is the convolution with weights scaled by ``s`` and bias ``b``, computed once);
+    the norm layers become ``nn.Identity``. Returns how many were folded."""
+    folded = 0
+    for parent in list(backbone.modules()):
+        children = dict(parent.named_children())
+        for name, child in children.items():
+            if not isinstance(child, FrozenBatchNorm2d):
+                continue
+            conv = children.get({"bn1": "conv1", "bn2": "conv2", "bn3": "conv3", "1": "0"}.get(name, ""))
+            if not isinstance(conv, nn.Conv2d):
+                continue
+            weight, bias, mean, var = (_buffer(child, n) for n in ("weight", "bias", "running_mean", "running_var"))
+            with torch.no_grad():
+                scale = weight * (var + float(child.eps)).rsqrt()
+                conv.weight.mul_(scale.reshape(-1, 1, 1, 1))
+                shift = bias - mean * scale
+                conv.bias = nn.Parameter(shift if conv.bias is None else conv.bias * scale + shift)
+            setattr(parent, name, nn.Identity())
+            folded += 1
+    return folded

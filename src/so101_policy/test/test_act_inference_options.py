@@ -38,3 +38,33 @@ def test_benchmark_reports_its_variants() -> None:
     assert [(v["precision"], v["compile_mode"]) for v in variants] == [("fp32", "")]  # CPU: fp32 only
     assert out["inference_ms_p99"] == variants[0]["inference_ms"]["p99"] > 0
     assert out["inference_serve_flags"] == "--precision fp32"
+
+
+def test_folded_norms_and_one_backbone_pass_predict_what_stock_lerobot_predicts(tmp_path: Path) -> None:
+    import torch
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from torchvision.ops.misc import FrozenBatchNorm2d
+
+    checkpoint = synthetic_checkpoint(tmp_path, 64, 48, cameras=("side", "top"))
+    stock = ACTPolicy.from_pretrained(str(checkpoint))
+    gen = torch.Generator().manual_seed(0)
+    for layer in stock.modules():  # statistics that are not the identity's, as a trained BatchNorm leaves them
+        if isinstance(layer, FrozenBatchNorm2d):
+            n = layer.weight.numel()
+            layer.weight.copy_(1 + 0.2 * torch.randn(n, generator=gen))
+            layer.bias.copy_(0.1 * torch.randn(n, generator=gen))
+            layer.running_mean.copy_(0.1 * torch.randn(n, generator=gen))
+            layer.running_var.copy_(1 + 0.3 * torch.rand(n, generator=gen))
+    stock.save_pretrained(checkpoint)
+    stock = ACTPolicy.from_pretrained(str(checkpoint)).eval()
+    fast = ActPolicy(checkpoint, device="cpu")
+    assert not any(isinstance(m, FrozenBatchNorm2d) for m in fast.policy.modules())  # folded into the convolutions
+    rng = np.random.default_rng(1)
+    frames = {c: rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for c in ("side", "top")}
+    obs = observation(frames, rng.normal(size=6) * 10, "put the vial in the rack")
+    got = fast.get_action(obs, None)[0]
+    batch = fast.pre(fast._batch(obs, "put the vial in the rack"))
+    with torch.no_grad():
+        want = fast.post(stock.predict_action_chunk(batch)).numpy()
+    np.testing.assert_allclose(got["single_arm"], want[:, :, :5], rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got["gripper"], want[:, :, 5:], rtol=1e-4, atol=1e-3)
