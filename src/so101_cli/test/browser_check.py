@@ -163,7 +163,9 @@ class Chromium:
             raise RuntimeError(f"the probe failed on {page}: {answer['exceptionDetails']}")
         value = answer["result"]["value"]
         height = int(value["height"])
-        self.call("Emulation.setDeviceMetricsOverride", width=self.width, height=height, deviceScaleFactor=1, mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride", width=self.width, height=height, deviceScaleFactor=1, mobile=False
+        )
         try:
             shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         finally:

@@ -89,7 +89,8 @@ class EvalConfig:
     ``episodes`` randomized episodes from seeds ``seed, seed + 1, ...``; each lasts at most ``episode_s`` of sim
     time; ``horizon`` actions per chunk are executed (16 sim); ``real_time_factor`` speeds sim and policy node up
     together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
-    number of episodes with an MP4 and a tracking plot (the first K). FRAME references (DTW, ATE, RTE, action
+    number of episodes with an MP4 and a tracking plot (the first K, then the first success and the first failure
+    after them; 0: none). FRAME references (DTW, ATE, RTE, action
     MSE) are the scripted expert's rollouts on the same seeds.
     """
 
