@@ -63,7 +63,7 @@ def _prepare(config: str | Path | PipelineConfig | None, options: RunOptions) ->
     stages = so101_stages(options.until)
     cfg = resolve_config(cfg, [s.name for s in stages])
     root = Path(options.out or cfg.out)
-    runner_options = {"address": options.address, "env": thread_env(cfg.threads)}
+    runner_options = {"address": options.address, "env": thread_env(cfg.threads), "profile": cfg.file}
     runner = Runner(root, stages, sections(cfg, stages), options=runner_options, capture=True)
     return cfg, runner
 
@@ -91,6 +91,11 @@ def run_pipeline(
     if cfg.tracking.mlflow:
         with MlflowTracker(root, uri=cfg.tracking.uri, experiment=cfg.tracking.experiment) as tracker:
             runner.tracker = tracker
+            runner.options["mlflow"] = {
+                "uri": tracker.uri,
+                "experiment_id": tracker.experiment_id,
+                "run_id": tracker.run_id,
+            }
             result = runner.run()
             summary = build_summary(result, cfg, started, tracker.uri, tracker.run_id)
             path = write_json(root / "summary.json", summary)
