@@ -18,6 +18,7 @@ setup(
         "pyyaml",
         "rich",
         "mlflow",
+        "matplotlib",
         "so101_core",
         "so101_skillgen",
         "so101_dataset",

@@ -20,14 +20,18 @@ def _group() -> None:
     """The whole pipeline as one resumable command (keeps ``run`` a sub-command)."""
 
 
+def stage_state(stage: dict[str, Any]) -> str:
+    """What one invocation did with a stage of ``summary.json``: ran, resumed or skipped."""
+    return "skipped" if stage["skipped"] else "resumed" if stage["resumed"] else "ran"
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     """The stage table and the headline figures of a ``summary.json``."""
     table = Table(title=f"pipeline → {summary['outputs']['root']}")
-    for column in ("stage", "this run", "wall [s]", "produced in [s]"):
-        table.add_column(column, justify="left" if column in ("stage", "this run") else "right")
+    for column in ("stage", "this run", "why", "wall [s]", "produced in [s]"):
+        table.add_column(column, justify="right" if "[s]" in column else "left")
     for name, st in summary["stages"].items():
-        state = "skipped" if st["skipped"] else ("resumed" if st["resumed"] else "ran") + f" ({st['reason']})"
-        table.add_row(name, state, f"{st['wall_s']:.1f}", f"{st['produced_wall_s']:.1f}")
+        table.add_row(name, stage_state(st), st["reason"], f"{st['wall_s']:.1f}", f"{st['produced_wall_s']:.1f}")
     console.print(table)
     if summary.get("demos") is not None:
         lo, hi = summary["yield_wilson"]
@@ -90,4 +94,4 @@ def plan(
         Console().print(f"[red]so101 pipeline:[/red] {exc}")
         raise typer.Exit(2) from None
     for name, why in steps:
-        typer.echo(f"{name:<9} {why}")
+        typer.echo(f"{name:<9} skip (unchanged)" if why == "skip" else f"{name:<9} run ({why})")

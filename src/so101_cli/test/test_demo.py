@@ -1,7 +1,9 @@
 """The README's main job, tiny: ``so101 demo`` runs the whole pipeline (seeds → SkillGen → dataset → train →
-eval → report) end to end, prints the summary and the report's path; a second run skips every stage. (Deleting an
-output re-runs it and what follows: test_stage_runner.py, on stages that cost nothing.) Its seed recording gets a
-router endpoint of its own (a free port), apart from any other test's graph."""
+eval → report) end to end, prints the stage table (ran, and why) with the summary and the report's path; a second
+run skips every stage. (Deleting an output re-runs it and what follows: test_stage_runner.py, on stages that cost
+nothing.) The three reports it wrote (pipeline, dataset, evaluation) are opened in headless Chromium: every image
+and video loads, every relative link leads to a file, and a full-page screenshot is taken. Its seed recording gets
+a router endpoint of its own (a free port), apart from any other test's graph."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ import json
 import os
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser_check import CHROMIUM, Chromium, PageCheck
 from graph_testing import free_port
 from nodegraph.bag import info
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV
@@ -33,20 +37,39 @@ tracking: {mlflow: true}
 
 def _demo(config: Path, out: Path) -> subprocess.CompletedProcess[str]:
     args = [sys.executable, "-m", "so101_cli", "demo", "--config", str(config), "--out", str(out)]
-    env = {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}"}
+    env = {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}", "COLUMNS": "200"}
     done = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done
 
 
-def test_demo_runs_the_whole_pipeline_end_to_end(tmp_path: Path) -> None:
+def _stage_rows(stdout: str) -> dict[str, list[str]]:
+    """The stage table's cells by stage name (rich draws its rows between │ characters)."""
+    rows = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) == 5 and cells[0] in ("seeds", "skillgen", "dataset", "train", "eval", "report"):
+            rows[cells[0]] = cells[1:3]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """One tiny demo run: (config, output directory, what it printed)."""
     pytest.importorskip("so101_dataset.build", reason="so101_dataset (issue 12) is not merged here yet")
     pytest.importorskip("so101_policy.evaluate", reason="so101_policy's evaluation (issue 10) is not merged here yet")
-    config, out = tmp_path / "tiny.yaml", tmp_path / "demo"
+    root = tmp_path_factory.mktemp("demo")
+    config, out = root / "tiny.yaml", root / "demo"
     config.write_text(TINY)
-    done = _demo(config, out)
+    return config, out, _demo(config, out).stdout
+
+
+def test_demo_runs_the_whole_pipeline_end_to_end(demo: tuple[Path, Path, str]) -> None:
+    config, out, stdout = demo
     summary = json.loads((out / "summary.json").read_text())
-    assert f"report: {out.resolve() / 'report' / 'index.html'}" in " ".join(done.stdout.split()).replace(" / ", "/")
+    assert f"report: {out.resolve() / 'report' / 'index.html'}" in " ".join(stdout.split()).replace(" / ", "/")
+    assert _stage_rows(stdout) == {name: ["ran", "no output yet"] for name in summary["stages"]}
+    assert "not done" not in stdout
     assert summary["seeds"] == 2 and summary["demos"] == 3 and summary["dataset_episodes"] == 3
     assert summary["train_steps"] == 4 and summary["episodes"] == 1 and 0.0 <= summary["success_rate"] <= 1.0
     assert not any(st["skipped"] for st in summary["stages"].values())
@@ -56,7 +79,70 @@ def test_demo_runs_the_whole_pipeline_end_to_end(tmp_path: Path) -> None:
     assert len(load_seeds(out / "skillgen")) == 3
     assert (out / "dataset" / "lerobot_v3" / "meta" / "info.json").is_file()
     assert (out / "dataset" / "lerobot_v21" / "meta" / "modality.json").is_file()
-    _demo(config, out)
+    second = _demo(config, out).stdout
     again = json.loads((out / "summary.json").read_text())
     assert all(st["skipped"] for st in again["stages"].values())
+    assert _stage_rows(second) == {name: ["skipped", "unchanged"] for name in again["stages"]}
     assert again["success_rate"] == summary["success_rate"] and again["wall_s"] < summary["wall_s"]
+
+
+class _Links(HTMLParser):
+    """Every ``href`` and ``src`` of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.targets += [v for k, v in attrs if k in ("href", "src") and v]
+
+
+def _local_targets(page: Path) -> list[str]:
+    """The page's relative links and sources that lead to no file."""
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    local = [t for t in parser.targets if "://" not in t and not t.startswith("#")]
+    assert local, f"{page} links nothing"
+    return [t for t in local if not (page.parent / t).exists()]
+
+
+def _looks_rendered(check: PageCheck, width: int) -> None:
+    """The screenshot is a full page of the browser's width, tall as the page, and not blank."""
+    from PIL import Image
+
+    with Image.open(check.screenshot) as shot:
+        assert shot.size == (width, check.height) and check.height > 600, (shot.size, check.height)
+        colours = shot.convert("RGB").getcolors(maxcolors=1 << 16)
+        assert colours is None or len(colours) > 200, f"{check.screenshot}: {len(colours or [])} colours"
+    assert check.screenshot.stat().st_size > 20_000
+
+
+def test_the_three_reports_load_in_chromium(demo: tuple[Path, Path, str], tmp_path: Path) -> None:
+    assert Path(CHROMIUM).is_file(), f"{CHROMIUM} missing: scripts/setup installs Debian's chromium (apt.txt)"
+    _, out, _ = demo
+    pages = {
+        "pipeline": out / "report" / "index.html",
+        "dataset": out / "dataset" / "report" / "index.html",
+        "eval": out / "eval" / "report.html",
+    }
+    width = 1200
+    with Chromium(width=width) as browser:
+        checks = {name: browser.check(page, tmp_path / f"{name}.png") for name, page in pages.items()}
+    media = {name: (len(c.images), len(c.videos)) for name, c in checks.items()}
+    # pipeline: stage times, contact sheet, training curves; the camera's video and the failed rollout.
+    # dataset: violin plots, contact sheet; the camera's video. eval: the tracking plot; the episode's video.
+    assert media == {"pipeline": (3, 2), "dataset": (2, 1), "eval": (1, 1)}, media
+    for name, check in checks.items():
+        assert check.broken() == [], (name, check.broken())
+        assert all(v["width"] > 0 and v["duration"] > 0 for v in check.videos), check.videos
+        assert _local_targets(pages[name]) == [], name
+        _looks_rendered(check, width)
+    page = pages["pipeline"].read_text(encoding="utf-8")
+    episode = json.loads((out / "eval" / "episodes.jsonl").read_text().splitlines()[0])
+    assert episode["success"] is False and episode["failure"] and episode["failure"] in page
+    expected = ["sim success 0%", "Wilson 95 %", "tiny.yaml", "3 demos kept of 3 attempts", "ACT 4 steps on cpu",
+                "success (workshop rule)", "No success video", "mlflow ui --backend-store-uri"]  # fmt: skip
+    assert [text for text in expected if text not in page] == []
+    assert "<th>why it failed</th>" in pages["eval"].read_text(encoding="utf-8")
+    assert "<table>" in pages["dataset"].read_text(encoding="utf-8")
+    assert "|---|" not in pages["dataset"].read_text(encoding="utf-8")  # no Markdown source on the page

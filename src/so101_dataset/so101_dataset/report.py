@@ -1,4 +1,4 @@
-"""``so101 dataset report DIR``: an HTML page with plots and a Markdown summary of a built dataset.
+"""``so101 dataset report DIR``: an HTML page with tables and plots, and the same summary as Markdown.
 
 Contents: episodes and frames per source (seed / generated / real); generation yield and failures by reason
 (the demo directory's ``summary.json`` / ``failures.json``) plus render failures; violin plots per source of
@@ -115,30 +115,53 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def write_report(out_dir: Path, *, demos_dir: Path | None = None, indices: Sequence[int] | None = None) -> Path:
-    """Write ``out_dir/report/{index.html, summary.md, *.png, sample_<cam>.mp4}``; returns the directory."""
-    units = selected_units(out_dir, indices)
-    report = out_dir / "report"
-    report.mkdir(parents=True, exist_ok=True)
+STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;margin:.5em 0}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#eee}"
+    "figure{margin:0}figcaption{font-size:13px;color:#555}.muted{color:#777}"
+)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---" * len(header) + "|",
+        *("| " + " | ".join(map(str, r)) + " |" for r in rows),
+    ]
+
+
+def _facts(out_dir: Path, units: Sequence[Path], demos_dir: Path | None) -> dict[str, Any]:
+    """Everything the report says, once, for both its Markdown and its HTML."""
     rows = _episode_rows(units)
     first = json.loads((units[0] / "episode.json").read_text())
-    cameras = first["cameras"]
     per_source: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
         per_source[r["source"]][0] += 1
         per_source[r["source"]][1] += r["frames"]
     render_failures = _read_json(out_dir / "episodes" / "failures.json") or {}
-    render_reasons = Counter(str(v["reason"]) for v in render_failures.values())
-    gen = _read_json(demos_dir / "summary.json") if demos_dir else None
-    _violins(rows, report / "trajectories.png")
-    _contact_sheet(units[0], cameras, report / "contact_sheet.png")
-    from .lerobot_v3 import image_key
+    medians = {
+        s: [float(np.nanmedian([r[k] for r in rows if r["source"] == s])) for k, _ in METRICS] for s in per_source
+    }
+    return {
+        "rows": rows,
+        "first": first,
+        "per_source": dict(sorted(per_source.items())),
+        "render_reasons": dict(sorted(Counter(str(v["reason"]) for v in render_failures.values()).items())),
+        "generation": _read_json(demos_dir / "summary.json") if demos_dir else None,
+        "medians": dict(sorted(medians.items())),
+    }
 
-    for cam in cameras:
-        src = sorted((units[0] / "lerobot" / "videos" / image_key(cam)).glob("chunk-*/file-*.mp4"))[0]
-        shutil.copyfile(src, report / f"sample_{cam}.mp4")
-    md = ["# Dataset report", "", f"Directory: `{out_dir}`", "", "| source | episodes | frames |", "|---|---|---|"]
-    md += [f"| {s} | {e} | {f} |" for s, (e, f) in sorted(per_source.items())]
+
+def _markdown(out_dir: Path, f: dict[str, Any]) -> str:
+    rows, cameras, gen = f["rows"], f["first"]["cameras"], f["generation"]
+    md = ["# Dataset report", "", f"Directory: `{out_dir}`", ""]
+    md += _md_table(["source", "episodes", "frames"], [(s, e, n) for s, (e, n) in f["per_source"].items()])
     md += ["", f"Total: {len(rows)} episodes, {sum(r['frames'] for r in rows)} frames, cameras {', '.join(cameras)}."]
     if gen:
         md += [
@@ -146,31 +169,81 @@ def write_report(out_dir: Path, *, demos_dir: Path | None = None, indices: Seque
             "## Generation (SkillGen)",
             f"Kept {gen.get('kept')} of {gen.get('attempted')} attempts (yield {gen.get('yield')}).",
             "",
-            "| failure reason | attempts |",
-            "|---|---|",
         ]
-        md += [f"| {k} | {v} |" for k, v in sorted((gen.get("failures_by_reason") or {}).items())]
+        md += _md_table(["failure reason", "attempts"], sorted((gen.get("failures_by_reason") or {}).items()))
     md += ["", "## Render failures (never in a dataset)", ""]
-    md += [f"- {k}: {v}" for k, v in sorted(render_reasons.items())] or ["- none"]
+    md += [f"- {k}: {v}" for k, v in f["render_reasons"].items()] or ["- none"]
     md += ["", "## Trajectory characteristics (median per source)", ""]
-    md += ["| source | " + " | ".join(lbl for _, lbl in METRICS) + " |", "|---" * (len(METRICS) + 1) + "|"]
-    for s in sorted(per_source):
-        meds = [np.nanmedian([r[k] for r in rows if r["source"] == s]) for k, _ in METRICS]
-        md.append(f"| {s} | " + " | ".join(f"{m:.3g}" for m in meds) + " |")
-    (report / "summary.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    videos = "".join(
-        f'<figure><video src="sample_{c}.mp4" controls loop muted width="320"></video>'
-        f"<figcaption>{c}</figcaption></figure>"
-        for c in cameras
+    md += _md_table(
+        ["source", *(lbl for _, lbl in METRICS)], [(s, *(f"{m:.3g}" for m in meds)) for s, meds in f["medians"].items()]
     )
-    body = html.escape("\n".join(md))
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>so101 dataset report</title></head><body>"
-        f"<h1>so101 dataset report</h1><pre>{body}</pre>"
-        "<h2>Trajectory characteristics per source</h2><img src='trajectories.png' style='max-width:100%'>"
-        "<h2>Contact sheet (first episode)</h2><img src='contact_sheet.png' style='max-width:100%'>"
-        f"<h2>Sample videos (first episode)</h2><div style='display:flex;gap:8px'>{videos}</div></body></html>"
-    )
-    (report / "index.html").write_text(page, encoding="utf-8")
-    (report / "episodes.json").write_text(json.dumps(rows, indent=1))
+    return "\n".join(md) + "\n"
+
+
+def _html(out_dir: Path, f: dict[str, Any]) -> str:
+    rows, first, gen = f["rows"], f["first"], f["generation"]
+    cameras = first["cameras"]
+    head = [
+        ("directory", str(out_dir)),
+        ("episodes", len(rows)),
+        ("frames", sum(r["frames"] for r in rows)),
+        ("cameras", ", ".join(cameras)),
+        ("image size", f"{first.get('width', '?')}×{first.get('height', '?')} px at {first.get('fps', '?')} fps"),
+    ]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>so101 dataset report</title>",
+        f"<style>{STYLE}</style></head><body><h1>so101 dataset report</h1><table>",
+        *(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in head),
+        "</table><h2>Episodes per source</h2>",
+        _table(["source", "episodes", "frames"], [(s, e, n) for s, (e, n) in f["per_source"].items()]),
+    ]
+    if gen:
+        kept, tried = gen.get("kept"), gen.get("attempted")
+        yld = f"{float(gen['yield']):.0%}" if gen.get("yield") is not None else "?"
+        failures = sorted((gen.get("failures_by_reason") or {}).items(), key=lambda kv: -kv[1])
+        parts += [f"<h2>Generation (SkillGen)</h2><p>Kept {kept} of {tried} attempts (yield {yld}).</p>"]
+        parts += [_table(["failure reason", "attempts"], failures) if failures else "<p>No failed attempts.</p>"]
+    reasons = f["render_reasons"]
+    parts += ["<h2>Render failures (never in a dataset)</h2>"]
+    parts += [_table(["reason", "episodes"], list(reasons.items())) if reasons else "<p>None.</p>"]
+    parts += [
+        "<h2>Trajectory characteristics per source</h2><p class='muted'>Arm joints only for path, speed and jerk; "
+        "gripper close time = first command below the close threshold.</p>",
+        _table(
+            ["median", *(lbl for _, lbl in METRICS)],
+            [(s, *(f"{m:.3g}" for m in meds)) for s, meds in f["medians"].items()],
+        ),
+        "<img src='trajectories.png' alt='violin plots per source' style='max-width:100%'>",
+        f"<h2>Contact sheet (episode {html.escape(str(first.get('index', 0)))})</h2>",
+        "<img src='contact_sheet.png' alt='first, middle and last frame per camera' style='max-width:100%'>",
+        "<h2>Sample videos (same episode)</h2><div style='display:flex;gap:8px;flex-wrap:wrap'>",
+        *(
+            f"<figure><video src='sample_{html.escape(c)}.mp4' controls loop muted preload='metadata' width='320'>"
+            f"</video><figcaption>{html.escape(c)}</figcaption></figure>"
+            for c in cameras
+        ),
+        "</div><p class='muted'>Also here: <a href='summary.md'>summary.md</a>, "
+        "<a href='episodes.json'>episodes.json</a> (per-episode characteristics).</p></body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_report(out_dir: Path, *, demos_dir: Path | None = None, indices: Sequence[int] | None = None) -> Path:
+    """Write ``out_dir/report/{index.html, summary.md, episodes.json, *.png, sample_<cam>.mp4}``; returns the
+    directory."""
+    units = selected_units(out_dir, indices)
+    report = out_dir / "report"
+    report.mkdir(parents=True, exist_ok=True)
+    facts = _facts(out_dir, units, demos_dir)
+    cameras = facts["first"]["cameras"]
+    _violins(facts["rows"], report / "trajectories.png")
+    _contact_sheet(units[0], cameras, report / "contact_sheet.png")
+    from .lerobot_v3 import image_key
+
+    for cam in cameras:
+        src = sorted((units[0] / "lerobot" / "videos" / image_key(cam)).glob("chunk-*/file-*.mp4"))[0]
+        shutil.copyfile(src, report / f"sample_{cam}.mp4")
+    (report / "summary.md").write_text(_markdown(out_dir, facts), encoding="utf-8")
+    (report / "index.html").write_text(_html(out_dir, facts), encoding="utf-8")
+    (report / "episodes.json").write_text(json.dumps(facts["rows"], indent=1))
     return report

@@ -1,9 +1,14 @@
-"""One small build (conftest ``built``): every output read back with independent readers."""
+"""One small build (conftest ``built``): every output read back with independent readers, LeRobot's own tools
+among them (``lerobot-dataset-viz``'s loader, ``lerobot-train`` of a diffusion policy)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -241,3 +246,77 @@ def test_parallel_two_level_merge_equals_the_single_merge(built, tmp_path: Path)
     assert list(a["episode_index"]) == list(b["episode_index"]) and list(a["index"]) == list(range(36))
     np.testing.assert_array_equal(np.stack(a["observation.state"]), np.stack(b["observation.state"]))
     assert not (tmp_path / "v3.parts").exists()
+
+
+# ---------------------------------------------------------------------------------- LeRobot's own tools, offline
+
+
+def _offline_env(tmp_path: Path) -> dict[str, str]:
+    """Offline, with empty Hugging Face and torch caches: nothing can come from a download or an earlier one."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "TORCH_HOME": str(tmp_path / "torch")}
+
+
+def _lerobot_cli(name: str) -> str:
+    """A LeRobot console script of this interpreter's environment (``lerobot-train``, ``lerobot-dataset-viz``)."""
+    path = Path(sys.executable).parent / name
+    assert path.is_file(), f"{path} missing (lerobot's console scripts)"
+    return str(path)
+
+
+def test_lerobot_dataset_viz_loader_reads_an_episode(built) -> None:
+    """What ``lerobot-dataset-viz --repo-id R --root DIR --episode-index 1`` does before it hands the frames to
+    rerun: its dataset (one episode), its DataLoader and its frame and name conversions, on our export."""
+    import torch
+    from lerobot.datasets import LeRobotDataset
+    from lerobot.scripts.lerobot_dataset_viz import get_feature_names, to_hwc_uint8_numpy
+
+    result, cfg, _ = built
+    dataset = LeRobotDataset(cfg.repo_id, episodes=[1], root=result.v3_dir, tolerance_s=1e-4)
+    frames = 0
+    for batch in torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=0):
+        for i in range(len(batch["index"])):
+            for key in dataset.meta.camera_keys:
+                assert to_hwc_uint8_numpy(batch[key][i]).shape == (48, 64, 3)
+            frames += 1
+        assert set(batch["episode_index"].tolist()) == {1}
+    assert frames == 12 and len(dataset.meta.camera_keys) == len(cfg.cameras)
+    names = [f"{j}.pos" for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")]
+    assert get_feature_names(dataset, "observation.state") == get_feature_names(dataset, "action") == names
+
+
+def test_lerobot_dataset_viz_writes_a_recording(built, tmp_path: Path) -> None:
+    pytest.importorskip("rerun", reason="rerun-sdk (lerobot[viz], ~400 MB) is not installed by scripts/setup")
+    result, cfg, _ = built
+    viz = tmp_path / "viz"
+    args = [_lerobot_cli("lerobot-dataset-viz"), "--repo-id", cfg.repo_id, "--root", str(result.v3_dir),
+            "--episode-index", "0", "--save", "1", "--output-dir", str(viz), "--num-workers", "0"]  # fmt: skip
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=_offline_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    recording = viz / f"{cfg.repo_id.replace('/', '_')}_episode_0.rrd"
+    assert recording.stat().st_size > 10_000
+
+
+def test_lerobot_train_fits_a_diffusion_policy_on_the_export(built, tmp_path: Path) -> None:
+    """``lerobot-train --policy.type=diffusion`` for two steps on our v3.0 export, on the CPU, offline: no
+    pretrained backbone (``pretrained_backbone_weights=null``, group norm instead of frozen batch norm), the
+    smallest U-Net that fits the horizon; it writes a LeRobot checkpoint of a diffusion policy on our features."""
+    result, cfg, _ = built
+    out = tmp_path / "diffusion"
+    args = [_lerobot_cli("lerobot-train"), f"--dataset.repo_id={cfg.repo_id}", f"--dataset.root={result.v3_dir}",
+            "--policy.type=diffusion", "--policy.device=cpu", "--policy.push_to_hub=false",
+            "--policy.pretrained_backbone_weights=null", "--policy.use_group_norm=true", "--policy.crop_shape=null",
+            "--policy.use_separate_rgb_encoder_per_camera=false", "--policy.down_dims=[16,32]",
+            "--policy.diffusion_step_embed_dim=16", "--policy.n_groups=4", "--policy.spatial_softmax_num_keypoints=8",
+            "--policy.horizon=8", "--policy.n_action_steps=4", "--steps=2", "--batch_size=2", "--num_workers=0",
+            "--save_freq=2", "--log_freq=1", f"--output_dir={out}"]  # fmt: skip
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600, env=_offline_env(tmp_path))
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    losses = [float(m) for m in re.findall(r"step:\d+ .*?loss:([-\d.e+]+|nan|inf)", log)]
+    assert len(losses) == 2 and all(np.isfinite(losses)), log[-2000:]
+    model = out / "checkpoints" / "000002" / "pretrained_model"
+    config = json.loads((model / "config.json").read_text())
+    assert config["type"] == "diffusion" and config["pretrained_backbone_weights"] is None
+    images = {f"observation.images.{c}" for c in cfg.cameras}
+    assert images | {"observation.state"} == set(config["input_features"])
+    assert (model / "model.safetensors").stat().st_size > 1_000_000

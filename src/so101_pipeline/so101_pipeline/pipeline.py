@@ -58,12 +58,18 @@ def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfi
     return cfg
 
 
+def _shown(file: str) -> str:
+    """``file`` as the user would type it: relative to the working directory when it lies below it."""
+    path = Path(file).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else file
+
+
 def _prepare(config: str | Path | PipelineConfig | None, options: RunOptions) -> tuple[PipelineConfig, Runner]:
     cfg = config if isinstance(config, PipelineConfig) else load_pipeline_config(config)
     stages = so101_stages(options.until)
     cfg = resolve_config(cfg, [s.name for s in stages])
     root = Path(options.out or cfg.out)
-    runner_options = {"address": options.address, "env": thread_env(cfg.threads)}
+    runner_options = {"address": options.address, "env": thread_env(cfg.threads), "profile": _shown(cfg.file)}
     runner = Runner(root, stages, sections(cfg, stages), options=runner_options, capture=True)
     return cfg, runner
 
@@ -91,6 +97,11 @@ def run_pipeline(
     if cfg.tracking.mlflow:
         with MlflowTracker(root, uri=cfg.tracking.uri, experiment=cfg.tracking.experiment) as tracker:
             runner.tracker = tracker
+            runner.options["mlflow"] = {
+                "uri": tracker.uri,
+                "experiment_id": tracker.experiment_id,
+                "run_id": tracker.run_id,
+            }
             result = runner.run()
             summary = build_summary(result, cfg, started, tracker.uri, tracker.run_id)
             path = write_json(root / "summary.json", summary)

@@ -38,7 +38,9 @@ class RichReporter:
         self.progress.stop()
 
     def stage_started(self, name: str, reason: str, resumed: bool) -> ProgressFn:
-        text = "[dim]unchanged, skipped[/dim]" if reason == "skip" else ("resuming: " if resumed else "") + reason
+        text = (
+            "[dim]unchanged, skipped[/dim]" if reason == "skip" else ("resuming: " if resumed else "running: ") + reason
+        )
         task = self.progress.add_task(name, total=None, stage=name, text=text)
         self._tasks[name] = task
 

@@ -6,8 +6,10 @@ stages (content hashes of their manifests) and any external input it names. On e
 
 - ``done.json`` present, same fingerprint, every recorded output file still there with its size, and no upstream
   stage ran in this invocation → **skipped**.
-- otherwise the stage runs: ``done.json`` is removed first; the directory is **resumed** when it was left by an
-  interrupted run of the same fingerprint (``stage.json`` marker, and the stage says it can resume), else wiped;
+- otherwise the stage runs, and says why (:data:`NO_OUTPUT`, :data:`INTERRUPTED`, :data:`UNFINISHED`,
+  :data:`CHANGED`, ``output changed: …``, ``upstream re-ran: …``): ``done.json`` is removed first; the directory is
+  **resumed** when it was left by an interrupted run of the same fingerprint (``stage.json`` marker, and the stage
+  says it can resume), else wiped;
   then ``stage.run`` does its (resumable, atomic) work, and ``done.json`` (fingerprint, manifest with sha256 of
   every output file, the stage's results, wall time) is written **last**, atomically.
 
@@ -39,6 +41,13 @@ from .isolation import run_isolated
 DONE = "done.json"
 MARKER = "stage.json"
 BOOKKEEPING = (DONE, MARKER)
+
+UNCHANGED = "unchanged"
+NO_OUTPUT = "no output yet"
+INTERRUPTED = "interrupted earlier"
+"""An unfinished run of the same fingerprint left the directory: a resumable stage resumes it."""
+UNFINISHED = "unfinished output of other inputs"
+CHANGED = "inputs or config changed"
 
 ProgressFn = Callable[[float, float | None, str], None]
 """``progress(completed, total, text)``: ``total`` None when unknown."""
@@ -278,11 +287,15 @@ class Runner:
 
     def _why(self, stage: Stage, fp: str, ran: set[str]) -> str | None:
         """Why ``stage`` must run, or None to skip it."""
-        rec = StageRecord.load(self.root / stage.name)
+        sdir = self.root / stage.name
+        rec = StageRecord.load(sdir)
         if rec is None:
-            return "not done"
+            if not sdir.exists():
+                return NO_OUTPUT
+            marker = read_json(sdir / MARKER)
+            return INTERRUPTED if isinstance(marker, dict) and marker.get("fingerprint") == fp else UNFINISHED
         if rec.fingerprint != fp:
-            return "inputs or config changed"
+            return CHANGED
         if missing := intact(rec.out_dir, rec.files):
             return f"output changed: {missing}"
         if upstream := [i for i in stage.inputs if i in ran]:
@@ -305,7 +318,7 @@ class Runner:
                     rec = StageRecord.load(self.root / stage.name)
                     assert rec is not None
                     self.reporter.stage_started(stage.name, "skip", False)
-                    run = StageRun(stage.name, True, "unchanged", False, time.perf_counter() - s0, rec)
+                    run = StageRun(stage.name, True, UNCHANGED, False, time.perf_counter() - s0, rec)
                 else:
                     rec, resumed = self._execute(stage, fp, reason, records)
                     ran.add(stage.name)
@@ -321,10 +334,7 @@ class Runner:
     ) -> tuple[StageRecord, bool]:
         sdir = self.root / stage.name
         (sdir / DONE).unlink(missing_ok=True)  # first: from here on the stage is not done
-        marker = read_json(sdir / MARKER)
-        resume = (
-            stage.resumable and reason == "not done" and isinstance(marker, dict) and marker.get("fingerprint") == fp
-        )
+        resume = stage.resumable and reason == INTERRUPTED
         if not resume and sdir.exists():
             shutil.rmtree(sdir)
         sdir.mkdir(parents=True, exist_ok=True)

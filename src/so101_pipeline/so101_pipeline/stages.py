@@ -10,7 +10,8 @@ need the later ones): results hold counts and paths relative to the output root.
 - ``dataset``: ``so101_dataset.build.build_dataset`` (render + LeRobot v3.0, v2.1, bags, report).
 - ``train``: ``so101_policy.train.train_policy`` (ACT; resumes from its last checkpoint).
 - ``eval``: ``so101_policy.evaluate.evaluate_policy`` (episodes in the twin; Wilson interval).
-- ``report``: ``report/index.html`` linking the dataset and evaluation reports.
+- ``report``: ``report/index.html`` (:mod:`.report`), with the run's options ``profile`` (the config file) and
+  ``mlflow`` (the pipeline run's ``uri``, ``experiment_id``, ``run_id``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .config import PipelineConfig, SeedsSection
 from .errors import StageDependencyError, StageError
 from .fingerprint import hash_file, hash_json
 from .isolation import die_with_parent
-from .report import write_report
+from .report import ReportContext, write_report
 from .runner import ProgressFn, Stage, StageContext, StageRecord
 
 POLL_S = 0.5
@@ -285,7 +286,14 @@ def run_eval(ctx: StageContext) -> dict[str, Any]:
 
 
 def run_report(ctx: StageContext) -> dict[str, Any]:
-    page = write_report(ctx.out_dir / "index.html", ctx.root, dict(ctx.inputs))
+    tracking = ctx.options.get("mlflow") or {}
+    context = ReportContext(
+        profile=str(ctx.options.get("profile", "")),
+        mlflow_uri=str(tracking.get("uri", "")),
+        mlflow_experiment_id=str(tracking.get("experiment_id", "")),
+        mlflow_run_id=str(tracking.get("run_id", "")),
+    )
+    page = write_report(ctx.out_dir / "index.html", ctx.root, dict(ctx.inputs), context)
     ctx.progress(1, 1, "written")
     return {"html": _rel(ctx, page)}
 

@@ -13,8 +13,20 @@ from pathlib import Path
 
 import pipeline_toy_stages as toy
 import pytest
+from so101_pipeline.atomic import write_json
 from so101_pipeline.errors import PipelineError, StageError
-from so101_pipeline.runner import DONE, MARKER, Runner, Stage, StageContext
+from so101_pipeline.runner import (
+    CHANGED,
+    DONE,
+    INTERRUPTED,
+    MARKER,
+    NO_OUTPUT,
+    UNCHANGED,
+    UNFINISHED,
+    Runner,
+    Stage,
+    StageContext,
+)
 
 
 def _run(root: Path, **kw: object) -> dict[str, bool]:
@@ -70,6 +82,22 @@ def test_stage_error_leaves_no_done_and_resumes(tmp_path: Path) -> None:
     assert not (tmp_path / "flaky" / DONE).exists() and (tmp_path / "flaky" / MARKER).exists()
     result = runner.run()
     assert calls == [False, True] and result.stages[0].resumed and result.record("flaky").results == {"parts": 2}
+    assert result.stages[0].reason == INTERRUPTED
+
+
+def test_every_stage_says_why_it_ran_or_was_skipped(tmp_path: Path) -> None:
+    def why(**kw: object) -> dict[str, tuple[str, str]]:
+        stages = Runner(tmp_path, toy.stages(), toy.sections(**kw)).run().stages  # type: ignore[arg-type]
+        return {s.name: ("skipped" if s.skipped else "resumed" if s.resumed else "ran", s.reason) for s in stages}
+
+    assert why() == {"make": ("ran", NO_OUTPUT), "total": ("ran", NO_OUTPUT), "report": ("ran", NO_OUTPUT)}
+    assert why() == {name: ("skipped", UNCHANGED) for name in ("make", "total", "report")}
+    assert why(total_delay_s=0.001) == {
+        "make": ("skipped", UNCHANGED), "total": ("ran", CHANGED), "report": ("ran", "upstream re-ran: total")
+    }  # fmt: skip
+    (tmp_path / "make" / DONE).unlink()  # as a run of other inputs leaves it when killed
+    write_json(tmp_path / "make" / MARKER, {"stage": "make", "fingerprint": "another"})
+    assert why(total_delay_s=0.001)["make"] == ("ran", UNFINISHED)
 
 
 def test_bad_stage_graphs_are_refused(tmp_path: Path) -> None:
@@ -134,11 +162,11 @@ def test_volatile_keys_do_not_change_the_fingerprint(tmp_path: Path) -> None:
 
 def test_plan_says_what_a_run_would_do_without_running(tmp_path: Path) -> None:
     runner = Runner(tmp_path, toy.stages(), toy.sections())
-    assert [why for _, why in runner.plan()] == ["not done", "upstream re-runs: make", "upstream re-runs: total"]
+    assert [why for _, why in runner.plan()] == ["no output yet", "upstream re-runs: make", "upstream re-runs: total"]
     runner.run()
     assert [why for _, why in runner.plan()] == ["skip", "skip", "skip"]
     shutil.rmtree(tmp_path / "total")
-    assert runner.plan() == [("make", "skip"), ("total", "not done"), ("report", "upstream re-runs: total")]
+    assert runner.plan() == [("make", "skip"), ("total", "no output yet"), ("report", "upstream re-runs: total")]
     assert toy.runs(tmp_path) == ["make fresh", "total fresh", "report fresh"]
 
 

@@ -104,9 +104,10 @@ class EvalConfig:
     time; ``horizon`` actions per chunk are executed (16 sim), a new chunk every ``replan_steps`` (0 = horizon /
     2); ``blend_alpha``: EMA weight of the newer chunk; ``real_time_factor`` speeds sim and policy node up
     together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
-    number of episodes with an MP4 and a tracking plot (the first K). FRAME references (DTW, ATE, RTE, action
-    MSE) are the scripted expert's rollouts on the same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g.
-    ``wide``), "" = the base ranges; ``graphs``: evaluation graphs run side by side, the seeds split between them.
+    number of episodes with an MP4 and a tracking plot (the first K, then the first success and the first failure
+    after them; 0: none). FRAME references (DTW, ATE, RTE, action MSE) are the scripted expert's rollouts on the
+    same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g. ``wide``), "" = the base ranges; ``graphs``:
+    evaluation graphs run side by side, the seeds split between them.
     """
 
     episodes: int = 50

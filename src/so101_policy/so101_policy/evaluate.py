@@ -7,8 +7,9 @@ resets the twin with seed ``seed + i`` (same seed → same scene), starts the po
 ``episode_s`` of sim time (:mod:`.monitor`). Success is judged by our detector and by the upstream workshop rule;
 rates carry Wilson 95 % intervals. FRAME metrics compare the run with the scripted expert's rollout on the same
 seed (the reference), see :mod:`.metrics`. Episodes already in ``<out>/episodes.jsonl`` are skipped (resume).
-Outputs: ``episodes.jsonl``, ``results.json``, ``report.html`` with tracking plots and videos (first K), and an
-MLflow run (local sqlite store in ``<out>`` by default).
+Each failed episode gets a reason (:mod:`.outcome`). Outputs: ``episodes.jsonl``, ``results.json``,
+``report.html`` with tracking plots and videos (the first ``videos`` episodes, then the first success and the first
+failure beyond them, see :func:`video_wanted`), and an MLflow run (local sqlite store in ``<out>`` by default).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
 from .metrics import aggregate, frame_metrics, wilson_interval
+from .outcome import failure_reason
 from .processes import Child, child_env, free_port, python_module, ros_args
 from .sim_env import make_twin
 
@@ -82,15 +84,17 @@ def evaluate_policy(checkpoint_dir: Path, out_dir: Path, config: EvalConfig) -> 
     return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config)
 
 
-def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor_has_workshop: bool) -> dict[str, Any]:
+def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor: Any) -> dict[str, Any]:
     arrays = log.arrays()
     steps = len(arrays["t"])
+    success = log.success_step >= 0
     out: dict[str, Any] = {
         "seed": log.seed,
         "steps": steps,
         "duration_s": float(arrays["t"][-1]) if steps else 0.0,
-        "success": log.success_step >= 0,
-        "workshop_success": (log.workshop_step >= 0) if monitor_has_workshop else None,
+        "success": success,
+        "workshop_success": (log.workshop_step >= 0) if monitor.workshop is not None else None,
+        "failure": failure_reason(arrays, success, monitor.task, monitor.twin.config.rack),
         "success_step": log.success_step,
         "workshop_step": log.workshop_step,
         "holds": sum(1 for s in log.policy_status if s.startswith("holding")),
@@ -116,6 +120,23 @@ def _expert_reference(seed: int, randomize: bool, dr_profile: str) -> dict[str, 
     except SimError:
         return None
     return {"q": rec.joint_positions, "actions": rec.actions, "success": np.array(rec.success)}
+
+
+def _videos_of(rows: list[dict[str, Any]]) -> set[bool]:
+    """The outcomes (success True/False) that already have a video."""
+    return {bool(r["success"]) for r in rows if r.get("video")}
+
+
+def video_wanted(index: int, rows: list[dict[str, Any]], videos: int) -> bool:
+    """Whether episode ``index`` records frames: the first ``videos`` episodes do, and after them every episode
+    until one success and one failure have a video (``rows``: the episodes before it); none when ``videos`` is 0."""
+    return videos > 0 and (index < videos or len(_videos_of(rows)) < 2)
+
+
+def video_kept(index: int, success: bool, rows: list[dict[str, Any]], videos: int) -> bool:
+    """Whether a recorded episode keeps its video and tracking plot: one of the first ``videos``, or the first
+    of its outcome."""
+    return index < videos or success not in _videos_of(rows)
 
 
 def _done_episodes(path: Path) -> dict[int, dict[str, Any]]:
@@ -256,7 +277,7 @@ def run_episodes(
                 for child in children:
                     if not child.alive():
                         raise PolicyError(f"{child.name} died: {child.tail()}")
-                row = _run_episode(node, monitor, reset, start, stop, i, config, out_dir, rtf)
+                row = _run_episode(node, monitor, (reset, start, stop), i, rows, config, out_dir)
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()
                 rows.append(row)
@@ -292,8 +313,17 @@ def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:
 
 
 def _run_episode(
-    node: Any, monitor: Any, reset: Any, start: Any, stop: Any, index: int, cfg: EvalConfig, out_dir: Path, rtf: float
+    node: Any,
+    monitor: Any,
+    clients: tuple[Any, Any, Any],
+    index: int,
+    before: list[dict[str, Any]],
+    cfg: EvalConfig,
+    out_dir: Path,
 ) -> dict[str, Any]:
+    """One episode (``clients``: sim/reset, policy/start, policy/stop; ``before``: the episodes' rows so far)."""
+    reset, start, stop = clients
+    rtf = cfg.real_time_factor
     seed = cfg.seed + index
     trigger = node.message("std_srvs/srv/Trigger_Request")
     _call(stop, trigger, "policy/stop")
@@ -302,7 +332,8 @@ def _run_episode(
     deadline = time.monotonic() + 10.0
     while monitor.latest_stamp() <= stamp and time.monotonic() < deadline:  # a state from the new episode
         time.sleep(0.01)
-    monitor.begin(seed, record_frames=index < cfg.videos)
+    recorded = video_wanted(index, before, cfg.videos)
+    monitor.begin(seed, record_frames=recorded)
     time.sleep(0.3 / rtf)  # fresh images of the new scene before the first query
     _call(start, trigger, "policy/start")
     wall_deadline = time.monotonic() + cfg.episode_s / rtf * 3 + 30.0
@@ -319,10 +350,10 @@ def _run_episode(
     _call(stop, trigger, "policy/stop")
     log = monitor.end()
     reference = _expert_reference(seed, cfg.randomize, cfg.dr_profile)
-    row = _episode_summary(log, reference, monitor.workshop is not None)
+    row = _episode_summary(log, reference, monitor)
     row["index"] = index
     row["reference_success"] = bool(reference["success"]) if reference is not None else None
-    if index < cfg.videos:
+    if recorded and video_kept(index, row["success"], before, cfg.videos):
         arrays = log.arrays()
         row["plot"] = report.tracking_plot(
             arrays["t"], arrays["q"], arrays["cmd"], out_dir / f"tracking_{index:03d}.png"

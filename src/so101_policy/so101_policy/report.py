@@ -117,7 +117,9 @@ def write_html(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) 
         "</tr>",
         *[f"<tr><td>{html.escape(k)}</td><td>{_fmt(s['metrics'][k])}</td></tr>" for k in metric_keys],
         "</table><h2>Episodes</h2><table><tr><th>#</th><th>seed</th><th>success</th><th>workshop</th>"
-        "<th>sim s</th><th>holds</th>" + "".join(f"<th>{k}</th>" for k in per_ep_keys) + "<th>figures</th></tr>",
+        "<th>why it failed</th><th>sim s</th><th>holds</th>"
+        + "".join(f"<th>{k}</th>" for k in per_ep_keys)
+        + "<th>figures</th></tr>",
     ]
     for r in rows:
         m = r.get("metrics", {})
@@ -129,7 +131,8 @@ def write_html(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) 
         cls = "ok" if r["success"] else "bad"
         parts.append(
             f"<tr><td>{r['index']}</td><td>{r['seed']}</td><td class='{cls}'>{_fmt(r['success'])}</td>"
-            f"<td>{_fmt(r.get('workshop_success'))}</td><td>{_fmt(r['duration_s'])}</td><td>{r.get('holds', 0)}</td>"
+            f"<td>{_fmt(r.get('workshop_success'))}</td><td>{_fmt(r.get('failure'))}</td>"
+            f"<td>{_fmt(r['duration_s'])}</td><td>{r.get('holds', 0)}</td>"
             + "".join(f"<td>{_fmt(m.get(k))}</td>" for k in per_ep_keys)
             + f"<td>{' '.join(links)}</td></tr>"
         )

@@ -1,6 +1,7 @@
 """Evaluation through the real graph (router, sim node, policy node and policy server as processes): a policy
-that replays a kept demo's actions succeeds on that demo's scene; one that never closes the gripper scores 0
-and leaves a near-zero gripper error (it moves but does not grasp); the fast evaluator agrees on both."""
+that replays a kept demo's actions succeeds on that demo's scene; one that never closes the gripper scores 0,
+says it never grasped the vial, and leaves a near-zero gripper error (it moves but does not grasp); the fast
+evaluator agrees on both."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from so101_core.lerobot_units import to_lerobot
 from so101_policy.config import EvalConfig
 from so101_policy.evaluate import PolicySpec, run_evaluation
 from so101_policy.fast_eval import run_fast_evaluation
+from so101_policy.outcome import NEVER_GRASPED
 from so101_policy.replay_policy import ReplayPolicy
 
 SEED = 7
@@ -59,7 +61,7 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
     assert result.episodes == 1 and result.successes == 1, (tmp_path / "replay" / "episodes.jsonl").read_text()
     assert result.success_rate == 1.0 and result.wilson_high == 1.0 and 0 < result.wilson_low < 1
     row = json.loads((tmp_path / "replay" / "episodes.jsonl").read_text().splitlines()[0])
-    assert row["reference_success"] is True
+    assert row["reference_success"] is True and row["failure"] is None
     m = row["metrics"]
     # the reference is the scripted expert's rollout of the same seed, which may place in another free slot than
     # the demo did: nDTW is only asserted to be a proper similarity here (its value is tested in test_metrics)
@@ -80,8 +82,7 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
     two = dataclasses.replace(config(8.0), episodes=2, graphs=2)
     result = run_evaluation(open_hand, tmp_path / "open", two)
     assert result.episodes == 2 and result.successes == 0 and result.success_rate == 0.0 and result.wilson_low == 0.0
-    merged = json.loads((tmp_path / "open" / "results.json").read_text())
-    assert merged["episodes"] == 2
+    assert json.loads((tmp_path / "open" / "results.json").read_text())["episodes"] == 2
     for k, seed in ((0, SEED), (1, SEED + 1)):
         graph_row = json.loads((tmp_path / "open" / f"graph_{k}" / "episodes.jsonl").read_text().splitlines()[0])
         assert graph_row["seed"] == seed
@@ -90,7 +91,9 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
         replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",), gripper_override=grip)
         fast = run_fast_evaluation(replay, tmp_path / "fast", config(seconds), ("top",), (32, 24), envs=1)
         assert (fast.episodes, fast.successes, fast.workshop_successes) == (1, want, want)
-    m = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])["metrics"]
+    failed = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
+    assert failed["failure"] == NEVER_GRASPED and "never grasped" in result.report_html.read_text()
+    m = failed["metrics"]
     # what is left is the jaws' first move from home to the opening, which the replayed demo has too
     assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]
     assert m["path_length"] > 0.5  # it moved

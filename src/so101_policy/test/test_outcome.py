@@ -1,0 +1,73 @@
+"""Why an episode failed, judged on a real trajectory: the scripted expert's successful episode in the twin, cut
+before the grasp, while carrying, and at its end (placed, released, but judged a failure); the jaw contacts are
+recomputed in a twin from the recorded poses as the evaluator does. And which episodes keep a video."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from so101_policy.evaluate import video_kept, video_wanted
+
+from so101_policy import outcome
+
+
+@pytest.fixture(scope="module")
+def episode() -> tuple[dict[str, npt.NDArray[Any]], Any, Any]:
+    """The expert's episode on the nominal scene as the evaluator's arrays, and the task and rack configs."""
+    from so101_core.sim.config import load_sim_config, load_task_config
+    from so101_core.sim.randomization import DRConfig
+    from so101_core.sim.rollout import run_scripted_episode
+    from so101_core.sim.twin import Twin
+
+    with Twin(load_sim_config(), DRConfig.disabled()) as twin:
+        rec = run_scripted_episode(twin, 7, record=True)
+        assert rec.success
+        jaws = []
+        for q, vial, rack in zip(rec.joint_positions, rec.vial_poses, rec.rack_poses, strict=True):
+            twin.set_object_pose("rack", (rack[:3], rack[3:]))
+            twin.set_object_pose("vial", (vial[:3], vial[3:]))
+            twin.set_joint_positions(q)
+            jaws.append(twin.jaw_contacts().both)
+        rack_config = twin.config.rack
+    arrays = {"vial": rec.vial_poses, "rack": rec.rack_poses, "both_jaws": np.array(jaws)}
+    return arrays, load_task_config(), rack_config
+
+
+def _upto(arrays: dict[str, npt.NDArray[Any]], end: int) -> dict[str, npt.NDArray[Any]]:
+    return {k: v[:end] for k, v in arrays.items()}
+
+
+def test_failure_reasons_along_a_real_episode(episode: tuple[dict[str, npt.NDArray[Any]], Any, Any]) -> None:
+    arrays, task, rack = episode
+    held = np.flatnonzero(arrays["both_jaws"])
+    assert len(held) > 10, "the expert grasps the vial"
+    why = lambda a: outcome.failure_reason(a, False, task, rack)  # noqa: E731
+    assert outcome.failure_reason(arrays, True, task, rack) is None
+    assert why(_upto(arrays, held[0])) == outcome.NEVER_GRASPED
+    assert why(_upto(arrays, held[0] + 5)) == outcome.CARRYING
+    assert why(arrays) == outcome.PLACED_SHORT  # placed and released: a failure only if the detector did not fire
+    released = {k: v.copy() for k, v in _upto(arrays, held[0] + 5).items()}
+    released["both_jaws"][-1] = False  # let go mid-carry
+    assert why(released) == outcome.RELEASED_ELSEWHERE
+    still_held = {k: v.copy() for k, v in arrays.items()}
+    still_held["both_jaws"][-1] = True
+    assert why(still_held) == outcome.PLACED_HELD
+    assert why(_upto(arrays, 0)) == outcome.NO_STEPS
+
+
+def test_the_first_success_and_failure_after_the_first_episodes_keep_a_video() -> None:
+    rows: list[dict[str, Any]] = []
+    kept = []
+    for index, success in enumerate([False, False, False, True, True, False]):
+        if video_wanted(index, rows, 2) and video_kept(index, success, rows, 2):
+            kept.append(index)
+            rows.append({"success": success, "video": f"episode_{index:03d}.mp4"})
+        else:
+            rows.append({"success": success})
+        if index == 4:
+            assert not video_wanted(5, rows, 2)  # both outcomes have one: no more frames recorded
+    assert kept == [0, 1, 3]
+    assert not video_wanted(0, [], 0)
