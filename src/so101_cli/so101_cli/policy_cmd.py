@@ -13,6 +13,23 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
+def with_settings(cfg: Any, sets: list[str], root: str) -> Any:
+    """``cfg`` (a config dataclass) with ``field=value`` settings (values as YAML), validated as the file is."""
+    import yaml
+    from so101_policy.config import parse_config
+    from so101_policy.errors import ConfigError
+
+    if not sets:
+        return cfg
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects field=value, got {item!r}")
+        values[key.strip()] = yaml.safe_load(raw)
+    return parse_config(type(cfg), values, root)
+
+
 def _fail(console: Console, exc: Exception) -> None:
     console.print(f"[red]error:[/red] {exc}")
     raise typer.Exit(2) from None
@@ -108,6 +125,7 @@ def evaluate(
     real: Path | None = typer.Option(None, "--real", help="sim-vs-real table (YAML: conditions, bags, labels)"),
     dr_profile: str | None = typer.Option(None, "--dr-profile", help="dr.yaml profile, e.g. wide"),
     fast: bool = typer.Option(False, "--fast", help="vectorized twin environments, batched policy (development)"),
+    sets: list[str] = typer.Option([], "--set", help="eval.yaml field=value (YAML value), e.g. --set graphs=4"),
     envs: int = typer.Option(0, "--envs", min=0, help="--fast: environments at a time (0 = one per CPU core)"),
 ) -> None:
     """Evaluate in the twin through the real graph: success (ours + workshop rule, Wilson 95 %), FRAME metrics,
@@ -124,6 +142,7 @@ def evaluate(
         overrides["real_time_factor"] = real_time_factor
         overrides["dr_profile"] = dr_profile
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+        cfg = with_settings(cfg, sets, "eval")
         spec = checkpoint_spec(checkpoint, cfg.device)
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)

@@ -2,15 +2,18 @@
 
 A sweep file names the runs as overrides of the training config and, optionally, the evaluation that scores them::
 
-    runs:                      # name: train.yaml fields to change
+    base: {batch_size: 512, use_amp: true}   # train.yaml fields every run changes (optional)
+    runs:                      # name: train.yaml fields this run changes (over base)
       frozen: {backbone_norm: frozen}
       batch: {backbone_norm: batch}
     eval: {episodes: 50, dr_profile: wide}   # eval.yaml fields to change for the scoring (optional)
 
 Each run trains in its own process (``so101 train``, so a GPU is shared by K processes at once, and each
-resumes by itself after a crash) into ``<out>/<name>/``; once all have finished their steps (or stopped at
-their time limit), each final checkpoint is scored with :func:`~.fast_eval.evaluate_checkpoint_fast` into
+resumes by itself after a crash) into ``<out>/<name>/``; once all have finished their steps, each final
+checkpoint is scored with :func:`~.fast_eval.evaluate_checkpoint_fast` into
 ``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs by success rate (then the workshop rule's).
+When a run stopped at its time limit (``--time-limit``: a slice of a time-limited job) nothing is scored and
+``sweep.json`` says ``complete: false``: the same command resumes every run.
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
-    if not isinstance(data, dict) or set(data) - {"runs", "eval"}:
-        raise ConfigError(
-            f"{path}: expected the keys runs (and eval), got {sorted(data) if isinstance(data, dict) else data!r}"
-        )
+    if not isinstance(data, dict) or set(data) - {"base", "runs", "eval"}:
+        got = sorted(data) if isinstance(data, dict) else data
+        raise ConfigError(f"{path}: expected the keys runs (and base, eval), got {got!r}")
+    shared = data.get("base") or {}
+    if not isinstance(shared, dict):
+        raise ConfigError(f"{path}: base must be a mapping of train fields")
     runs_raw = data.get("runs")
     if not isinstance(runs_raw, dict) or not runs_raw:
         raise ConfigError(f"{path}: runs must name at least one run (name: {{field: value}})")
@@ -58,8 +63,8 @@ def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
             raise ConfigError(f"{path}: run name {name!r} must be letters, digits, - or _")
         if not isinstance(over, dict):
             raise ConfigError(f"{path}: runs.{name} must be a mapping of train fields")
-        runs[name] = parse_config(TrainConfig, {**_plain(base), **over}, f"sweep.runs.{name}")
-        changes[name] = dict(over)
+        runs[name] = parse_config(TrainConfig, {**_plain(base), **shared, **over}, f"sweep.runs.{name}")
+        changes[name] = {**shared, **over}
     evaluation = parse_config(EvalConfig, {**_plain(base_eval), **(data.get("eval") or {})}, "sweep.eval")
     return Sweep(runs, evaluation, changes)
 
@@ -96,20 +101,25 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
     train_wall = time.perf_counter() - t0
     if failed:
         raise PolicyError("sweep runs failed: " + ", ".join(failed))
+    trained = {name: json.loads((out_dir / name / "train_result.json").read_text()) for name in sweep.runs}
+    if any(trained[name]["steps"] < cfg.steps for name, cfg in sweep.runs.items()):
+        partial = {"complete": False, "steps": {k: v["steps"] for k, v in trained.items()}, "train_wall_s": train_wall}
+        (out_dir / "sweep.json").write_text(json.dumps(partial, indent=2), encoding="utf-8")
+        return []
     from .fast_eval import evaluate_checkpoint_fast
 
     rows = []
     for name in sweep.runs:
         run_dir = out_dir / name
-        trained = json.loads((run_dir / "train_result.json").read_text(encoding="utf-8"))
         result = evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
         rows.append(
             {
                 "run": name,
                 "changes": sweep.changes[name],
-                "steps": trained["steps"],
-                "final_loss": trained["final_loss"],
-                "samples_per_s": trained["samples_per_s"],
+                "steps": trained[name]["steps"],
+                "final_loss": trained[name]["final_loss"],
+                "samples_per_s": trained[name]["samples_per_s"],
+                "cold_start_s": trained[name]["cold_start_s"],
                 "success_rate": result.success_rate,
                 "wilson_95": [result.wilson_low, result.wilson_high],
                 "workshop_rate": result.workshop_rate,
@@ -118,6 +128,7 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
             }
         )
     rows.sort(key=lambda r: (-r["success_rate"], -r["workshop_rate"]))
-    summary = {"dataset": str(dataset), "runs": rows, "train_wall_s": train_wall, "eval": _plain(sweep.eval)}
+    summary = {"complete": True, "dataset": str(dataset), "runs": rows, "train_wall_s": train_wall,
+               "eval": _plain(sweep.eval)}  # fmt: skip
     (out_dir / "sweep.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return rows
