@@ -119,7 +119,9 @@ def run_fast_evaluation(
     as the policy node)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_env = max(1, min(envs or os.cpu_count() or 1, config.episodes))
+    most = max(1, min(envs or os.cpu_count() or 1, config.episodes))
+    waves = -(-config.episodes // most)
+    n_env = -(-config.episodes // waves)  # equal waves: 50 episodes on 16 cores run as 4 waves of 13
     horizon = config.horizon
     replan = config.replan_steps or max(1, horizon // 2)
     limits = ChunkLimits.from_config(load_policy_config())

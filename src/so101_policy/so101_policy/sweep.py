@@ -38,7 +38,7 @@ class Sweep:
 
     runs: dict[str, TrainConfig]
     eval: EvalConfig
-    changes: dict[str, dict[str, Any]]  # name → the fields the sweep file sets
+    changes: dict[str, dict[str, Any]]  # name → the fields the run sets over the shared base
 
 
 def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
@@ -64,7 +64,7 @@ def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
         if not isinstance(over, dict):
             raise ConfigError(f"{path}: runs.{name} must be a mapping of train fields")
         runs[name] = parse_config(TrainConfig, {**_plain(base), **shared, **over}, f"sweep.runs.{name}")
-        changes[name] = {**shared, **over}
+        changes[name] = dict(over)
     evaluation = parse_config(EvalConfig, {**_plain(base_eval), **(data.get("eval") or {})}, "sweep.eval")
     return Sweep(runs, evaluation, changes)
 

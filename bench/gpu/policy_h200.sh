@@ -1,0 +1,127 @@
+#!/bin/bash
+# The policy on one H200 machine (issue 23's figures), as product commands, in slices of a time-limited job:
+#   1. five scripted seeds through the graph (`so101 seeds record --scripted`);
+#   2. SkillGen, wide DR, local processes (`so101 skillgen generate`);
+#   3. the rendered frames: dataset units at 3 x 160x120 keeping their renders (`so101 dataset render`,
+#      render.keep_frames), which training reads without a video round trip;
+#   4. the sweep: bench/gpu/policy_sweep.yaml's runs side by side, each scored by the fast evaluator
+#      (`so101 train --sweep`);
+#   5. execution variants (horizon, blend weight, replan interval) of the best run in the fast evaluator;
+#   6. the graph evaluation of the best run and variant: 50 episodes, GRAPHS graphs side by side (`so101 eval`);
+#   7. `so101 bench policy` (inference at 3 x 640x480, loop jitter) → bench/results/policy_h200.json.
+# Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
+# SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
+# Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+RUN=${RUN:-/tmp/policy_run}
+DEMOS=${DEMOS:-240}
+WORKERS=${WORKERS:-$(nproc)}
+GRAPHS=${GRAPHS:-4}
+EPISODES=${EPISODES:-50} EPISODE_S=${EPISODE_S:-20}
+SWEEP=${SWEEP:-bench/gpu/policy_sweep.yaml}
+WIDTH=${WIDTH:-160} HEIGHT=${HEIGHT:-120}
+DEVICE=${DEVICE:-cuda}
+FULL=${FULL---full-resolution}  # FULL= (empty) on a CPU: no 3 x 640x480 latency
+START=$(date +%s)
+DEADLINE=$((START + ${SO101_SLICE_S:-100000}))
+left() { echo $((DEADLINE - $(date +%s))); }
+for d in .whl .whl_b; do  # wheels carried by the device tool (bench/README.md), installed once per machine
+  if compgen -G "$d/*.whl" >/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$d"/*.whl
+  fi
+done
+if compgen -G ".gl/*.deb" >/dev/null; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+export PYTHONPATH=$(ls -d "$PWD"/src/*/ | paste -sd:):${PYTHONPATH:-}
+export NODEGRAPH_INTERFACE_PATH=$PWD/src/so101_msgs MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1
+export PYTHONUNBUFFERED=1 SO101_MACHINE=${SO101_MACHINE:-device machine (nvidia-h200)}
+[ -n "${OUT:-}" ] && export SO101_BENCH_RESULTS=$OUT
+so101() { "$PY" -m so101_cli "$@"; }
+mkdir -p "$RUN"
+stamp() { echo "== $1: $(( $(date +%s) - START )) s into this call, $(left) s left" | tee -a "$RUN/times.log"; }
+need() { [ "$(left)" -ge "$1" ] || { echo "policy_h200: slice ends ($(left) s left, $2 needs $1): run again"; exit 0; }; }
+
+if [ ! -f "$RUN/.seeds" ]; then
+  need 90 seeds; stamp seeds
+  so101 seeds record --scripted -n 5 --out "$RUN/seeds" --real-time-factor 3 --service-timeout 120
+  touch "$RUN/.seeds"
+fi
+if [ ! -f "$RUN/.skillgen" ]; then
+  need 150 skillgen; stamp skillgen
+  so101 skillgen generate --seeds "$RUN/seeds" -n "$DEMOS" --out "$RUN/demos" --workers "$WORKERS" \
+    --executor local --dr-profile wide
+  touch "$RUN/.skillgen"
+fi
+if [ ! -f "$RUN/.render" ]; then
+  need 150 render; stamp render
+  sed -e 's/^  keep_frames: false/  keep_frames: true/' -e 's/^  gl: auto/  gl: egl/' config/dataset.yaml \
+    > "$RUN/dataset.yaml"
+  so101 dataset render --demos "$RUN/demos" --out "$RUN/dataset" --config "$RUN/dataset.yaml" \
+    --width "$WIDTH" --height "$HEIGHT" --workers "$WORKERS"
+  touch "$RUN/.render"
+fi
+if [ ! -f "$RUN/sweep/sweep.json" ] || grep -q '"complete": false' "$RUN/sweep/sweep.json"; then
+  need 120 sweep; stamp sweep
+  # the runs stop in time for their final checkpoint; scoring waits for a slice in which every run finished
+  so101 train --sweep "$SWEEP" --dataset "$RUN/dataset" --out "$RUN/sweep" \
+    --time-limit $(( $(left) - 45 )) --envs "$WORKERS" > "$RUN/sweep.out"
+  grep -q '"complete": false' "$RUN/sweep/sweep.json" && { echo "policy_h200: training continues next call"; exit 0; }
+fi
+BEST=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['run'])" "$RUN/sweep/sweep.json")
+CKPT=$RUN/sweep/$BEST
+for variant in "16 0.2 8" "16 1.0 8" "16 0.5 4" "32 0.5 8"; do
+  read -r H A R <<<"$variant"; dir=$RUN/fast/h${H}_a${A}_r${R}
+  [ -f "$dir/fast_results.json" ] && continue
+  need 100 "fast variant $variant"; stamp "fast eval h=$H alpha=$A replan=$R"
+  so101 eval --fast --checkpoint "$CKPT" -n "$EPISODES" --out "$dir" --envs "$WORKERS" --set dr_profile=wide \
+    --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set device="$DEVICE" \
+    --set episode_s="$EPISODE_S"
+done
+CHOICE=$("$PY" - "$RUN/fast" <<'PYEOF'
+import json, pathlib, sys
+rows = [(json.loads(p.read_text()), p.parent.name) for p in pathlib.Path(sys.argv[1]).glob("*/fast_results.json")]
+best = max(rows, key=lambda r: (r[0]["success_rate"], r[0]["workshop_rate"]))[0]["config"]
+print(best["horizon"], best["blend_alpha"], best["replan_steps"])
+PYEOF
+)
+read -r H A R <<<"$CHOICE"
+if [ ! -f "$RUN/graph/results.json" ]; then
+  need 240 "graph evaluation"; stamp "graph evaluation h=$H alpha=$A replan=$R"
+  so101 eval --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/graph" --set graphs="$GRAPHS" --set real_time_factor=2 \
+    --set dr_profile=wide --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set device="$DEVICE" \
+    --set videos=2 --set episode_s="$EPISODE_S"
+fi
+need 120 "bench policy"; stamp "bench policy"
+# shellcheck disable=SC2086
+so101 bench policy --checkpoint "$CKPT" $FULL --device "$DEVICE" --calls 100 --jitter-seconds 8 \
+  --train-result "$CKPT/train_result.json" --eval-results "$RUN/graph/results.json" --demos "$DEMOS" --label h200
+"$PY" - "$RUN" "${SO101_BENCH_RESULTS:-bench/results}/policy_h200.json" <<'PYEOF'
+import hashlib, json, pathlib, sys
+run, path = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+out = json.loads(path.read_text())
+sweep = json.loads((run / "sweep" / "sweep.json").read_text())
+best = sweep["runs"][0]
+fast = {p.parent.name: json.loads(p.read_text()) for p in (run / "fast").glob("*/fast_results.json")}
+graph = json.loads((run / "graph" / "results.json").read_text())
+recipe = (run / "sweep" / best["run"] / "train.yaml").read_text()
+out.update({
+    "workshop_success_rate": graph["workshop_rate"], "wilson_low": graph["wilson_95"][0],
+    "wilson_high": graph["wilson_95"][1], "episodes": graph["episodes"], "graph_eval": graph["config"],
+    "train_wall_s": sweep["train_wall_s"], "sweep": sweep["runs"], "recipe": best["run"],
+    "recipe_config_hash": hashlib.sha256(recipe.encode()).hexdigest()[:16], "recipe_config": recipe,
+    "fast_eval": {k: {x: v[x] for x in ("success_rate", "wilson_95", "workshop_rate", "episodes_per_min", "config")}
+                  for k, v in fast.items()},
+    "fast_eval_episodes_per_min": max(v["episodes_per_min"] for v in fast.values()),
+    "command": "bench/gpu/policy_h200.sh (bench/gpu/policy_sweep.yaml)",
+})
+path.write_text(json.dumps(out, indent=2) + "\n")
+print(json.dumps({k: out[k] for k in ("sim_success_rate", "workshop_success_rate", "wilson_low", "episodes",
+                                      "train_samples_per_s", "fast_eval_episodes_per_min", "inference_ms_p99")}))
+PYEOF
+for f in times.log sweep/sweep.json graph/results.json graph/report.html; do
+  [ -n "${OUT:-}" ] && [ -f "$RUN/$f" ] && cp "$RUN/$f" "$OUT/$(echo "$f" | tr / _)"
+done
+echo "policy_h200: done"
