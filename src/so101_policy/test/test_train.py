@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -188,3 +189,23 @@ def test_both_data_sources_train(dataset: Path, tmp_path: Path) -> None:
         run_id = (tmp_path / name / "mlflow_run_id").read_text().strip()
         sources[name] = mlflow.get_run(run_id).data.params["data_source"]
     assert sources == {"stream": "dataloader", "memory": "memory"}, json.dumps(sources)
+
+
+def test_a_time_limit_stops_with_a_checkpoint_of_the_last_step_and_resumes_on_schedule(
+    dataset: Path, tmp_path: Path
+) -> None:
+    import json
+
+    cfg = TrainConfig(steps=10_000, save_freq=10_000, lr_schedule="cosine", warmup_steps=3, time_limit_s=6.0, **TINY)
+    first = train_policy(dataset, tmp_path / "run", cfg)
+    assert 0 < first.steps < 10_000  # stopped by the limit, not by the step count
+    assert (
+        first.checkpoint_dir == last_checkpoint(tmp_path / "run") and first.checkpoint_dir.name == f"{first.steps:06d}"
+    )
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert lines[-1] == {"step": first.steps, "stopped_by_time_limit": 1.0}
+    # the schedule is by step: warm-up, then cosine towards 0 at step 10,000 (the resumed run continues it)
+    lrs = [x["lr"] for x in lines if "lr" in x]
+    assert lrs[0] < TINY["lr"] and max(lrs) <= TINY["lr"]
+    again = train_policy(dataset, tmp_path / "run", dataclasses.replace(cfg, steps=first.steps + 4, time_limit_s=0.0))
+    assert again.resumed_from == first.steps and again.steps == first.steps + 4
