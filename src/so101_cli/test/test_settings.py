@@ -14,7 +14,7 @@ def test_settings_override_and_are_validated() -> None:
     assert with_settings(cfg, [], "eval") is cfg
     with pytest.raises(ConfigError, match="graphs"):
         with_settings(EvalConfig(), ["graphs=0"], "eval")
-    with pytest.raises(ConfigError, match="eval.nope"):
+    with pytest.raises(ConfigError, match=r"eval\.nope"):
         with_settings(EvalConfig(), ["nope=1"], "eval")
     with pytest.raises(ConfigError, match="field=value"):
         with_settings(EvalConfig(), ["graphs"], "eval")
