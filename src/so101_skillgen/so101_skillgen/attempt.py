@@ -16,13 +16,14 @@ Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error a
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
 ``not_released`` (placed but still held), ``filter`` (the last step fails the geometric filter, a vial has
-left its slot, or stands in another slot than its episode's target), ``replay_mismatch`` (no smoothing of the
-commands, not even none, succeeds on replay).
+left its slot, stands in another slot than its episode's target, or a pre-filled vial no longer stands upright
+in its own slot), ``replay_mismatch`` (no smoothing of the commands, not even none, succeeds on replay).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -97,6 +98,7 @@ class AttemptOutcome:
     sources: list[dict[str, Any]] = field(default_factory=list)
     workshop: bool = False  # the upstream workshop's rule (sim.workshop_rule) held on the recorded rollout
     smoothing_window: int = 0  # Savitzky–Golay window of the kept commands (1: as executed; 0: not kept)
+    scene: dict[str, Any] = field(default_factory=dict)  # the episode's target slots and pre-filled slots
 
 
 class _Recorder:
@@ -459,7 +461,17 @@ class AttemptRunner:
 
     # ------------------------------------------------------------------ attempt
     def run(self, scene_seed: int, rng: np.random.Generator) -> AttemptOutcome:
-        """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest."""
+        """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest. The outcome's
+        ``scene`` names the episode's target slot(s) and pre-filled slots."""
+        outcome = self._run(scene_seed, rng)
+        ep = self.twin.episode
+        assert ep is not None
+        scene = {"target_slot": int(ep.target_slot), "prefilled": [int(v) for v in ep.prefilled]}
+        if len(ep.target_slots) > 1:
+            scene["target_slots"] = dict(zip(self.twin.vial_names, map(int, ep.target_slots), strict=True))
+        return dataclasses.replace(outcome, scene=scene)
+
+    def _run(self, scene_seed: int, rng: np.random.Generator) -> AttemptOutcome:
         tw, cfg = self.twin, self.cfg
         tw.reset(scene_seed)
         self.tracker.reset()  # the tracker's warm start must not carry over from another attempt
@@ -511,13 +523,17 @@ class AttemptRunner:
         return None
 
     def _unplaced(self, poses: dict[str, tuple[F64, F64]]) -> tuple[str, bool] | None:
-        """The first vial not in a slot (:func:`placed`) among ``poses`` (name → position (3,), quaternion (4,)),
-        and whether it still passes the geometric filter (upright near the rack); None when all are placed."""
-        rack, task = self.twin.config.rack, self.task
-        rp, rq = poses[RACK]
-        for name in self.twin.vial_names:
-            vp, vq = poses[name]
-            if not placed(vp, vq, rp, rq, rack, task):
+        """The first vial among ``poses`` (name → position (3,), quaternion (4,)) not upright in its target slot
+        (:func:`placed`; several vials: in a slot), else the first standing vial no longer upright in its own
+        slot, and whether it still passes the geometric filter (upright near the rack); None when all are."""
+        tw, task = self.twin, self.task
+        rack = tw.config.rack
+        state = tw.state_of(poses, (False,) * len(tw.vial_names))
+        rp, rq = state.rack
+        checks = [(name, *state.vials[i], state.target(i)) for i, name in enumerate(tw.vial_names)]
+        checks += [(name, p, q, slot) for name, ((p, q), slot) in zip(tw.standing_names, state.standing, strict=False)]
+        for name, vp, vq, slot in checks:
+            if not placed(vp, vq, rp, rq, rack, task, slot):
                 return name, bool(geometric_filter(vp, vq, rp, rack.top_height, task))
         return None
 

@@ -151,6 +151,7 @@ def _demo(
             "sources": outcome.sources,
             "workshop_rule": bool(outcome.workshop),
             "smoothing": {"window": outcome.smoothing_window, "order": cfg.smoothing.order, "joints": "arm"},
+            **outcome.scene,
         },
     )
 
@@ -308,7 +309,13 @@ def _failure(
         source="skillgen",
         seed=scene,
         control_hz=hz,
-        extra={"attempt": attempt, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail},
+        extra={
+            "attempt": attempt,
+            "scene_seed": scene,
+            "reason": outcome.reason,
+            "detail": outcome.detail,
+            **outcome.scene,
+        },
     )
     return record, demo
 
