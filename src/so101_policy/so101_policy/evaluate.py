@@ -85,6 +85,8 @@ def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor_
     steps = len(arrays["t"])
     out: dict[str, Any] = {
         "seed": log.seed,
+        "target_slot": log.target_slot,
+        "prefilled": list(log.prefilled),
         "steps": steps,
         "duration_s": float(arrays["t"][-1]) if steps else 0.0,
         "success": log.success_step >= 0,

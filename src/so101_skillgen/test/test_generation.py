@@ -13,7 +13,8 @@ from so101_core.seeds.format import SeedDemo, load_seed, save_seed
 from so101_core.sim.config import load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.scene import RACK, VIAL
-from so101_core.sim.task import SuccessDetector, geometric_filter
+from so101_core.sim.success import SuccessRules
+from so101_core.sim.task import geometric_filter
 from so101_core.sim.twin import Twin
 from so101_skillgen.config import SkillGenConfig, TrackingConfig, load_skillgen_config, parse_skillgen_config
 from so101_skillgen.errors import ResumeError, SkillGenConfigError, UnreachableRangeError
@@ -47,20 +48,20 @@ def generated(seed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _replay_succeeds(demo: SeedDemo, twin: Twin) -> bool:
-    """Replay the recorded commands from the recorded scene seed; success judged by the task detector."""
+    """Replay the recorded commands from the recorded scene seed; success judged by both rules (the vial upright
+    in the episode's target slot, the standing vials in theirs) and the last state's geometric filter."""
     task = load_task_config()
     assert demo.seed is not None
     twin.reset(demo.seed)
-    det = SuccessDetector(task, twin.config.rack)
+    rules = SuccessRules.of(task, twin.config)
     for a in demo.actions:
         twin.step(a)
-        p = twin.object_poses()
-        det.update(p[VIAL].position, p[VIAL].quaternion, p[RACK].position, p[RACK].quaternion, twin.jaw_contacts().both)
+        rules.update(twin.task_state())
     p = twin.object_poses()
     upright_in_rack = bool(
         geometric_filter(p[VIAL].position, p[VIAL].quaternion, p[RACK].position, twin.config.rack.top_height, task)
     )
-    return det.succeeded and upright_in_rack
+    return rules.succeeded and rules.workshop_succeeded and upright_in_rack
 
 
 def test_generated_demos_replay_to_success_in_a_fresh_twin(generated: Path) -> None:
@@ -76,7 +77,10 @@ def test_generated_demos_replay_to_success_in_a_fresh_twin(generated: Path) -> N
 def test_demo_contents_and_provenance(generated: Path, seeds: list[SeedDemo]) -> None:
     demo = load_seed(generated / "demo_000000.npz")
     assert demo.actions.shape == demo.joint_positions.shape and demo.actions.shape[1] == 6
-    assert set(demo.object_poses) == {VIAL, RACK}
+    fresh = Twin()
+    sample = fresh.reset(demo.seed)
+    assert set(demo.object_poses) == set(fresh.object_names)  # the standing vials too, parked or standing
+    assert (demo.extra["target_slot"], demo.extra["prefilled"]) == (sample.target_slot, list(sample.prefilled))
     assert np.allclose(np.diff(demo.t), 1.0 / 30.0)
     extra = demo.extra
     scene, _ = attempt_seeds(extra["random_seed"], extra["attempt"])

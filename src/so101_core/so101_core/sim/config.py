@@ -215,7 +215,7 @@ class TaskConfig:
     The single vial (``vials`` empty): ``fill_order`` lists the slots (rack frame) in the order a rack is
     filled, ``min_slot_gap`` apart pairwise (:func:`~.randomization.fill_order`); with ``prefill`` domain
     randomization stands vials upright in its first ``dr.prefill`` slots and the target is the first free
-    one (without DR: ``fill_order[0]``). Success means that slot.
+    one (without DR: ``fill_order[0]``). Success means that slot. Several vials ignore both.
     """
 
     description: str
@@ -544,9 +544,6 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
     prefill = f.raw("prefill", TaskConfig.prefill)
     if not isinstance(prefill, bool):
         raise ConfigError(f.field("prefill"), f"expected true/false, got {prefill!r}")
-    if prefill and vials:
-        raise ConfigError(f.field("prefill"), "the pre-fill stands vials for the single-vial task only: set "
-                          "prefill: false with several vials")  # fmt: skip
     if slots and not vials:
         raise ConfigError(f.field("slots"), "the single vial's target is the first free slot of fill_order: "
                           "list the slots there")  # fmt: skip

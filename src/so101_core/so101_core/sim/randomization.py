@@ -245,6 +245,17 @@ def fill_order(sim: SimConfig, task: TaskConfig) -> list[int]:
     return order
 
 
+def prefilled_before(task: TaskConfig, target: int) -> tuple[int, ...]:
+    """The pre-filled slots of an episode whose target slot is ``target``: the slots of ``task.fill_order``
+    before it (what :func:`sample_episode` stands vials in when no slot is ``occupied``); () when ``target`` is
+    not in the order or the task has no pre-fill. Lets a consumer that only sees the target (a graph node
+    reading ``sim/target_slot``) know which slot each standing vial holds."""
+    order = list(task.fill_order)
+    if not task.prefill or task.vials or target not in order:
+        return ()
+    return tuple(order[: order.index(target)])
+
+
 def check_prefill(sim: SimConfig, dr: DRConfig, task: TaskConfig) -> None:
     """The pre-fill must leave a free slot of the order for the vial (:class:`ConfigError` naming the field)."""
     order = fill_order(sim, task) if not task.vials else []
@@ -421,7 +432,7 @@ def sample_episode(
         for _ in range(MAX_LAYOUT_DRAWS):
             xy = np.array(nominal.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
             v = VialSample(xy, nominal.yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
-            gap = vial_gap((*placed, v), sim.vial.half_length) - task.min_vial_gap  # type: ignore[union-attr]
+            gap = vial_gap((*placed, v), sim.vial.half_length) - task.min_vial_gap
             margin = min(gap, clearance(v))
             if best is None or margin > best[0]:
                 best = (margin, v)
