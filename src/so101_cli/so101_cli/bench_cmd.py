@@ -43,14 +43,19 @@ def sim(
     render_frames: int = typer.Option(20, "--render-frames", help="three-camera frames to render"),
     width: int = typer.Option(640, "--width"),
     height: int = typer.Option(480, "--height"),
+    dr_profile: str = typer.Option("", "--dr-profile", help="dr.yaml profile of the episodes (default: base)"),
     label: str = typer.Option("cpu", "--label", help="result name suffix: sim_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/sim_<label>.json"),
 ) -> None:
     """Physics real-time factor, three-camera rendering rate, scripted-expert success over N episodes."""
     from so101_core.sim.bench import run_sim_benchmark
+    from so101_core.sim.randomization import load_dr_config
 
-    result = run_sim_benchmark(episodes, render_frames=render_frames, width=width, height=height)
+    profile = None if dr_profile in ("", "default") else dr_profile
+    dr = load_dr_config(profile=profile)
+    result = run_sim_benchmark(episodes, render_frames=render_frames, width=width, height=height, dr=dr)
+    result["dr_profile"] = profile or "default"
     result["goals"] = {"physics_rtf_min": 50.0, "render_sets_per_s_min_gpu": 100.0, "success_rate_min": 0.95}
     _report(f"sim_{label}", result, as_json, save)
 

@@ -255,13 +255,24 @@ class EpisodeRenderer:
         return self.twin.camera_intrinsics(camera, self.width, self.height)
 
     def frames(self, replay: Replay) -> Iterator[dict[str, U8]]:
-        """Yield per frame ``{camera: (H, W, 3) uint8}`` (views, valid until the next item)."""
+        """Yield per frame ``{camera: (H, W, 3) uint8}`` (views, valid until the next item). Every object the
+        episode recorded is drawn where it was (the standing vials of pre-filled slots included); a standing
+        vial it did not record (a demo from before them) waits parked out of view; an object the scene lacks is
+        a :class:`RenderError`."""
         import mujoco
+        from so101_core.sim.scene import parked_position
 
         tw = self.twin
         m, d = tw.model, tw.data
         jadr = tw.index.qpos_adr
-        objs = [(tw.index.object_qpos_adr[n], p) for n, p in replay.objects.items() if n in tw.index.object_qpos_adr]
+        unknown = sorted(set(replay.objects) - set(tw.index.object_qpos_adr))
+        if unknown:
+            raise RenderError(f"the episode records objects {unknown} the scene lacks (has {list(tw.object_names)})")
+        objs = [(tw.index.object_qpos_adr[n], p) for n, p in replay.objects.items()]
+        for k, name in enumerate(tw.standing_names):
+            if name not in replay.objects:
+                a = tw.index.object_qpos_adr[name]
+                d.qpos[a : a + 7] = [*parked_position(k), 1.0, 0.0, 0.0, 0.0]
         n, fpp, w = replay.frames, self.renderer.frames_per_pass, self.width
         for start in range(0, n, fpp):
             count = min(fpp, n - start)

@@ -43,3 +43,33 @@ def test_tiled_pass_matches_stock_renderer_per_camera() -> None:
             assert not np.array_equal(frames[0][cam], frames[1][cam]) or cam == "top"
     finally:
         r.close()
+
+
+def test_the_standing_vials_of_an_episode_are_drawn() -> None:
+    """A demo records its standing vials' poses (pre-filled slots): the renderer draws them where they stood; a
+    demo without them (from before them) shows none, and an object the scene lacks is a clear error."""
+    import pytest
+    from so101_dataset.errors import RenderError
+    from so101_dataset.render import EpisodeRenderer, Replay
+
+    r = EpisodeRenderer(160, 120, ("side", "top"))
+    try:
+        tw = r.twin
+        seed = next(s for s in range(100) if len(tw.reset(s).prefilled) == 2)
+        r.prepare(seed)
+        q = tw.joint_positions()[None]
+        objs = {k: np.r_[p.position, p.quaternion][None] for k, p in tw.object_poses().items()}
+        assert objs["standing_vial_1"][0, 2] > 0.05  # standing in the rack, not parked
+
+        def frame(objects: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {c: v.copy() for c, v in next(iter(r.frames(Replay(np.zeros(1), q, q, objects)))).items()}
+
+        shown = frame(objs)
+        without = frame({k: v for k, v in objs.items() if not k.startswith("standing_vial_")})
+        for cam in ("side", "top"):
+            changed = np.any(shown[cam] != without[cam], axis=-1).sum()
+            assert changed >= 16, (cam, changed)  # two vials: a few pixels each at 160x120 at least
+        with pytest.raises(RenderError, match="beaker"):
+            frame({**objs, "beaker": objs["vial"]})
+    finally:
+        r.close()

@@ -9,7 +9,8 @@ sim.yaml (nominal scene; only kinematics are used).
 Topics (relative names):
   - ``joint_states`` (sensor_msgs/JointState, subscribed): measured joints, rad, by name.
   - ``sim/objects/vial/pose``, ``sim/objects/rack/pose`` (geometry_msgs/PoseStamped, subscribed): world
-    frame (= robot base), m; the rack origin is its base-plate bottom centre.
+    frame (= robot base), m; the rack origin is its base-plate bottom centre. Also the standing vials'
+    ``sim/objects/standing_vial_<k>/pose`` when published: the carry clears their tops.
   - ``sim/target_slot`` (std_msgs/Int32, subscribed): the sim episode's target slot; the expert places the
     vial there, as the library's :func:`~so101_core.sim.rollout.run_scripted_episode` does with the episode's
     slot (the ``target_slot`` parameter overrides it; with neither, the centre slot).
@@ -124,7 +125,7 @@ class ScriptedExpertNode:
         self.publisher = node.create_publisher("sensor_msgs/msg/JointState", "joint_commands")
         self.done_publisher = node.create_publisher("std_msgs/msg/Bool", "~/done")
         node.create_subscription("sensor_msgs/msg/JointState", "joint_states", self.on_joint_states, STATE_QOS)
-        for name in OBJECT_NAMES:
+        for name in twin.object_names:
             node.create_subscription(
                 "geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose", self._pose_callback(name), STATE_QOS
             )

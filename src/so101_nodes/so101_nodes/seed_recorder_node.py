@@ -1,7 +1,8 @@
 """seed_recorder: records seed demonstrations, one rosbag2 (MCAP) bag plus one compact seed file per episode.
 
 Per episode ``i`` (seed ``seed + i``) it writes ``<output>/seed_{i:03d}/`` (the bag: ``joint_states``,
-``joint_commands``, ``leader/joint_states``, ``sim/objects/{vial,rack}/pose``, ``/clock`` and, with
+``joint_commands``, ``leader/joint_states``, ``sim/objects/{vial,standing_vial_<k>,rack}/pose``,
+``sim/target_slot``, ``/clock`` and, with
 ``images``, ``cameras/*/...`` when something publishes them; raw CDR, receive time stamps) and
 ``<output>/seed_{i:03d}.npz`` (:class:`~so101_core.seeds.format.SeedDemo`, written with ``save_seed``
 once the episode has ended). Episodes whose ``.npz`` exists are kept: a re-run resumes at the first missing
@@ -15,10 +16,14 @@ state's stamp (the scripted expert stamps its answers so), else the latest comma
 e.g. the leader arm). ``t`` is the state stamp minus the first one (s). Steps before the first command of the
 episode are not recorded (the arm holds the reset pose; their count is ``extra.lead_steps``).
 
-Success: :class:`~so101_core.sim.task.SuccessDetector` on the received poses, with "held by both jaws"
-read from the gripper joint (closed below ``held_gripper_max_rad``: jaw contacts are not on the graph).
-Without object poses (a real arm without pose tracking) the operator decides: an episode ended through
-``~/next_episode``/``~/stop`` or shutdown is a success, a timeout is not (``extra.success_source``).
+Success: :class:`~so101_core.sim.task.SuccessDetector` on the received poses (``vial``, the standing vials
+``standing_vial_<k>`` of task.yaml, ``rack``), with "held by both jaws" read from the gripper joint (closed
+below ``held_gripper_max_rad``: jaw contacts are not on the graph): the vial upright in the episode's target
+slot (the latest ``sim/target_slot``; the standing vials stand in the slots of ``fill_order`` before it and
+must stay upright there). Without a target slot message the vial may stand in any slot
+(``extra.success_source`` ``detector_any_slot``). Without object poses (a real arm without pose tracking) the
+operator decides: an episode ended through ``~/next_episode``/``~/stop`` or shutdown is a success, a timeout
+is not (``extra.success_source``).
 
 Modes (``mode``):
   - ``scripted``: before each episode ``<expert>/stop``, ``sim/reset`` (so101_msgs/ResetSim, seed ``seed + i``),
@@ -60,8 +65,9 @@ from so101_core.arrays import F64
 from so101_core.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 from so101_core.seeds.format import save_seed
 from so101_core.sim.config import load_sim_config, load_task_config
-from so101_core.sim.scene import OBJECT_NAMES, RACK, VIAL
-from so101_core.sim.task import SuccessDetector
+from so101_core.sim.randomization import prefilled_before
+from so101_core.sim.scene import RACK, VIAL, standing_names
+from so101_core.sim.task import SuccessDetector, TaskState
 
 from so101_nodes.params import check_bounds
 from so101_nodes.seed_episode import SeedEpisode, StreamHistory
@@ -70,6 +76,7 @@ MODES = ("scripted", "teleop")
 RECORD_QOS = QoS(depth=100)
 JOINT_STATE = "sensor_msgs/msg/JointState"
 POSE = "geometry_msgs/msg/PoseStamped"
+TARGET = "std_msgs/msg/Int32"
 POSE_HISTORY = 16
 ACTION_HISTORY = 64
 
@@ -178,6 +185,7 @@ class _Episode(SeedEpisode):
     success: bool = False
     expert_done: bool = False
     steps_since_done: int = 0
+    target_slot: int | None = None  # the target slot the last judged step was judged against
 
 
 class SeedRecorder:
@@ -202,19 +210,23 @@ class SeedRecorder:
         self._end_request: str | None = None
         self._episode: _Episode | None = None
         self._q: F64 = np.zeros(len(JOINT_NAMES))
-        self._history = StreamHistory(OBJECT_NAMES, pose_history=POSE_HISTORY, action_history=ACTION_HISTORY)
+        self.objects = (VIAL, *standing_names(self.task.standing_count), RACK)
+        self._history = StreamHistory(self.objects, pose_history=POSE_HISTORY, action_history=ACTION_HISTORY)
+        self.target_slot: int | None = None  # the latest sim/target_slot
         self._expert_done = False
         self.states_seen = 0
 
         self.joint_states_topic = node.resolve("joint_states")
         self.action_topic = node.resolve(p.resolved_action_topic)
-        self.pose_topics = {node.resolve(f"sim/objects/{name}/pose"): name for name in OBJECT_NAMES}
+        self.pose_topics = {node.resolve(f"sim/objects/{name}/pose"): name for name in self.objects}
+        self.target_topic = node.resolve("sim/target_slot")
         topics: dict[str, str] = {
             self.joint_states_topic: JOINT_STATE,
             node.resolve("joint_commands"): JOINT_STATE,
             node.resolve("leader/joint_states"): JOINT_STATE,
             self.action_topic: JOINT_STATE,
             node.resolve("/clock"): "rosgraph_msgs/msg/Clock",
+            self.target_topic: TARGET,
             **dict.fromkeys(self.pose_topics, POSE),
         }
         if p.images:
@@ -287,6 +299,10 @@ class SeedRecorder:
                 self._on_state(deserialize(cdr, JOINT_STATE), episode)
             elif topic == self.action_topic:
                 self._on_action(deserialize(cdr, JOINT_STATE))
+            elif topic == self.target_topic:
+                slot = int(deserialize(cdr, TARGET).data)
+                with self._lock:
+                    self.target_slot = slot
             elif topic in self.pose_topics:
                 msg = deserialize(cdr, POSE)
                 p, o = msg.pose.position, msg.pose.orientation
@@ -318,10 +334,15 @@ class SeedRecorder:
 
     def _judge(self, ep: _Episode) -> None:
         """Success and the expert's progress after ``ep`` got a step (caller holds the lock)."""
-        if len(ep.poses) == len(OBJECT_NAMES):
-            vial, rack = ep.latest_pose(VIAL), ep.latest_pose(RACK)
+        if len(ep.poses) == len(self.objects):
             held = bool(ep.q[-1][GRIPPER_INDEX] < self.params.held_gripper_max_rad)
-            ep.success = ep.detector.update(vial[:3], vial[3:], rack[:3], rack[3:], held)
+            target = self.target_slot
+            ep.target_slot = target
+            standing = prefilled_before(self.task, target) if target is not None else ()
+            poses = {name: (ep.latest_pose(name)[:3], ep.latest_pose(name)[3:]) for name in self.objects}
+            pairs = list(zip(standing_names(len(standing)), standing, strict=True))
+            targets = () if target is None else (target,)
+            ep.success = ep.detector.update_state(TaskState.of(poses, (VIAL,), (held,), targets, pairs))
         ep.expert_done = ep.expert_done or self._expert_done
         if ep.expert_done:
             ep.steps_since_done += 1
@@ -460,7 +481,11 @@ class SeedRecorder:
         operator = reason in ("next_episode", "stop", "shutdown")
         steps = ep.steps
         seed_file: Path | None = None
-        has_poses = ep.has_poses(OBJECT_NAMES)
+        has_poses = ep.has_poses(self.objects)
+        judged, scene = "detector_any_slot", {}
+        if ep.target_slot is not None:
+            judged = "detector"
+            scene = {"target_slot": ep.target_slot, "prefilled": list(prefilled_before(self.task, ep.target_slot))}
         success = ep.success if has_poses else operator
         keep = steps > 0 and (self.params.mode == "teleop" or reason not in ("shutdown", "stop"))
         duration = (ep.t_ns[-1] - ep.t_ns[0]) * 1e-9 if steps else 0.0
@@ -479,7 +504,8 @@ class SeedRecorder:
                     "lead_steps": ep.lead_steps,
                     "unmatched_actions": ep.unmatched_actions,
                     "action_topic": self.action_topic,
-                    "success_source": "detector" if has_poses else "operator",
+                    "success_source": judged if has_poses else "operator",
+                    **scene,
                 },
             )
             seed_file = save_seed(demo, self.output / f"{seed_name(ep.index)}.npz")

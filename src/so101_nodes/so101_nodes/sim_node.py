@@ -23,11 +23,15 @@ Topics (relative names; ``cameras`` lists which cameras render):
     (sensor_msgs/CameraInfo: K and P = [K|0] from the MuJoCo fovy, plumb_bob with zero distortion), at
     ``camera_rate_hz`` of sim time; with ``depth`` also ``cameras/<name>/depth/image_raw`` (16UC1, mm,
     0 = no hit) and ``cameras/<name>/depth/camera_info``. Frame id ``<name>_camera_optical_frame``.
-  - ``sim/objects/<object>/pose`` (geometry_msgs/PoseStamped, frame ``world``, every step) for ``vial`` and
-    ``rack`` (the rack origin is its base-plate bottom centre). ``world`` is the robot base on the mat.
+  - ``sim/objects/<object>/pose`` (geometry_msgs/PoseStamped, frame ``world``, every step) for ``vial``, the
+    standing vials ``standing_vial_<k>`` (task.yaml: one per slot of ``fill_order`` but the last; those the
+    episode does not stand in a pre-filled slot wait parked 0.5 m under the mat) and ``rack`` (the rack
+    origin is its base-plate bottom centre; ``rack`` comes last, closing the step). ``world`` is the robot
+    base on the mat.
   - ``sim/target_slot`` (std_msgs/Int32, every step): the episode's target slot (index into the rack's
-    slots, row-major as ``RackConfig.slot_offsets()``; drawn per episode among the free slots with DR, the
-    centre slot without), which the scripted expert follows.
+    slots, row-major as ``RackConfig.slot_offsets()``): the first free slot of task.yaml ``fill_order``, after
+    the pre-filled ones (``standing_vial_<k>`` stands in ``fill_order[k]`` for k below the target's
+    position in the order), which the scripted expert follows and the success rules judge.
 
 Action: ``arm_controller/follow_joint_trajectory`` (control_msgs/FollowJointTrajectory), followed by the
 driver's :class:`~so101_nodes.trajectory.TrajectoryTracker`, timed in sim time,
@@ -64,7 +68,6 @@ from so101_core.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.errors import SimError
 from so101_core.sim.randomization import DRConfig, load_dr_config
-from so101_core.sim.scene import OBJECT_NAMES
 from so101_core.sim.twin import Twin
 from so101_hardware.config import SafetyConfig, load_robot_config
 from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
@@ -226,7 +229,7 @@ class SimNode:
         self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
         self.object_poses = {
             name: node.create_publisher("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose")
-            for name in OBJECT_NAMES
+            for name in self.twin.object_names
         }
         self.target_slot = node.create_publisher("std_msgs/msg/Int32", "sim/target_slot")
         self.cameras = (

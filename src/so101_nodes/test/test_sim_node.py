@@ -102,6 +102,8 @@ def test_topics_carry_the_driver_names_and_types(graph: Graph) -> None:
         "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
         "/sim/objects/vial/pose": "geometry_msgs/msg/PoseStamped",
         "/sim/objects/rack/pose": "geometry_msgs/msg/PoseStamped",
+        "/sim/objects/standing_vial_3/pose": "geometry_msgs/msg/PoseStamped",
+        "/sim/target_slot": "std_msgs/msg/Int32",
         "/arm_controller/follow_joint_trajectory/_action/status": "action_msgs/msg/GoalStatusArray",
     }
 
@@ -232,6 +234,27 @@ def test_reset_with_the_same_seed_gives_the_same_scene(graph: Graph) -> None:
     np.testing.assert_allclose(a, b, atol=1e-4)
     assert np.max(np.abs(a[:, :3] - other[:, :3])) > 1e-3, "different seeds should place objects differently"
     assert graph.sim.seed == 11
+
+
+def test_the_standing_vials_and_the_target_slot_are_published(graph: Graph) -> None:
+    """Seed 1 stands vials in the first two slots of fill_order (8, 6): their poses show them upright there,
+    the unused ones parked under the mat, and sim/target_slot names the next slot of the order (4)."""
+    reset_and_settle(graph, 1)
+    episode = graph.sim.twin.episode
+    assert episode is not None and episode.prefilled == (8, 6) and episode.target_slot == 4
+    assert graph.latest("std_msgs/msg/Int32", "/sim/target_slot")().data == 4
+    rack = object_poses(graph)[1]
+    offsets = np.asarray(graph.sim.twin.config.rack.slot_offsets())
+    for k, name in enumerate(("standing_vial_0", "standing_vial_1", "standing_vial_2", "standing_vial_3")):
+        msg = graph.latest("geometry_msgs/msg/PoseStamped", f"/sim/objects/{name}/pose")()
+        p = np.array([msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])
+        if k < 2:
+            c, s = np.cos(2 * np.arctan2(rack[6], rack[3])), np.sin(2 * np.arctan2(rack[6], rack[3]))
+            slot = rack[:2] + np.array([[c, -s], [s, c]]) @ offsets[episode.prefilled[k]]
+            upright = msg.pose.orientation.x**2 + msg.pose.orientation.y**2 < 1e-4  # a turn about z at most
+            assert np.linalg.norm(p[:2] - slot) < 3e-3 and p[2] > 0.05 and upright, name
+        else:
+            assert p[2] < -0.4, name  # parked out of view
 
 
 def test_set_object_pose(graph: Graph) -> None:

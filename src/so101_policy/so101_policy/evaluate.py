@@ -90,6 +90,8 @@ def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor:
     success = log.success_step >= 0
     out: dict[str, Any] = {
         "seed": log.seed,
+        "target_slot": log.target_slot,
+        "prefilled": list(log.prefilled),
         "steps": steps,
         "duration_s": float(arrays["t"][-1]) if steps else 0.0,
         "success": success,

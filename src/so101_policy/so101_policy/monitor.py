@@ -1,11 +1,13 @@
 """The evaluator's view of the graph during an episode: what the twin did, what the policy commanded, and
 whether the task succeeded, judged from the published messages alone.
 
-Per twin step (the rack pose message closes a step: the sim publishes joint states, then vial, then rack
-poses with one stamp) it records sim time, measured joints, the latest command, and the object poses. The jaw
-contacts the success rules need are recomputed in a local copy of the twin (same config and seed → same
-geometry): the recorded joints and object poses are written into it and MuJoCo's collision detection tells
-which pads touch the vial. That is exact for our detector and the workshop rule (both read contacts, not forces).
+Per twin step (the sim publishes joint states, then the vial, standing-vial and rack poses with one stamp) it
+records sim time, measured joints, the latest command, and the object poses. The success rules
+(:class:`~so101_core.sim.success.SuccessRules`: the vial upright in the episode's target slot, every standing
+vial still upright in its own) are fed the state of a local copy of the twin (same config and seed → same
+geometry, target slot and pre-filled slots): the received joints and object poses are written into it and
+MuJoCo's collision detection tells which pads touch the vial. That is exact for our detector and the workshop
+rule (both read contacts, not forces).
 """
 
 from __future__ import annotations
@@ -19,26 +21,22 @@ import numpy.typing as npt
 from nodegraph.graph.api import Node
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
-from so101_core.sim.config import load_task_config
-from so101_core.sim.task import SuccessDetector
+from so101_core.sim.scene import RACK, VIAL
+from so101_core.sim.success import SuccessRules
+from so101_core.sim.task import TaskState
 from so101_core.sim.twin import Twin
-
-
-def _workshop_rule(twin: Twin) -> Any | None:
-    """The upstream workshop's rule (``so101_core.sim.workshop_rule``), or None where it has not landed."""
-    try:
-        from so101_core.sim.workshop_rule import WorkshopRule  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    return WorkshopRule(twin.config.rack, twin.config.physics.control_hz)
 
 
 @dataclass
 class EpisodeLog:
     """One episode's per-step record: ``t`` (T,) s of sim time since start, ``q``/``cmd`` (T, 6) rad,
-    ``vial``/``rack`` (T, 7) xyz + wxyz, ``both_jaws`` (T,) bool; success step indices (-1 = none)."""
+    ``vial``/``rack`` (T, 7) xyz + wxyz, ``standing`` (T, K, 7) the standing vials' poses, ``both_jaws`` (T,)
+    bool; success step indices (-1 = none); the episode's ``target_slot`` and ``prefilled`` slots."""
 
     seed: int
+    target_slot: int = -1
+    prefilled: tuple[int, ...] = ()
+    standing: list[F64] = field(default_factory=list)
     t: list[float] = field(default_factory=list)
     q: list[F64] = field(default_factory=list)
     cmd: list[F64] = field(default_factory=list)
@@ -57,6 +55,7 @@ class EpisodeLog:
             "cmd": np.asarray(self.cmd).reshape(-1, 6),
             "vial": np.asarray(self.vial).reshape(-1, 7),
             "rack": np.asarray(self.rack).reshape(-1, 7),
+            "standing": np.asarray(self.standing).reshape(len(self.standing), -1, 7),
             "both_jaws": np.asarray(self.both_jaws, dtype=bool),
         }
 
@@ -75,9 +74,10 @@ class EpisodeMonitor:
 
     def __init__(self, node: Node, twin: Twin, video_camera: str | None, policy_node: str = "policy") -> None:
         self.node, self.twin = node, twin
-        self.task = load_task_config()
-        self.detector = SuccessDetector(self.task, twin.config.rack)
-        self.workshop = _workshop_rule(twin)
+        self.task = twin.task
+        self.rules = SuccessRules.of(self.task, twin.config)
+        self.workshop = self.rules.workshop
+        self._objects = twin.object_names  # the step's parts: these poses and the joints
         self._lock = threading.Lock()
         self._log: EpisodeLog | None = None
         self._record_frames = False
@@ -89,20 +89,18 @@ class EpisodeMonitor:
         self.steps_seen = 0
         node.create_subscription("sensor_msgs/msg/JointState", "joint_states", self._on_joints)
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self._on_command)
-        node.create_subscription("geometry_msgs/msg/PoseStamped", "sim/objects/vial/pose", self._on_vial)
-        node.create_subscription("geometry_msgs/msg/PoseStamped", "sim/objects/rack/pose", self._on_rack)
+        for name in self._objects:
+            node.create_subscription("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose", self._on_pose(name))
         node.create_subscription("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", self._on_diagnostics)
         if video_camera:
             node.create_subscription("sensor_msgs/msg/Image", f"cameras/{video_camera}/image_raw", self._on_image)
 
     # ------------------------------------------------------------------ episode control
     def begin(self, seed: int, record_frames: bool) -> None:
-        self.twin.reset(seed)
-        self.detector.reset()
-        if self.workshop is not None:
-            self.workshop.reset()
+        sample = self.twin.reset(seed)
+        self.rules.reset()
         with self._lock:
-            self._log = EpisodeLog(seed)
+            self._log = EpisodeLog(seed, sample.target_slot, sample.prefilled)
             self._record_frames = record_frames
             self._t0 = None
             self._cmd = None
@@ -145,11 +143,11 @@ class EpisodeMonitor:
         with self._lock:
             self._cmd = np.array([pos[names.index(n)] for n in JOINT_NAMES])
 
-    def _on_vial(self, msg: Any) -> None:
-        self._part(_stamp_s(msg), "vial", _pose(msg))
+    def _on_pose(self, name: str) -> Any:
+        def callback(msg: Any) -> None:
+            self._part(_stamp_s(msg), name, _pose(msg))
 
-    def _on_rack(self, msg: Any) -> None:
-        self._part(_stamp_s(msg), "rack", _pose(msg))
+        return callback
 
     def _part(self, stamp: float, key: str, value: F64) -> None:
         """Collect the parts of one twin step (same stamp); a complete step is recorded, older ones dropped."""
@@ -157,7 +155,7 @@ class EpisodeMonitor:
         with self._lock:
             parts = self._pending.setdefault(key_ns, {})
             parts[key] = value
-            if len(parts) < 3:
+            if len(parts) < len(self._objects) + 1:
                 if len(self._pending) > 8:
                     for old in sorted(self._pending)[:-8]:
                         del self._pending[old]
@@ -171,31 +169,34 @@ class EpisodeMonitor:
             if self._t0 is None:
                 self._t0 = stamp
             t = stamp - self._t0
-        q, vial, rack = parts["q"], parts["vial"], parts["rack"]
-        both = self._contacts(q, vial, rack)
+        q = parts["q"]
+        state = self._state(q, parts)
+        both = state.held[0]
         self.steps_seen += 1
-        ours = self.detector.update(vial[:3], vial[3:], rack[:3], rack[3:], both)
-        shop = self.workshop.update(vial[:3], vial[3:], rack[:3], rack[3:], both) if self.workshop else False
+        ours, shop = self.rules.update(state)
         with self._lock:
             if self._log is not log:
                 return
             log.t.append(t)
             log.q.append(q)
             log.cmd.append(q if cmd is None else cmd)
-            log.vial.append(vial)
-            log.rack.append(rack)
+            log.vial.append(parts[VIAL])
+            log.rack.append(parts[RACK])
+            log.standing.append(np.asarray([parts[n] for n in self.twin.standing_names]).reshape(-1, 7))
             log.both_jaws.append(both)
             if ours and log.success_step < 0:
                 log.success_step = len(log.t) - 1
             if shop and log.workshop_step < 0:
                 log.workshop_step = len(log.t) - 1
 
-    def _contacts(self, q: F64, vial: F64, rack: F64) -> bool:
+    def _state(self, q: F64, poses: dict[str, F64]) -> TaskState:
+        """The rules' input: the received joints and poses written into the local twin (its episode: the target
+        slot and the standing vials' slots), jaw contacts from its collision detection."""
         twin = self.twin
-        twin.set_object_pose("rack", (rack[:3], rack[3:]))
-        twin.set_object_pose("vial", (vial[:3], vial[3:]))
+        for name in self._objects:
+            twin.set_object_pose(name, (poses[name][:3], poses[name][3:]))
         twin.set_joint_positions(q)
-        return twin.jaw_contacts().both
+        return twin.task_state()
 
     def _on_image(self, msg: Any) -> None:
         with self._lock:

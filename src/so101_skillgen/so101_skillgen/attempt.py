@@ -16,16 +16,16 @@ Failure reasons (``AttemptOutcome.reason``): ``ik_divergence`` (tracking error a
 ``collision`` (planned transit hits the scene, or the rack is pushed), ``miss`` (grasp lifts nothing),
 ``drop`` (held object lost before its release), ``place_miss`` (released but not placed),
 ``not_released`` (placed but still held), ``filter`` (the last step fails the geometric filter, a vial has
-left its slot, or stands in another slot than its episode's target), ``replay_mismatch`` (no smoothing of the
-commands, not even none, succeeds on replay).
+left its slot, stands in another slot than its episode's target, or a pre-filled vial no longer stands upright
+in its own slot), ``replay_mismatch`` (no smoothing of the commands, not even none, succeeds on replay).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.sim.config import TaskConfig
 from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.scene import RACK
-from so101_core.sim.task import SuccessDetector, geometric_filter, placed, slot_centres
+from so101_core.sim.task import SuccessDetector
 from so101_core.sim.twin import Twin
 from so101_core.sim.workshop_rule import WorkshopRule
 
@@ -42,6 +42,15 @@ from .clearance import JawClearance
 from .config import SkillGenConfig
 from .errors import SkillGenError
 from .frames import object_frame, pose_to_matrix, rigid_inverse, slot_frame
+from .grasp_fit import (  # noqa: F401  (PLACE_AXIS_TOLERANCE and the others: part of this module's interface)
+    CLOSE_STRIDE,
+    GRASP_TRIES,
+    GRASP_TURNS,
+    MAX_GRASP_RAISE,
+    PLACE_AXIS_TOLERANCE,
+    GraspFitter,
+)
+from .keep_filter import final_miss, unplaced
 from .library import SeedLibrary, SourceSegment
 from .segmentation import GRASP
 from .selection import select_source
@@ -60,11 +69,6 @@ FAILURE_REASONS: tuple[str, ...] = (
     "ik_divergence", "collision", "miss", "drop", "place_miss", "not_released", "filter", "replay_mismatch",
 )  # fmt: skip
 MAX_JOINT_JUMP = 0.35  # rad between consecutive commands: more is an IK branch flip (ik_divergence)
-MAX_GRASP_RAISE = 0.005  # m a grasp may be raised to keep the seed's jaw clearance (grasp_axis)
-GRASP_TRIES = 3  # grasp variants tried per grasp (grasp_variants)
-GRASP_TURNS = (0.0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5, 0.6, -0.6)  # rad, tried in order
-CLOSE_STRIDE = 3  # targets stepped over while following a grasp to its closing pose (only that pose is used)
-PLACE_AXIS_TOLERANCE = 0.15  # rad: a grasp is chosen so that the place can hold the object this near upright
 CENTRING_GAIN = 0.2  # of the measured miss added to the place's targets per step (an integrator at the control rate)
 CENTRING_ABOVE = 0.05  # m: centring runs while the held vial's lower end is this near above the rack's top
 CENTRING_MAX = 0.01  # m: the largest correction (servo sag and grasp slip are a few mm; the cells leave 6 mm)
@@ -97,6 +101,7 @@ class AttemptOutcome:
     sources: list[dict[str, Any]] = field(default_factory=list)
     workshop: bool = False  # the upstream workshop's rule (sim.workshop_rule) held on the recorded rollout
     smoothing_window: int = 0  # Savitzky–Golay window of the kept commands (1: as executed; 0: not kept)
+    scene: dict[str, Any] = field(default_factory=dict)  # the episode's target slots and pre-filled slots
 
 
 class _Recorder:
@@ -183,8 +188,9 @@ class _Backtrack:
     drop: bool = False
 
 
-class AttemptRunner:
-    """Runs attempts on one twin with one library (not thread-safe: one twin per worker)."""
+class AttemptRunner(GraspFitter):
+    """Runs attempts on one twin with one library (not thread-safe: one twin per worker); its grasp variants are
+    :class:`~.grasp_fit.GraspFitter`'s."""
 
     def __init__(self, twin: Twin, tracker: Tracker, library: SeedLibrary, cfg: SkillGenConfig, task: TaskConfig):
         self.twin = twin
@@ -201,9 +207,6 @@ class AttemptRunner:
         self._query: dict[int, F64] = {}
 
     # ------------------------------------------------------------------ helpers
-    def _ee(self, q_arm: F64) -> F64:
-        return self.tracker.fk(np.asarray(q_arm)[None])[0]
-
     def _held(self, name: str, q_arm: F64) -> HeldObject:
         obj = pose_to_matrix(np.concatenate(self.twin.object_poses()[name]))
         return HeldObject(name, rigid_inverse(self._ee(q_arm)) @ obj)
@@ -275,146 +278,6 @@ class AttemptRunner:
             return None
         return np.asarray(cell_xy, dtype=np.float64) - low[:2]
 
-    def _solve_multistart(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> tuple[F64, float]:
-        best = self.tracker.solve(q0, p, a, tool_p, tool_a)
-        if best.pos_error <= self.cfg.ik.tolerance and best.axis_error < 0.1:
-            return best.q, best.pos_error
-        home = np.asarray(self.twin.config.robot.home[:GRIPPER_INDEX], dtype=np.float64)
-        for roll in (-1.5, 0.0, 1.5):
-            for base in (q0, home):
-                res = self.tracker.solve(np.array([*base[:4], roll]), p, a, tool_p, tool_a)
-                if res.pos_error + 0.05 * res.axis_error < best.pos_error + 0.05 * best.axis_error:
-                    best = res
-        return best.q, best.pos_error
-
-    def _close_pose(self, q0: F64, seg: SourceSegment, points: F64, axes: F64, tool_a: F64, k: int) -> F64 | None:
-        """EE frame (4, 4) at step ``k`` of the grasp tracked with in-hand axis ``tool_a`` (None: not trackable)."""
-        tool_p = seg.tool_points[0]
-        q, err = self._solve_multistart(q0, points[0], axes[0], tool_p, tool_a)
-        if err > self.cfg.ik.tolerance:
-            return None
-        steps = [*range(CLOSE_STRIDE, k, CLOSE_STRIDE), k] if k > 0 else []
-        res = None
-        for n in steps:
-            res = self.tracker.solve(q, points[n], axes[n], tool_p, tool_a)
-            q = res.q
-        if res is None:
-            return self._ee(q)
-        if res.pos_error > self.cfg.ik.tolerance or res.axis_error > 0.05:
-            return None
-        return self._ee(q)
-
-    def grasp_variants(
-        self,
-        q0: F64,
-        seg: SourceSegment,
-        points: F64,
-        axes: F64,
-        object_z: float,
-        place: tuple[F64, F64] | None = None,
-    ) -> Iterator[tuple[F64, float, float]]:
-        """Grasp variants to try in order, each (in-hand axis (3,) EE frame, turn δ rad, raise m), at most
-        ``GRASP_TRIES``.
-
-        The seed's in-hand axis and its mirror (the jaws swapped about the cylinder, a roll by π: the moving
-        jaw then sweeps on the high side) are each fitted by :meth:`grasp_axis`; one whose in-hand axis the
-        following place (``place``: its start and insertion targets, world, :meth:`_insertion`) can hold
-        upright goes first, then the one needing less turn, then less raise; then the other, then the first
-        raised 3 mm more.
-        Lazily: when the seed's axis fits as it is (no turn, no raise, upright), nothing can go before it,
-        and the mirror is fitted only if that grasp fails (one fit instead of two for such a grasp)."""
-        t = seg.tool_axes[0]
-
-        def fit(base: F64) -> tuple[F64, float, float, float]:
-            return self.grasp_axis(q0, seg, points, axes, object_z, base, place)
-
-        def key(f: tuple[F64, float, float, float]) -> tuple[bool, bool, float, float]:
-            return (f[3] > PLACE_AXIS_TOLERANCE, abs(f[1]) > 0, f[2], abs(f[1]))
-
-        def ordered() -> Iterator[tuple[F64, float, float]]:
-            first = fit(t)
-            as_is = key(first) == (False, False, 0.0, 0.0)
-            if as_is:
-                yield first[:3]
-            fits = sorted([first, fit(np.array([t[0], -t[1], t[2]]))], key=key)  # stable: the seed's on a tie
-            if not as_is:
-                yield fits[0][:3]
-            yield fits[1][:3]
-            a, d, r, _ = fits[0]
-            yield a, d, r + 0.003
-
-        return islice(ordered(), GRASP_TRIES)
-
-    def place_axis_error(self, q0: F64, tool_p: F64, tool_a: F64, place: tuple[F64, F64] | None) -> float:
-        """How far (rad) the arm can bring in-hand axis ``tool_a`` (EE frame) onto the place's axis at its
-        insertion and at its start (``place``: world points (M, 3), axes (M, 3)), the worse of them (π where a
-        point is out of reach; past ``PLACE_AXIS_TOLERANCE`` the first such error); 0 without a place to follow."""
-        if place is None:
-            return 0.0
-        worst = 0.0
-        for p, a in zip(*place, strict=True):
-            worst = max(worst, self._hold_error(q0, p, a, tool_p, tool_a))
-            if worst > PLACE_AXIS_TOLERANCE:
-                break  # not upright already: the verdict is all a grasp variant uses
-        return worst
-
-    def _hold_error(self, q0: F64, p: F64, a: F64, tool_p: F64, tool_a: F64) -> float:
-        """Axis error (rad) holding ``tool_a`` on axis ``a`` at point ``p`` (π when out of reach), from ``q0``
-        and, when that falls short, from home at three wrist rolls."""
-        res = self.tracker.solve(q0, p, a, tool_p, tool_a)
-        if res.pos_error > self.cfg.ik.tolerance or res.axis_error > PLACE_AXIS_TOLERANCE:
-            home = np.asarray(self.twin.config.robot.home[:GRIPPER_INDEX], dtype=np.float64)
-            res = min(
-                (self.tracker.solve(np.array([*home[:4], roll]), p, a, tool_p, tool_a) for roll in (-1.5, 0.0, 1.5)),
-                key=lambda r: (r.pos_error > self.cfg.ik.tolerance, r.axis_error),
-            )
-        return float(res.axis_error) if res.pos_error <= self.cfg.ik.tolerance else float(np.pi)
-
-    def grasp_axis(
-        self,
-        q0: F64,
-        seg: SourceSegment,
-        points: F64,
-        axes: F64,
-        object_z: float,
-        tool_a: F64,
-        place: tuple[F64, F64] | None = None,
-    ) -> tuple[F64, float, float, float]:
-        """The object axis in the hand (EE frame (3,)) to track for a retargeted grasp, the turn δ (rad) that
-        gave it, the height (m) to raise the grasp by (see :mod:`.clearance`) and the following place's
-        axis error (rad, :meth:`place_axis_error`) with that axis in the hand.
-
-        A lying cylinder grasped across its diameter may sit at any angle about the jaw line (EE z), so
-        the seed's in-hand axis is turned about it by the smallest δ after which the pads sweep at most
-        ``MAX_GRASP_RAISE`` lower (relative to the object) than in the seed and the place can still stand
-        the object upright (within ``PLACE_AXIS_TOLERANCE``: a 5-joint arm cannot for every in-hand axis,
-        and a vial released 8° or more off its insertion axis leans in the slot); the grasp is then raised
-        by what is left. Nothing changes when the tracked retarget already keeps the seed's clearance."""
-        closed = np.flatnonzero(seg.gripper < self.cfg.segmentation.gripper_closed_below)
-        tool_p = seg.tool_points[0]
-        if len(closed) == 0 or closed[0] == 0:
-            return tool_a, 0.0, 0.0, self.place_axis_error(q0, tool_p, tool_a, place)
-        k = int(closed[0])
-        opening = float(np.max(seg.gripper[:k]))
-        seed_clear = self.jaws.lowest(seg.ee[k], opening) - float(seg.object_frame[2, 3])
-        best: tuple[F64, float, float, float] = (tool_a, 0.0, np.inf, np.inf)
-        for d in GRASP_TURNS:
-            c, s = np.cos(d), np.sin(d)
-            a = np.array([c * tool_a[0] - s * tool_a[1], s * tool_a[0] + c * tool_a[1], tool_a[2]])
-            ee = self._close_pose(q0, seg, points, axes, a, k)
-            if ee is None:
-                continue
-            need = max(0.0, seed_clear - (self.jaws.lowest(ee, opening) - object_z))
-            place_err = self.place_axis_error(q0, tool_p, a, place)
-            upright = place_err <= PLACE_AXIS_TOLERANCE
-            if need <= MAX_GRASP_RAISE and upright:
-                return a, float(d), need, place_err
-            if (not upright, need) < (best[3] > PLACE_AXIS_TOLERANCE, best[2]):
-                best = (a, float(d), need, place_err)
-        if not np.isfinite(best[2]):
-            return tool_a, 0.0, 0.0, self.place_axis_error(q0, tool_p, tool_a, place)
-        return best[0], best[1], min(best[2], MAX_GRASP_RAISE), best[3]
-
     def _transit(
         self, q0: F64, p0: F64, a0: F64, p1: F64, a1: F64, safe: float, tool_p: F64, tool_a: F64, kind: str
     ) -> F64:
@@ -459,7 +322,17 @@ class AttemptRunner:
 
     # ------------------------------------------------------------------ attempt
     def run(self, scene_seed: int, rng: np.random.Generator) -> AttemptOutcome:
-        """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest."""
+        """One attempt on scene ``scene_seed``; ``rng`` draws the sources among the k nearest. The outcome's
+        ``scene`` names the episode's target slot(s) and pre-filled slots."""
+        outcome = self._run(scene_seed, rng)
+        ep = self.twin.episode
+        assert ep is not None
+        scene = {"target_slot": int(ep.target_slot), "prefilled": [int(v) for v in ep.prefilled]}
+        if len(ep.target_slots) > 1:
+            scene["target_slots"] = dict(zip(self.twin.vial_names, map(int, ep.target_slots), strict=True))
+        return dataclasses.replace(outcome, scene=scene)
+
+    def _run(self, scene_seed: int, rng: np.random.Generator) -> AttemptOutcome:
         tw, cfg = self.twin, self.cfg
         tw.reset(scene_seed)
         self.tracker.reset()  # the tracker's warm start must not carry over from another attempt
@@ -483,43 +356,10 @@ class AttemptRunner:
                 False, "replay_mismatch", "the executed commands do not succeed on replay", a2, q2, p2, sources, ws
             )
         # the last step too, not only the latched hold (a vial may tip after it), and in the episode's slots
-        last = {n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()}
-        miss = self._unplaced(last)
+        miss = final_miss(tw, self.task, {n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})
         if miss is not None:
-            name, near = miss
-            detail = (
-                f"{name} left its slot after the hold" if near else f"final state of {name} fails the geometric filter"
-            )
-            return AttemptOutcome(False, "filter", detail, a2, q2, p2, sources, ws)
-        wrong = self._off_target(last)
-        if wrong is not None:
-            return AttemptOutcome(False, "filter", wrong, a2, q2, p2, sources, ws)
+            return AttemptOutcome(False, "filter", miss, a2, q2, p2, sources, ws)
         return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws, window)
-
-    def _off_target(self, poses: dict[str, tuple[F64, F64]]) -> str | None:
-        """Why a placed vial stands in another slot than its episode's target (``poses``: name → position (3,),
-        quaternion (4,)); None when every vial is in its own."""
-        episode = self.twin.episode
-        if episode is None:
-            return None
-        rp, rq = poses[RACK]
-        centres = slot_centres(rp, rq, self.twin.config.rack)
-        for name, target in zip(self.twin.vial_names, episode.target_slots, strict=True):
-            got = int(np.argmin(np.linalg.norm(centres - np.asarray(poses[name][0])[:2], axis=1)))
-            if got != target:
-                return f"{name} stands in slot {got}, not in its target slot {target}"
-        return None
-
-    def _unplaced(self, poses: dict[str, tuple[F64, F64]]) -> tuple[str, bool] | None:
-        """The first vial not in a slot (:func:`placed`) among ``poses`` (name → position (3,), quaternion (4,)),
-        and whether it still passes the geometric filter (upright near the rack); None when all are placed."""
-        rack, task = self.twin.config.rack, self.task
-        rp, rq = poses[RACK]
-        for name in self.twin.vial_names:
-            vp, vq = poses[name]
-            if not placed(vp, vq, rp, rq, rack, task):
-                return name, bool(geometric_filter(vp, vq, rp, rack.top_height, task))
-        return None
 
     def _execute(self, rec: _Recorder, rng: np.random.Generator) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
@@ -804,10 +644,11 @@ class AttemptRunner:
         if any(tw.held_vials()):
             raise AttemptError("not_released", "a vial is still held at the end")
         poses = {n: (p.position, p.quaternion) for n, p in tw.object_poses().items()}
-        miss = self._unplaced(poses)
+        miss = unplaced(tw, self.task, poses)
         if miss is None:
             raise AttemptError("place_miss", "every vial placed, but not for the whole hold")
-        name, near = miss
+        name, slot, near = miss
         if near:
-            raise AttemptError("place_miss", f"{name} upright near the rack but not in a slot")
+            where = "a slot" if slot is None else f"its slot {slot}"
+            raise AttemptError("place_miss", f"{name} upright near the rack but not in {where}")
         raise AttemptError("place_miss", f"{name} at {np.round(poses[name][0], 3).tolist()} not placed")

@@ -8,7 +8,9 @@ counted in ``expert``). Yield = kept ÷ attempted with our rule (``yield``) and 
 the upstream workshop rule ÷ attempted (``yield_workshop``). ``kept_per_min_per_core`` is kept demos per
 CPU-minute of one worker (one worker is one core). ``upright_bound`` (:mod:`.upright`): the share of the case's
 scenes (seeds 0 … ``bound_scenes`` - 1) whose every target slot the arm can hold a vial upright over with some
-grasp of the vial lying on the mat, an upper bound on any generator's yield there.
+grasp of the vial lying on the mat, an upper bound on any generator's yield there. ``grasp_wrist_roll_signs``:
+kept demos whose grasp closes with the wrist rolled negative / positive (``skillgen.yaml`` ``grasp_wrist_roll``
+prefers one: each sign is a mode a policy would average between).
 
 The yield depends on the seeds as much as on the scenes (a multi-vial case measured 51 % on one set of five
 and 80 % on another, ``skillgen_multi_seedsets_cpu.json``), and which scenes the expert succeeds in differs
@@ -23,11 +25,12 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from so101_core.robot_spec import GRIPPER_INDEX
-from so101_core.seeds.format import SeedDemo
+from so101_core.seeds.format import SeedDemo, load_seed
 from so101_core.sim.config import SimConfig, load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.rollout import run_scripted_episode
@@ -37,6 +40,7 @@ from .config import SkillGenConfig, load_skillgen_config
 from .errors import SkillGenError
 from .executors import make_executor
 from .generation import Generator
+from .grasp_fit import WRIST_ROLL
 from .seeds_from_sim import seed_from_record
 from .tracking import make_tracker
 from .upright import upright_bound
@@ -85,6 +89,18 @@ def expert_seeds(twin: Twin, count: int, start: int = SEED_START) -> tuple[list[
     return demos, stats
 
 
+def grasp_roll_signs(out_dir: Path, cfg: SkillGenConfig) -> dict[str, int]:
+    """How many kept demos in ``out_dir`` close their first grasp with the wrist rolled negative / positive
+    (the commanded wrist roll at the first closed gripper command): one sign is one mode for a policy."""
+    signs = {"negative": 0, "positive": 0}
+    for path in sorted(out_dir.glob("demo_*.npz")):
+        actions = load_seed(path).actions
+        closed = np.flatnonzero(actions[:, GRIPPER_INDEX] < cfg.segmentation.gripper_closed_below)
+        if len(closed):
+            signs["positive" if actions[closed[0], WRIST_ROLL] > 0 else "negative"] += 1
+    return signs
+
+
 def run_case(
     *,
     variant: str = "single_vial",
@@ -119,6 +135,7 @@ def run_case(
         t1, c1 = time.perf_counter(), time.process_time()
         summary = gen.run(tmp, num_demos, executor=ex)
         wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+        rolls = grasp_roll_signs(Path(tmp), cfg)
     per_core = None
     if workers <= 1 and cpu > 0:
         per_core = round(60.0 * summary.kept / cpu, 2)
@@ -148,6 +165,8 @@ def run_case(
         "expert": expert,
         "worker_restarts": summary.worker_restarts,
         "upright_bound": bound.to_json() if bound is not None else None,
+        "grasp_wrist_roll": cfg.grasp_wrist_roll,
+        "grasp_wrist_roll_signs": rolls,
     }
 
 
@@ -171,6 +190,8 @@ def pool_seed_sets(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out["kept_per_min_per_core"] = round(out["kept"] / sum(core_min), 2) if whole else None
     wall = out["generation_wall_s"]
     out["kept_per_min_wall"] = round(60.0 * out["kept"] / wall, 2) if wall else None
+    signs = {k: sum(r["grasp_wrist_roll_signs"][k] for r in runs) for k in ("negative", "positive")}
+    out["grasp_wrist_roll_signs"] = signs
     per_set = ("seed_start", "attempted", "kept", "yield", "yield_workshop", "failures_by_reason", "expert")
     out["seed_sets"] = [{k: r[k] for k in per_set} for r in runs]
     return out

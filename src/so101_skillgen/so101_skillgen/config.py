@@ -104,7 +104,9 @@ class SkillGenConfig:
     stop after exactly ``num_demos`` attempts). ``replay_source``: which joint channel of a seed is
     FK-replayed into the source EE trajectory (the commanded ``actions`` keep the seed's servo lag
     consistent with its gripper timing). ``symmetric_objects``: objects whose roll about their local z is
-    ignored when retargeting (``vial`` covers every vial of a multi-vial task).
+    ignored when retargeting (``vial`` covers every vial of a multi-vial task). ``grasp_wrist_roll``: the sign
+    of the wrist roll a grasp closes with, preferred where the seed's in-hand axis and its mirror both let the
+    place stand the vial upright (:mod:`.grasp_fit`; ``any``: no preference).
     """
 
     num_demos: int = 20
@@ -113,6 +115,7 @@ class SkillGenConfig:
     random_seed: int = 0
     replay_source: str = "actions"
     symmetric_objects: tuple[str, ...] = ("vial",)
+    grasp_wrist_roll: str = "negative"
     segmentation: SegmentationConfig = field(default_factory=SegmentationConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     transit: TransitConfig = field(default_factory=TransitConfig)
@@ -212,6 +215,7 @@ def _parse(f: Fields) -> SkillGenConfig:
         random_seed=f.integer("random_seed", d.random_seed, lo=0, hi=2**63 - 1),
         replay_source=f.text("replay_source", d.replay_source, choices=REPLAY_SOURCES),
         symmetric_objects=tuple(sym),
+        grasp_wrist_roll=f.text("grasp_wrist_roll", d.grasp_wrist_roll, choices=("any", "positive", "negative")),
         segmentation=seg,
         selection=sel,
         transit=transit,

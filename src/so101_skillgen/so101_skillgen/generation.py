@@ -22,6 +22,7 @@ import numpy as np
 from so101_core.seeds.format import SeedDemo, load_seed
 from so101_core.sim.config import SimConfig, TaskConfig, load_task_config
 from so101_core.sim.randomization import DRConfig
+from so101_core.sim.scene import is_standing
 from so101_core.sim.twin import Twin
 
 from .attempt import AttemptOutcome, AttemptRunner
@@ -151,6 +152,7 @@ def _demo(
             "sources": outcome.sources,
             "workshop_rule": bool(outcome.workshop),
             "smoothing": {"window": outcome.smoothing_window, "order": cfg.smoothing.order, "joints": "arm"},
+            **outcome.scene,
         },
     )
 
@@ -274,11 +276,12 @@ class Generator:
 
 
 def _check_seed_objects(demos: Sequence[SeedDemo], names: Sequence[str], twin: Twin) -> None:
-    """Seeds must record the poses of exactly the scene's objects (a multi-vial seed needs the multi-vial task)."""
-    want = sorted(twin.object_names)
-    variant = twin.task.variant if twin.task is not None else "single_vial"
+    """Seeds must record the poses of exactly the scene's task objects (a multi-vial seed needs the multi-vial
+    task); the vials standing in pre-filled slots are scenery, not subtask objects: either may have them."""
+    want = sorted(n for n in twin.object_names if not is_standing(n))
+    variant = twin.task.variant
     for name, demo in zip(names, demos, strict=True):
-        got = sorted(demo.object_poses)
+        got = sorted(n for n in demo.object_poses if not is_standing(n))
         if got != want:
             raise SeedMismatchError(
                 f"seed {name} records objects {got}, the task variant {variant!r} has {want}: pick the task "
@@ -308,7 +311,13 @@ def _failure(
         source="skillgen",
         seed=scene,
         control_hz=hz,
-        extra={"attempt": attempt, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail},
+        extra={
+            "attempt": attempt,
+            "scene_seed": scene,
+            "reason": outcome.reason,
+            "detail": outcome.detail,
+            **outcome.scene,
+        },
     )
     return record, demo
 

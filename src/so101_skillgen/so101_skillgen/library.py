@@ -18,6 +18,7 @@ import torch
 from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo
+from so101_core.sim.scene import is_vial
 
 from . import se3
 from .config import SkillGenConfig
@@ -75,7 +76,7 @@ def _seed_slot(demo: SeedDemo, sub: Subtask, offsets: F64) -> int:
     slots = demo.extra.get("target_slots")
     if isinstance(slots, dict) and sub.held in slots:
         return int(slots[sub.held])
-    if "target_slot" in demo.extra and len(demo.object_poses) == 2:
+    if "target_slot" in demo.extra and sum(is_vial(n) for n in demo.object_poses) == 1:
         return int(demo.extra["target_slot"])
     rack = pose_to_matrix(demo.object_poses[sub.object][sub.end - 1])
     return nearest_slot(rack, offsets, demo.object_poses[sub.held][sub.end - 1, :3])

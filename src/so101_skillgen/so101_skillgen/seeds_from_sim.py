@@ -27,6 +27,7 @@ def seed_from_record(record: EpisodeRecord, control_hz: float = 30.0, source: st
         extra={
             "partly_done": bool(record.partly_done),
             "target_slot": int(record.target_slot),
+            "prefilled": [int(v) for v in record.prefilled],
             **({"target_slots": dict(record.target_slots)} if len(record.target_slots) > 1 else {}),
             **({"failure": record.failure} if record.failure else {}),
         },

@@ -21,6 +21,7 @@ import numpy as np
 from so101_core.arrays import F64
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo
+from so101_core.sim.scene import is_standing
 
 from .config import SegmentationConfig
 from .errors import SegmentationError
@@ -70,7 +71,7 @@ def segment_seed(
     that is never released.
     """
     cfg = cfg or SegmentationConfig()
-    names = list(seed.object_poses)
+    names = [n for n in seed.object_poses if not is_standing(n)]  # standing vials are scenery, not task objects
     if not names:
         raise SegmentationError("seed has no object poses: cannot tell what is grasped")
     g = seed.actions[:, GRIPPER_INDEX]

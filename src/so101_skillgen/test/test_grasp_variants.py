@@ -135,6 +135,10 @@ def test_a_grasp_is_chosen_that_the_place_can_stand_upright(gen: Generator) -> N
         blind = next(runner.grasp_variants(home, seg, points, axes, z))
         if runner.place_axis_error(home, seg.tool_points[0], blind[0], place) <= PLACE_AXIS_TOLERANCE:
             continue
+        t = seg.tool_axes[0]
+        fits = [runner.grasp_axis(home, seg, points, axes, z, b, place) for b in (t, np.array([t[0], -t[1], t[2]]))]
+        if min(f[3] for f in fits) > PLACE_AXIS_TOLERANCE:
+            continue  # no grasp stands this vial upright over its slot (a cell close to the base): nothing to choose
         first = next(runner.grasp_variants(home, seg, points, axes, z, place))
         assert runner.place_axis_error(home, seg.tool_points[0], first[0], place) <= PLACE_AXIS_TOLERANCE, i
         out = gen.attempt(i)[1]
@@ -143,6 +147,47 @@ def test_a_grasp_is_chosen_that_the_place_can_stand_upright(gen: Generator) -> N
         if checked == 2:
             break
     assert checked == 2, "fewer than 2 scenes in 40 whose clearance-first grasp cannot be placed upright"
+
+
+def test_the_preferred_wrist_roll_goes_first_where_both_grasps_stand_the_vial(gen: Generator) -> None:
+    """The seed's in-hand axis closes the grasp with the wrist rolled one way, its mirror the other. Ordered by
+    clearance alone (``grasp_wrist_roll: any``) the first variant flips between them with the vial's heading
+    (a second mode for ACT to average); with skillgen.yaml's preference (negative) the first variant closes
+    with a negative roll in every scene where a negative grasp can stand the vial upright."""
+    from dataclasses import replace
+
+    from so101_skillgen.attempt import PLACE_AXIS_TOLERANCE
+
+    runner: AttemptRunner = gen.runner
+    assert gen.cfg.grasp_wrist_roll == "negative"
+    home = np.asarray(gen.twin.config.robot.home, dtype=np.float64)[:5]
+    flips = checked = 0
+    for i in range(40):
+        if _partly_done(gen, i):
+            continue
+        rng = np.random.default_rng(0)
+        plans: dict = {}
+        runner._near, runner._query = {}, {}
+        seg, points, axes, query = runner._plan(0, plans, rng, [])
+        place = runner._insertion(0, plans, rng, [])
+        k = int(np.flatnonzero(seg.gripper < gen.cfg.segmentation.gripper_closed_below)[0])
+        rolls = {}
+        for prefer in ("negative", "any"):
+            runner.cfg = replace(gen.cfg, grasp_wrist_roll=prefer)
+            try:
+                axis, _, _ = next(runner.grasp_variants(home, seg, points, axes, float(query[2, 3]), place))
+            finally:
+                runner.cfg = gen.cfg
+            closing = runner._close_pose(home, seg, points, axes, axis, k)
+            upright = runner.place_axis_error(home, seg.tool_points[0], axis, place) <= PLACE_AXIS_TOLERANCE
+            assert closing is not None and upright, (i, prefer)
+            rolls[prefer] = closing[1]
+        assert rolls["negative"] < 0, (i, rolls)
+        flips += rolls["any"] > 0
+        checked += 1
+        if flips >= 1 and checked >= 3:
+            break
+    assert flips >= 1, f"no scene of {checked} where the clearance-first order rolls the other way"
 
 
 def test_an_attempt_whose_variants_all_fail_reports_the_rollout_of_the_failure_it_names(gen: Generator) -> None:

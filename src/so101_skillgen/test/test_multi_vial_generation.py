@@ -17,6 +17,7 @@ from so101_skillgen.bench_skillgen import expert_seeds
 from so101_skillgen.config import load_skillgen_config
 from so101_skillgen.errors import SkillGenError
 from so101_skillgen.generation import Generator
+from so101_skillgen.keep_filter import off_target
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +90,8 @@ def test_a_vial_in_another_slot_than_its_target_is_not_kept(seeds: list[SeedDemo
         poses = {n: (np.array([*centres[order[k]], 0.06]), upright) for k, n in enumerate(tw.vial_names)}
         return {**poses, RACK: (rack.position, rack.quaternion)}
 
-    assert gen.runner._off_target(standing(targets)) is None
+    assert off_target(tw, standing(targets)) is None
     swapped = (targets[1], targets[0], targets[2])
-    assert gen.runner._off_target(standing(swapped)) == (
+    assert off_target(tw, standing(swapped)) == (
         f"vial_0 stands in slot {targets[1]}, not in its target slot {targets[0]}"
     )

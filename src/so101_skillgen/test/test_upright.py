@@ -63,7 +63,7 @@ def test_the_bound_counts_the_scenes_whose_slots_are_out_of_reach(twin: Twin, tr
     rack = twin.config.rack
     xy = np.asarray(rack.xy) + np.array([-0.06, -0.03])
     nearest = int(np.argmin(np.linalg.norm(xy + np.asarray(rack.slot_offsets()), axis=1)))
-    close = Twin(None, dr, replace(load_task_config(), slots=(nearest,)))
+    close = Twin(None, dr, replace(load_task_config(), fill_order=(nearest,), prefill=False))
     try:
         bound = upright_bound(close, make_tracker(close, load_skillgen_config().ik), 1)
     finally:

@@ -28,21 +28,29 @@ def run_sim_benchmark(
 
     Returns a JSON-ready dict: ``physics_rtf`` (sim seconds per wall second while the scripted expert
     runs the randomized task, stepping only), ``render_fps`` (frames/s, three cameras at
-    ``width``×``height``), ``render_sets_per_s``, ``success_rate`` over ``episodes`` seeds, failures,
+    ``width``×``height``), ``render_sets_per_s``, ``success_rate`` (our detector) and
+    ``workshop_success_rate`` over ``episodes`` seeds, failures, per target slot (episodes, successes),
     (the caller records the machine: ``benchmarks.results.write_result``).
     """
     task = task or load_task_config()
-    twin = Twin(sim, dr)
+    twin = Twin(sim, dr, task)
     try:
         expert = ScriptedExpert.for_twin(twin)
         wall_step = 0.0
         sim_time = 0.0
         failed: list[int] = []
+        workshop_failed: list[int] = []
+        by_target: dict[str, list[int]] = {}  # target slot -> [episodes, successes]
         t_eps = time.perf_counter()
         for seed in range(first_seed, first_seed + episodes):
             rec = run_scripted_episode(twin, seed, expert=expert, task=task)
+            tally = by_target.setdefault(str(rec.target_slot), [0, 0])
+            tally[0] += 1
+            tally[1] += int(rec.success)
             if not rec.success:
                 failed.append(seed)
+            if not rec.workshop:
+                workshop_failed.append(seed)
         t_eps = time.perf_counter() - t_eps
 
         # Physics RTF: time the physics alone over one scripted episode's action sequence, replayed.
@@ -68,6 +76,9 @@ def run_sim_benchmark(
         "episodes": episodes,
         "success_rate": (episodes - len(failed)) / episodes if episodes else 0.0,
         "failed_seeds": failed,
+        "workshop_success_rate": (episodes - len(workshop_failed)) / episodes if episodes else 0.0,
+        "workshop_failed_seeds": workshop_failed,
+        "by_target_slot": {k: {"episodes": v[0], "successes": v[1]} for k, v in sorted(by_target.items())},
         "episodes_wall_s": round(t_eps, 3),
         "physics_rtf": round(sim_time / wall_step, 2) if wall_step > 0 else None,
         "physics_sim_s": round(sim_time, 3),

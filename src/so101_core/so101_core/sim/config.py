@@ -121,6 +121,7 @@ class RackConfig:
     yaw: float
     rgba: Vec4
     friction: Vec3
+    marker_rgba: Vec4 = (0.10, 0.80, 0.30, 1.0)  # the orientation marker: the +x outer wall, the cells along it
 
     @property
     def top_height(self) -> float:
@@ -203,13 +204,18 @@ class TaskConfig:
     :mod:`so101_core.sim.task`.
 
     ``vials`` empty: the single vial of ``sim.yaml``; otherwise one vial per placement (grasp + place each,
-    in that order). ``slots``: the rack slots (``RackConfig.slot_offsets`` indices) targets are drawn from
-    (empty: all). ``min_vial_gap``: closest allowed distance (m) between two vials' axes on the mat;
+    in that order). ``slots``: the rack slots (``RackConfig.slot_offsets`` indices) several vials' targets
+    are drawn from (empty: all). ``min_vial_gap``: closest allowed distance (m) between two vials' axes on the mat;
     ``min_slot_gap``: between two target slots' centres (a closer slot is not drawn while another is free);
     ``min_slot_radius``: from the robot base to a target slot's centre (a nearer one is drawn only where the
     rack offers no set of slots that far, and then the set whose nearest slot is farthest).
     ``fill``: how the drawn slots are given to the vials (placed in order): ``far_first`` (the slot farthest
     from the robot base to the first vial, so the hand never reaches over a standing vial) or ``drawn``.
+
+    The single vial (``vials`` empty): ``fill_order`` lists the slots (rack frame) in the order a rack is
+    filled, ``min_slot_gap`` apart pairwise (:func:`~.randomization.fill_order`); with ``prefill`` domain
+    randomization stands vials upright in its first ``dr.prefill`` slots and the target is the first free
+    one (without DR: ``fill_order[0]``). Success means that slot. Several vials ignore both.
     """
 
     description: str
@@ -227,10 +233,18 @@ class TaskConfig:
     min_slot_gap: float = 0.0
     min_slot_radius: float = 0.0
     fill: str = "far_first"
+    fill_order: tuple[int, ...] = (8, 6, 4, 2, 0)
+    prefill: bool = True
 
     @property
     def vial_count(self) -> int:
         return max(1, len(self.vials))
+
+    @property
+    def standing_count(self) -> int:
+        """Standing-vial bodies a scene of this task holds (:func:`~.scene.standing_names`): one per slot of
+        ``fill_order`` that a pre-fill can stand a vial in (all but the last), none without ``prefill``."""
+        return max(0, len(self.fill_order) - 1) if self.prefill and not self.vials else 0
 
 
 def default_config_dir() -> Path:
@@ -404,6 +418,7 @@ def _parse_sim(f: Fields) -> SimConfig:
         yaw=r.num("yaw", 0.0, lo=-3.2, hi=3.2),
         rgba=_rgba(r, "rgba"),
         friction=_friction(r, "friction"),
+        marker_rgba=_rgba(r, "marker_rgba") if r.has("marker_rgba") else RackConfig.marker_rgba,
     )
     if rack.slot_width <= 2 * vial.radius:
         raise ConfigError(
@@ -516,6 +531,22 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
     if len(set(slots)) != len(slots):
         raise ConfigError(f.field("slots"), f"slot indices repeat: {slots}")
     vials = _placements(f)
+    order = f.raw("fill_order", list(TaskConfig.fill_order))
+    if (
+        not isinstance(order, list)
+        or not order
+        or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in order)
+    ):
+        raise ConfigError(f.field("fill_order"), f"expected a non-empty list of slot indices (integers >= 0), "
+                          f"got {order!r}")  # fmt: skip
+    if len(set(order)) != len(order):
+        raise ConfigError(f.field("fill_order"), f"slot indices repeat: {order}")
+    prefill = f.raw("prefill", TaskConfig.prefill)
+    if not isinstance(prefill, bool):
+        raise ConfigError(f.field("prefill"), f"expected true/false, got {prefill!r}")
+    if slots and not vials:
+        raise ConfigError(f.field("slots"), "the single vial's target is the first free slot of fill_order: "
+                          "list the slots there")  # fmt: skip
     if vials and slots and len(slots) < len(vials):
         raise ConfigError(f.field("slots"), f"{len(slots)} slots for {len(vials)} vials: each vial needs its own")
     t = TaskConfig(
@@ -526,6 +557,8 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
         min_slot_gap=f.num("min_slot_gap", TaskConfig.min_slot_gap, lo=0.0, hi=0.5),
         min_slot_radius=f.num("min_slot_radius", TaskConfig.min_slot_radius, lo=0.0, hi=1.0),
         fill=f.text("fill", TaskConfig.fill, choices=("far_first", "drawn")),
+        fill_order=tuple(order),
+        prefill=prefill,
         description=f.text("description"),
         xy_radius=s.num("xy_radius", lo=0.0, hi=0.5, lo_open=True),
         z_min=s.num("z_min", lo=-0.5, hi=0.5),

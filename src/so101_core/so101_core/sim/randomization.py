@@ -21,7 +21,7 @@ import numpy as np
 from so101_core.arrays import F64
 from so101_core.config.fields import Fields, load_yaml
 
-from .config import SimConfig, TaskConfig, VialPlacement, default_config_dir
+from .config import SimConfig, TaskConfig, VialPlacement, default_config_dir, load_task_config
 from .errors import ConfigError
 from .geometry import mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
 from .scene import SceneIndex
@@ -52,6 +52,7 @@ class DRConfig:
     friction_scale: Interval = (0.85, 1.15)
     mass_scale: Interval = (0.8, 1.2)
     damping_scale: Interval = (0.8, 1.25)
+    prefill: tuple[int, int] = (0, 2)  # standing vials in the first slots of task.fill_order (uniform count)
 
     @staticmethod
     def disabled() -> DRConfig:
@@ -119,10 +120,20 @@ def _parse(f: Fields, profile: str | None = None) -> DRConfig:
         friction_scale=phys.interval("friction_scale", lo=0.1, hi=10.0),
         mass_scale=phys.interval("mass_scale", lo=0.1, hi=10.0),
         damping_scale=phys.interval("damping_scale", lo=0.1, hi=10.0),
+        prefill=_count_range(f, "prefill"),
     )
     for sub in (rack, vial, objs, light, cams, cols, phys, f):
         sub.finish()
     return cfg
+
+
+def _count_range(f: Fields, key: str) -> tuple[int, int]:
+    """An integer ``[min, max]`` pair, 0 <= min <= max <= 8 (``[0, 0]`` when absent)."""
+    raw = f.raw(key, [0, 0])
+    ok = isinstance(raw, list) and len(raw) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in raw)
+    if not ok or not 0 <= raw[0] <= raw[1] <= 8:
+        raise ConfigError(f.field(key), f"expected [min, max] integers with 0 <= min <= max <= 8, got {raw!r}")
+    return int(raw[0]), int(raw[1])
 
 
 @dataclass(frozen=True)
@@ -160,6 +171,8 @@ class EpisodeSample:
     extras: dict[str, float] = field(default_factory=dict)
     more_vials: tuple[VialSample, ...] = ()  # a multi-vial task's vials after the first
     more_slots: tuple[int, ...] = ()  # their target slots, in the same order
+    prefilled: tuple[int, ...] = ()  # slots with a vial standing upright at the start (the first slots of
+    # task.fill_order, standing_names order); the single vial's target is the next slot of the order
 
     @property
     def vials(self) -> tuple[VialSample, ...]:
@@ -212,6 +225,43 @@ def nominal_vials(sim: SimConfig, task: TaskConfig | None) -> tuple[VialPlacemen
     if task is not None and task.vials:
         return task.vials
     return (VialPlacement(sim.vial.xy, sim.vial.yaw),)
+
+
+def fill_order(sim: SimConfig, task: TaskConfig) -> list[int]:
+    """The single vial's ``task.fill_order``, checked against the rack: slots of it, each pair
+    ``task.min_slot_gap`` or more apart (centres, m: no two share a wall); :class:`ConfigError` otherwise."""
+    n = sim.rack.slots**2
+    order = list(task.fill_order)
+    bad = [i for i in order if i >= n]
+    if bad:
+        raise ConfigError("task.fill_order", f"slots {bad} are not slots of the {n}-slot rack")
+    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
+    for k, a in enumerate(order):
+        for b in order[k + 1 :]:
+            d = float(np.linalg.norm(off[a] - off[b]))
+            if d < task.min_slot_gap - 1e-9:
+                raise ConfigError("task.fill_order", f"slots {a} and {b} lie {d:.3f} m apart, closer than "
+                                  f"min_slot_gap {task.min_slot_gap} m (they share a wall)")  # fmt: skip
+    return order
+
+
+def prefilled_before(task: TaskConfig, target: int) -> tuple[int, ...]:
+    """The pre-filled slots of an episode whose target slot is ``target``: the slots of ``task.fill_order``
+    before it (what :func:`sample_episode` stands vials in when no slot is ``occupied``); () when ``target`` is
+    not in the order or the task has no pre-fill. Lets a consumer that only sees the target (a graph node
+    reading ``sim/target_slot``) know which slot each standing vial holds."""
+    order = list(task.fill_order)
+    if not task.prefill or task.vials or target not in order:
+        return ()
+    return tuple(order[: order.index(target)])
+
+
+def check_prefill(sim: SimConfig, dr: DRConfig, task: TaskConfig) -> None:
+    """The pre-fill must leave a free slot of the order for the vial (:class:`ConfigError` naming the field)."""
+    order = fill_order(sim, task) if not task.vials else []
+    if task.prefill and not task.vials and dr.prefill[1] > len(order) - 1:
+        raise ConfigError("dr.prefill", f"up to {dr.prefill[1]} standing vials, but task.fill_order has "
+                          f"{len(order)} slots: at most {len(order) - 1} leave the vial a slot")  # fmt: skip
 
 
 def target_slot_choices(sim: SimConfig, task: TaskConfig | None) -> list[int]:
@@ -299,11 +349,15 @@ def sample_episode(
 ) -> EpisodeSample:
     """Draw one episode's parameters. Draw order is fixed, so ``rng`` state fully determines the result.
 
-    The vial's heading and the target slots (one per vial, :func:`_draw_slots`: uniform among the sets of the
-    task's slots not in ``occupied`` that keep ``task.min_slot_gap`` and ``task.min_slot_radius``) are drawn
-    last, so the other draws of a seed are those of earlier versions. A multi-vial ``task`` then draws the
-    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one). Without DR: the centre slot
-    (one vial), else the farthest free slots (``far_first``) or the first ones, each apart from those before.
+    ``task`` None: ``task.yaml``'s single-vial task. The single vial's target is the first free slot of
+    ``task.fill_order`` (slots in ``occupied`` skipped): with DR and ``task.prefill``, a uniform count in
+    ``dr.prefill`` of its first free slots hold a standing vial (:attr:`EpisodeSample.prefilled`; the count
+    is the last draw, so every other draw of a seed is that of earlier versions, where one draw picked the
+    target among all slots); without DR none, and the target is the order's first slot. Several vials: the
+    vial's heading, then the target slots (one per vial, :func:`_draw_slots`: uniform among the sets of the
+    task's slots not in ``occupied`` that keep ``task.min_slot_gap`` and ``task.min_slot_radius``), then the
+    other vials (each redrawn while it lies within ``task.min_vial_gap`` of an earlier one); without DR the
+    farthest free slots (``far_first``) or the first ones, each apart from those before.
     A drawn vial (not the nominal layout) is also redrawn while it lies within ``SPAWN_CLEARANCE`` of the rack
     or of a ``keep_out`` point ((K, 2) m, world: where the arm rests on the mat, :class:`~.twin.Twin`); only
     such episodes draw differently from earlier versions.
@@ -315,15 +369,20 @@ def sample_episode(
     def jitter(amp: float, n: int = 3) -> F64:
         return rng.uniform(-amp, amp, size=n)
 
+    task = task if task is not None else load_task_config()
     ncam = len(sim.cameras)
     layout = nominal_vials(sim, task)
-    choices = [i for i in target_slot_choices(sim, task) if i not in occupied]
+    single = len(layout) == 1
+    if single and dr.enabled:
+        check_prefill(sim, dr, task)
+    order = fill_order(sim, task) if single else target_slot_choices(sim, task)
+    choices = [i for i in order if i not in occupied]
     if len(choices) < len(layout):
         raise ValueError(f"{len(choices)} free target slots for {len(layout)} vials (occupied: {sorted(occupied)})")
     if not dr.enabled:
         z3 = np.zeros(3)
-        if len(layout) == 1:
-            first, rest = (centre_slot(sim) if centre_slot(sim) in choices else choices[0]), []
+        if single:
+            first, rest = choices[0], []
         else:  # the farthest free slots (far_first) or the first ones, each apart from those taken before it
             ordered = choices
             if task is not None and task.fill == "far_first":
@@ -364,14 +423,16 @@ def sample_episode(
         lead = max(lead, v, key=clearance)
         draws += 1
     vial_xy, vial_yaw, vial_roll = lead.xy, lead.yaw, lead.roll
-    target, *slots = _draw_slots(choices, len(layout), sim, task, rack_xy, rack_yaw, rng)
+    target, slots = choices[0], []
+    if not single:
+        target, *slots = _draw_slots(choices, len(layout), sim, task, rack_xy, rack_yaw, rng)
     placed = [lead]
     for nominal in layout[1:]:
         best: tuple[float, VialSample] | None = None
         for _ in range(MAX_LAYOUT_DRAWS):
             xy = np.array(nominal.xy) + np.array([u(dr.vial_x), u(dr.vial_y)])
             v = VialSample(xy, nominal.yaw + u(dr.vial_yaw), sim.vial.roll + u(dr.vial_roll))
-            gap = vial_gap((*placed, v), sim.vial.half_length) - task.min_vial_gap  # type: ignore[union-attr]
+            gap = vial_gap((*placed, v), sim.vial.half_length) - task.min_vial_gap
             margin = min(gap, clearance(v))
             if best is None or margin > best[0]:
                 best = (margin, v)
@@ -379,8 +440,12 @@ def sample_episode(
                 break
         assert best is not None
         placed.append(best[1])  # the first draw that keeps the gap and the clearance, else the nearest miss
-    if slots and task is not None and task.fill == "far_first":
+    if slots and task.fill == "far_first":
         target, *slots = _far_first([target, *slots], sim, rack_xy, rack_yaw)
+    prefilled: tuple[int, ...] = ()
+    if single and task.prefill:  # the last draw: standing vials in the first free slots of the order
+        count = min(int(rng.integers(dr.prefill[0], dr.prefill[1] + 1)), len(choices) - 1)
+        prefilled, target = tuple(choices[:count]), choices[count]
     return EpisodeSample(
         seed=seed,
         rack_xy=rack_xy,
@@ -403,6 +468,7 @@ def sample_episode(
         target_slot=target,
         more_vials=tuple(placed[1:]),
         more_slots=tuple(slots),
+        prefilled=prefilled,
     )
 
 
@@ -416,7 +482,8 @@ class ModelRandomizer:
             name: getattr(model, name).copy()
             for name in (
                 "geom_friction", "body_mass", "body_inertia", "dof_damping", "light_diffuse",
-                "light_specular", "cam_pos", "cam_quat", "mat_rgba",
+                "light_specular", "cam_pos", "cam_quat", "mat_rgba", "geom_contype", "geom_conaffinity",
+                "body_gravcomp",
             )
         }  # fmt: skip
 
@@ -446,7 +513,19 @@ class ModelRandomizer:
                 m.cam_quat[cam] = mat_to_quat(quat_to_mat(quat_mul(nom["cam_quat"][cam], dq)))
         for mat in ix.robot_materials:
             m.mat_rgba[mat, :3] = np.clip(nom["mat_rgba"][mat, :3] + s.robot_rgb, 0.0, 1.0)
-        for name, delta in (("vial", s.vial_rgb), ("rack", s.rack_rgb), ("mat", s.mat_rgb)):
+        for name, delta in (
+            ("vial", s.vial_rgb),
+            ("rack", s.rack_rgb),
+            ("rack_marker", s.rack_rgb),
+            ("mat", s.mat_rgb),
+        ):
             mid = ix.object_materials[name]
             m.mat_rgba[mid, :3] = np.clip(nom["mat_rgba"][mid, :3] + delta, 0.0, 1.0)
+        for k, name in enumerate(ix.standing):  # unused standing vials: parked, no contacts, gravity compensated
+            if k >= len(s.prefilled):
+                geoms = list(ix.object_geoms[name])
+                m.geom_contype[geoms] = 0
+                m.geom_conaffinity[geoms] = 0
+            else:
+                m.body_gravcomp[ix.object_bodies[name]] = 0.0
         mujoco.mj_setConst(m, data)

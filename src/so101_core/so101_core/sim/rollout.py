@@ -11,7 +11,7 @@ from so101_core.arrays import F64
 from .config import TaskConfig, load_task_config
 from .scene import RACK, is_vial
 from .scripted_expert import ScriptedExpert
-from .task import SuccessDetector
+from .success import SuccessRules
 from .twin import Twin
 
 
@@ -19,7 +19,9 @@ from .twin import Twin
 class EpisodeRecord:
     """One episode. Arrays are per control step: ``joint_positions``/``actions`` (T, 6) rad,
     ``object_poses`` name → (T, 7) = xyz m + quaternion wxyz, observed before the action (``vial_poses`` /
-    ``rack_poses``: the first vial's and the rack's). ``target_slots``: vial name → its slot.
+    ``rack_poses``: the first vial's and the rack's; standing vials under their names). ``target_slots``: vial
+    name → its slot; ``prefilled``: the slots holding a standing vial at the start (``standing_vial_k`` in the
+    k-th).
     """
 
     seed: int | None
@@ -32,6 +34,8 @@ class EpisodeRecord:
     target_slot: int = 0
     failure: str | None = None  # the expert's reason for giving up (unreachable pose), None otherwise
     target_slots: dict[str, int] = field(default_factory=dict)
+    prefilled: tuple[int, ...] = ()
+    workshop: bool = False  # the upstream workshop's rule held too
 
     @property
     def vial_poses(self) -> F64:
@@ -57,7 +61,7 @@ def run_scripted_episode(
     task = task or twin.task or load_task_config()
     expert = expert or ScriptedExpert.for_twin(twin)
     sample = twin.reset(seed)
-    detector = SuccessDetector(task, twin.config.rack)
+    rules = SuccessRules.of(task, twin.config)
     targets = dict(zip(twin.vial_names, sample.target_slots, strict=True))
     expert.reset(twin.joint_positions(), twin.object_poses(), targets=list(targets.items()))
     qs, acts = [], []
@@ -73,12 +77,12 @@ def run_scripted_episode(
             for name, pose in poses.items():
                 poses_log[name].append(np.concatenate(pose))
         twin.step(action)
-        ok = detector.update_state(twin.task_state())
+        ok, _ = rules.update(twin.task_state())
         if ok and stop_on_success and expert.done:
             break
     rec = EpisodeRecord(
-        seed, detector.succeeded, steps, sample.partly_done, target_slot=sample.target_slot, failure=expert.failure,
-        target_slots=targets,
+        seed, rules.succeeded, steps, sample.partly_done, target_slot=sample.target_slot, failure=expert.failure,
+        target_slots=targets, prefilled=sample.prefilled, workshop=rules.workshop_succeeded,
     )  # fmt: skip
     if record:
         rec.joint_positions, rec.actions = np.asarray(qs), np.asarray(acts)

@@ -21,8 +21,9 @@ from .geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat
 # Collision bits.
 ARM, PAD, OBJECT, ENV, GRIPPER = 1, 2, 4, 8, 16
 
-VIAL, RACK = "vial", "rack"
-OBJECT_NAMES: tuple[str, ...] = (VIAL, RACK)  # the single-vial scene's objects
+VIAL, RACK, STANDING = "vial", "rack", "standing_vial"
+OBJECT_NAMES: tuple[str, ...] = (VIAL, RACK)  # the single-vial scene's task objects (standing vials besides)
+PARK_DEPTH = 0.5  # m below the mat where an unused standing vial waits (no collisions, gravity compensated)
 
 
 def vial_names(count: int) -> tuple[str, ...]:
@@ -35,6 +36,22 @@ def vial_names(count: int) -> tuple[str, ...]:
 def is_vial(name: str) -> bool:
     """True for a vial's body name (:func:`vial_names`)."""
     return name == VIAL or (name.startswith(VIAL + "_") and name[len(VIAL) + 1 :].isdigit())
+
+
+def standing_names(count: int) -> tuple[str, ...]:
+    """Body names of ``count`` standing vials (pre-filled slots): ``("standing_vial_0", ...)``. Not vials
+    to place (:func:`is_vial` is false for them)."""
+    return tuple(f"{STANDING}_{i}" for i in range(count))
+
+
+def is_standing(name: str) -> bool:
+    """True for a standing vial's body name (:func:`standing_names`)."""
+    return name.startswith(STANDING + "_") and name[len(STANDING) + 1 :].isdigit()
+
+
+def parked_position(k: int) -> np.ndarray:
+    """Where unused standing vial ``k`` waits (3,) m, world: under the mat, out of every camera's view."""
+    return np.array([0.2 + 0.05 * k, 0.0, -PARK_DEPTH])
 
 
 def vial_lying_quat(yaw: float, roll: float) -> np.ndarray:
@@ -109,9 +126,16 @@ def _object_geom(body: mujoco.MjsBody, cfg: SimConfig, **kw: object) -> mujoco.M
     return g
 
 
-def _add_vial(spec: mujoco.MjSpec, cfg: SimConfig, name: str) -> None:
+def _add_vial(spec: mujoco.MjSpec, cfg: SimConfig, name: str, standing: int | None = None) -> None:
+    """A vial lying at its nominal pose, or (``standing`` = k) standing vial k parked (gravity compensated:
+    :class:`~.randomization.ModelRandomizer` switches that and its collisions with its use per episode)."""
     v = cfg.vial
-    vb = spec.worldbody.add_body(name=name, pos=[v.xy[0], v.xy[1], v.radius], quat=list(vial_lying_quat(v.yaw, v.roll)))
+    if standing is None:
+        vb = spec.worldbody.add_body(
+            name=name, pos=[v.xy[0], v.xy[1], v.radius], quat=list(vial_lying_quat(v.yaw, v.roll))
+        )
+    else:
+        vb = spec.worldbody.add_body(name=name, pos=list(parked_position(standing)), gravcomp=1.0)
     vb.add_freejoint(name=name)
     g = _object_geom(
         vb,
@@ -137,7 +161,7 @@ def _add_vial(spec: mujoco.MjSpec, cfg: SimConfig, name: str) -> None:
     cap.group = 1
 
 
-def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig, vials: tuple[str, ...]) -> None:
+def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig, vials: tuple[str, ...], standing: tuple[str, ...]) -> None:
     world = spec.worldbody
     mat = cfg.mat
     world.add_geom(
@@ -162,6 +186,8 @@ def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig, vials: tuple[str, ...]) ->
     mg.margin = cfg.contact.margin
     for name in vials:
         _add_vial(spec, cfg, name)
+    for k, name in enumerate(standing):
+        _add_vial(spec, cfg, name, standing=k)
 
     r = cfg.rack
     rb = world.add_body(name=RACK, pos=[r.xy[0], r.xy[1], 0.0], quat=list(yaw_quat(r.yaw)))
@@ -173,6 +199,7 @@ def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig, vials: tuple[str, ...]) ->
         c = -half + r.wall_thickness / 2 + k * r.slot_pitch
         boxes.append(([half, r.wall_thickness / 2, r.wall_height / 2], [0.0, c, zc]))
         boxes.append(([r.wall_thickness / 2, half, r.wall_height / 2], [c, 0.0, zc]))
+    marked = 2 * r.slots + 2  # the +x outer wall (k = slots, the wall along y): the orientation marker
     vols = np.array([8 * s[0] * s[1] * s[2] for s, _ in boxes])
     for i, ((size, pos), vol) in enumerate(zip(boxes, vols, strict=True)):
         g = _object_geom(
@@ -183,10 +210,23 @@ def _add_objects(spec: mujoco.MjSpec, cfg: SimConfig, vials: tuple[str, ...]) ->
             size=size,
             pos=pos,
             mass=float(r.mass * vol / vols.sum()),
-            material="rack",
+            material="rack_marker" if i == marked else "rack",
         )
         g.friction = list(r.friction)
         g.condim = 3
+    # the floor of the cells along the marked wall, in its colour (visual only: 1 mm, no mass, no contacts)
+    row = (r.slots - 1) / 2.0 * r.slot_pitch
+    floor = rb.add_geom(
+        name="rack_marker_floor",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[r.slot_width / 2, half - r.wall_thickness, 0.0005],
+        pos=[row, 0.0, r.base_height + 0.0005],
+        material="rack_marker",
+        contype=0,
+        conaffinity=0,
+        density=0.0,
+    )
+    floor.group = 1
 
 
 def _camera_pose(spec: mujoco.MjSpec, cfg: SimConfig, cam: CameraConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -243,10 +283,12 @@ def _add_assets(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.add_material(name="vial", rgba=list(cfg.vial.rgba), specular=0.6, shininess=0.8)
     spec.add_material(name="vial_cap", rgba=[0.85, 0.15, 0.15, 1.0])
     spec.add_material(name="rack", rgba=list(cfg.rack.rgba))
+    spec.add_material(name="rack_marker", rgba=list(cfg.rack.marker_rgba))
 
 
-def build_spec(cfg: SimConfig, vials: int = 1) -> mujoco.MjSpec:
-    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`)."""
+def build_spec(cfg: SimConfig, vials: int = 1, standing: int = 0) -> mujoco.MjSpec:
+    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`) and ``standing``
+    standing vials (:func:`standing_names`)."""
     spec = _robot_spec(cfg)
     spec.modelname = "so101_vial_rack"
     spec.option.timestep = cfg.physics.timestep
@@ -257,14 +299,15 @@ def build_spec(cfg: SimConfig, vials: int = 1) -> mujoco.MjSpec:
     spec.option.noslip_iterations = cfg.physics.noslip_iterations
     _configure_robot(spec, cfg)
     _add_assets(spec, cfg)
-    _add_objects(spec, cfg, vial_names(vials))
+    _add_objects(spec, cfg, vial_names(vials), standing_names(standing))
     _add_cameras_and_lights(spec, cfg)
     return spec
 
 
-def build_model(cfg: SimConfig, vials: int = 1) -> mujoco.MjModel:
-    """Compile the scene for ``cfg`` with ``vials`` vials (offline: assets come from the installed wheel)."""
-    spec = build_spec(cfg, vials)
+def build_model(cfg: SimConfig, vials: int = 1, standing: int = 0) -> mujoco.MjModel:
+    """Compile the scene for ``cfg`` with ``vials`` vials and ``standing`` standing vials (offline: assets come
+    from the installed wheel)."""
+    spec = build_spec(cfg, vials, standing)
     try:
         return spec.compile()
     except ValueError as exc:
@@ -290,10 +333,12 @@ class SceneIndex:
     lights: tuple[int, ...]
     robot_materials: tuple[int, ...]
     object_materials: dict[str, int]
+    standing: tuple[str, ...] = ()  # the standing vials among the objects (:func:`standing_names` order)
 
     @staticmethod
     def of(model: mujoco.MjModel, cfg: SimConfig, objects: tuple[str, ...] = OBJECT_NAMES) -> SceneIndex:
-        """Index ``model``; ``objects``: its free bodies (the vials of :func:`vial_names`, then the rack)."""
+        """Index ``model``; ``objects``: its free bodies (the vials of :func:`vial_names`, the standing vials of
+        :func:`standing_names`, then the rack)."""
 
         def jid(name: str) -> int:
             return int(model.joint(cfg.robot.mjcf_joint(name)).id)
@@ -313,7 +358,7 @@ class SceneIndex:
             )
             for n, b in obj_bodies.items()
         }
-        scene_mats = {"table", "mat", "vial", "vial_cap", "rack"}
+        scene_mats = {"table", "mat", "vial", "vial_cap", "rack", "rack_marker"}
         robot_mats = tuple(i for i in range(model.nmat) if model.material(i).name not in scene_mats)
         return SceneIndex(
             qpos_adr=model.jnt_qposadr[joints].copy(),
@@ -330,5 +375,6 @@ class SceneIndex:
             cameras={n: int(model.camera(n).id) for n in CAMERA_NAMES},
             lights=tuple(range(model.nlight)),
             robot_materials=robot_mats,
-            object_materials={n: int(model.material(n).id) for n in ("mat", "vial", "rack")},
+            object_materials={n: int(model.material(n).id) for n in ("mat", "vial", "rack", "rack_marker")},
+            standing=tuple(n for n in objects if is_standing(n)),
         )

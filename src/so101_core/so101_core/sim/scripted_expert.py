@@ -26,7 +26,7 @@ from .errors import PlanningError
 from .geometry import quat_to_mat
 from .grasp import GraspGeometry
 from .ik import ArmIK, AxisTarget
-from .scene import RACK, VIAL, SceneIndex, is_vial
+from .scene import RACK, VIAL, SceneIndex, is_standing, is_vial
 from .twin import GRIPPER_CLOSED, GRIPPER_OPEN, Pose, Twin
 
 
@@ -170,12 +170,12 @@ class ScriptedExpert:
         return res.q
 
     def _standing_top(self, objects: Mapping[str, Pose]) -> float:
-        """Highest top (m) of the other vials standing upright (already placed); -inf when none."""
+        """Highest top (m) of the other vials standing upright (already placed, or pre-filled); -inf when none."""
         hl = self._cfg.vial.half_length
         tops = [
             float(p.position[2]) + hl
             for name, p in objects.items()
-            if is_vial(name) and name != self._vial and quat_to_mat(p.quaternion)[2, 2] > 0.5
+            if (is_vial(name) or is_standing(name)) and name != self._vial and quat_to_mat(p.quaternion)[2, 2] > 0.5
         ]
         return max(tops, default=-math.inf)
 

@@ -54,9 +54,19 @@ def slot_centres(rack_pos: ArrayLike, rack_quat: ArrayLike, rack: RackConfig) ->
     return np.asarray(rack_pos, dtype=np.float64)[:2] + off @ rot.T
 
 
-def in_slot(vial_pos: ArrayLike, rack_pos: ArrayLike, rack_quat: ArrayLike, rack: RackConfig, tolerance: float) -> bool:
-    """True when the vial centre is within ``tolerance`` m (horizontally) of some slot centre."""
+def in_slot(
+    vial_pos: ArrayLike,
+    rack_pos: ArrayLike,
+    rack_quat: ArrayLike,
+    rack: RackConfig,
+    tolerance: float,
+    slot: int | None = None,
+) -> bool:
+    """True when the vial centre is within ``tolerance`` m (horizontally) of slot ``slot``'s centre (None: of
+    some slot's)."""
     centres = slot_centres(rack_pos, rack_quat, rack)
+    if slot is not None:
+        centres = centres[slot : slot + 1]
     d = np.linalg.norm(centres - np.asarray(vial_pos, dtype=np.float64)[:2], axis=1)
     return bool(d.min() <= tolerance)
 
@@ -68,10 +78,12 @@ def placed(
     rack_quat: ArrayLike,
     rack: RackConfig,
     task: TaskConfig,
+    slot: int | None = None,
 ) -> bool:
-    """Vial upright in a rack slot (geometric filter and slot check), ignoring the gripper."""
+    """Vial upright in rack slot ``slot`` (None: in any slot) by the geometric filter and the slot check,
+    ignoring the gripper."""
     return bool(geometric_filter(vial_pos, vial_quat, rack_pos, rack.top_height, task)) and in_slot(
-        vial_pos, rack_pos, rack_quat, rack, task.slot_tolerance
+        vial_pos, rack_pos, rack_quat, rack, task.slot_tolerance, slot
     )
 
 
@@ -81,34 +93,78 @@ Pose7 = tuple[NDArray[np.float64], NDArray[np.float64]]  # position (3,) m, quat
 @dataclass(frozen=True)
 class TaskState:
     """What the success rules read at one step: every vial's pose (the scene's vial order), the rack's pose,
-    and which vials both jaw pads hold."""
+    which vials both jaw pads hold, each vial's target slot (``targets``: one per vial, or empty: any slot,
+    the multi-vial variant) and the vials standing in pre-filled slots (``standing``: pose and slot each),
+    which must stay upright in their slots."""
 
     vials: tuple[Pose7, ...]
     rack: Pose7
     held: tuple[bool, ...]
+    targets: tuple[int, ...] = ()
+    standing: tuple[tuple[Pose7, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.targets and len(self.targets) != len(self.vials):
+            raise ValueError(f"{len(self.targets)} target slots for {len(self.vials)} vials")
+
+    def target(self, i: int) -> int | None:
+        """Vial ``i``'s target slot (None: any slot)."""
+        return self.targets[i] if self.targets else None
 
     @staticmethod
-    def of(poses: Mapping[str, tuple[ArrayLike, ArrayLike]], vials: Sequence[str], held: Sequence[bool]) -> TaskState:
-        """From object poses by name (``Twin.object_poses``) and the vials' names and held flags."""
+    def of(
+        poses: Mapping[str, tuple[ArrayLike, ArrayLike]],
+        vials: Sequence[str],
+        held: Sequence[bool],
+        targets: Sequence[int] = (),
+        standing: Sequence[tuple[str, int]] = (),
+    ) -> TaskState:
+        """From object poses by name (``Twin.object_poses``), the vials' names and held flags, their target
+        slots and the standing vials' (name, slot) pairs."""
 
         def p7(name: str) -> Pose7:
             pos, quat = poses[name]
             return np.asarray(pos, dtype=np.float64), np.asarray(quat, dtype=np.float64)
 
-        return TaskState(tuple(p7(v) for v in vials), p7("rack"), tuple(bool(h) for h in held))
+        return TaskState(
+            tuple(p7(v) for v in vials),
+            p7("rack"),
+            tuple(bool(h) for h in held),
+            tuple(int(t) for t in targets),
+            tuple((p7(n), int(slot)) for n, slot in standing),
+        )
 
     @staticmethod
     def one_vial(
-        vial_pos: ArrayLike, vial_quat: ArrayLike, rack_pos: ArrayLike, rack_quat: ArrayLike, held: bool
+        vial_pos: ArrayLike,
+        vial_quat: ArrayLike,
+        rack_pos: ArrayLike,
+        rack_quat: ArrayLike,
+        held: bool,
+        target: int | None = None,
+        standing: Sequence[tuple[Pose7, int]] = (),
     ) -> TaskState:
-        """The state of a single-vial scene (world poses, quaternions wxyz)."""
-        return TaskState.of({"vial": (vial_pos, vial_quat), "rack": (rack_pos, rack_quat)}, ("vial",), (held,))
+        """The state of a single-vial scene (world poses, quaternions wxyz), its target slot (None: any slot)
+        and standing vials (pose, slot)."""
+        vial = (np.asarray(vial_pos, dtype=np.float64), np.asarray(vial_quat, dtype=np.float64))
+        rack = (np.asarray(rack_pos, dtype=np.float64), np.asarray(rack_quat, dtype=np.float64))
+        return TaskState((vial,), rack, (bool(held),), () if target is None else (int(target),), tuple(standing))
+
+
+def placed_state(state: TaskState, rack: RackConfig, task: TaskConfig) -> bool:
+    """The pose part of our rule on ``state``: every vial upright in its target slot (:func:`placed`) and every
+    standing vial still upright in its own slot; the gripper is not looked at."""
+    rp, rq = state.rack
+    if not all(placed(p, q, rp, rq, rack, task, state.target(i)) for i, (p, q) in enumerate(state.vials)):
+        return False
+    return all(placed(p, q, rp, rq, rack, task, slot) for (p, q), slot in state.standing)
 
 
 @dataclass
 class SuccessDetector:
-    """Success = :func:`placed` and released (not touching both jaws) for ``hold_steps`` consecutive steps;
-    with several vials, every vial placed and none held."""
+    """Success = :func:`placed_state` (the vial upright in its target slot, every standing vial upright in its
+    own) and released (not touching both jaws) for ``hold_steps`` consecutive steps; with several vials, every
+    vial placed and none held."""
 
     task: TaskConfig
     rack: RackConfig
@@ -126,14 +182,17 @@ class SuccessDetector:
         rack_pos: ArrayLike,
         rack_quat: ArrayLike,
         held_by_both_jaws: bool,
+        target: int | None = None,
     ) -> bool:
-        """Feed one control step of the single vial; returns True once success has been reached (latched)."""
-        return self.update_state(TaskState.one_vial(vial_pos, vial_quat, rack_pos, rack_quat, held_by_both_jaws))
+        """Feed one control step of the single vial (``target``: its slot, None: any slot, no standing vials);
+        returns True once success has been reached (latched). :meth:`update_state` takes the whole state."""
+        return self.update_state(
+            TaskState.one_vial(vial_pos, vial_quat, rack_pos, rack_quat, held_by_both_jaws, target)
+        )
 
     def update_state(self, state: TaskState) -> bool:
-        """Feed one control step of any number of vials; True once success has been reached (latched)."""
-        rp, rq = state.rack
-        ok = not any(state.held) and all(placed(p, q, rp, rq, self.rack, self.task) for p, q in state.vials)
+        """Feed one control step (``Twin.task_state()``); True once success has been reached (latched)."""
+        ok = not any(state.held) and placed_state(state, self.rack, self.task)
         self.streak = self.streak + 1 if ok else 0
         if self.streak >= self.task.hold_steps:
             self.succeeded = True

@@ -7,6 +7,7 @@ k steps is exactly k / control_hz.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -17,7 +18,7 @@ from numpy.typing import ArrayLike
 from so101_core.arrays import F64
 
 from . import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
-from .config import SimConfig, TaskConfig, load_sim_config
+from .config import SimConfig, TaskConfig, load_sim_config, load_task_config
 from .errors import ConfigError, InvalidCommandError, UnknownNameError
 from .geometry import yaw_quat
 from .grasp import GraspGeometry, grasp_geometry
@@ -28,14 +29,16 @@ from .randomization import (
     EpisodeSample,
     ModelRandomizer,
     VialSample,
+    check_prefill,
+    fill_order,
     load_dr_config,
     nominal_vials,
     sample_episode,
     target_slot_choices,
     vial_gap,
 )
-from .scene import RACK, SceneIndex, build_model, vial_lying_quat, vial_names
-from .task import TaskState
+from .scene import RACK, SceneIndex, build_model, parked_position, standing_names, vial_lying_quat, vial_names
+from .task import TaskState, slot_centres
 
 
 class Pose(NamedTuple):
@@ -64,9 +67,12 @@ GRIPPER_CLOSED = -0.17  # rad, squeezes anything between the pads
 class Twin:
     """MuJoCo twin of the SO-101 vial-in-rack scene.
 
-    ``dr=None`` loads ``config/dr.yaml``; pass :meth:`DRConfig.disabled` for the nominal scene. ``task``
-    with a vial layout (a multi-vial variant of ``task.yaml``) builds one vial per placement
-    (:attr:`vial_names`); without one the scene holds the single vial of ``sim.yaml``.
+    ``dr=None`` loads ``config/dr.yaml``; pass :meth:`DRConfig.disabled` for the nominal scene. ``task=None``
+    loads ``task.yaml``'s single-vial task. A ``task`` with a vial layout (a multi-vial variant) builds one
+    vial per placement (:attr:`vial_names`); without one the scene holds the single vial of ``sim.yaml`` and
+    :attr:`TaskConfig.standing_count` standing vials (:attr:`standing_names`): each episode stands the first
+    ones upright in its pre-filled slots (:attr:`EpisodeSample.prefilled`), the rest wait parked under the
+    mat, out of view, touching nothing.
     """
 
     def __init__(
@@ -74,11 +80,15 @@ class Twin:
     ) -> None:
         self.config = sim or load_sim_config()
         self.dr = dr if dr is not None else load_dr_config()
-        self.task = task
+        self.task: TaskConfig = task if task is not None else load_task_config()
+        task = self.task
         self.vial_names = vial_names(len(nominal_vials(self.config, task)))
-        self.object_names: tuple[str, ...] = (*self.vial_names, RACK)
+        self.standing_names = standing_names(task.standing_count)
+        self.object_names: tuple[str, ...] = (*self.vial_names, *self.standing_names, RACK)
         _check_layout(self.config, task)
-        self.model = build_model(self.config, len(self.vial_names))
+        if self.dr.enabled:
+            check_prefill(self.config, self.dr, task)
+        self.model = build_model(self.config, len(self.vial_names), len(self.standing_names))
         self.data = mujoco.MjData(self.model)
         self.index = SceneIndex.of(self.model, self.config, self.object_names)
         below = 2 * self.config.vial.radius + SPAWN_CLEARANCE  # a lying vial's top, and the clearance
@@ -131,6 +141,8 @@ class Twin:
         self._write_pose(RACK, np.array([*sample.rack_xy, 0.0]), yaw_quat(sample.rack_yaw))
         for name, vial in zip(self.vial_names, sample.vials, strict=True):
             self._write_pose(name, *self._lying(vial))
+        for k, name in enumerate(self.standing_names):
+            self._write_pose(name, *self._standing(sample, k))
         if sample.partly_done:
             self._start_in_hand(sample)
         mujoco.mj_forward(self.model, self.data)
@@ -141,6 +153,15 @@ class Twin:
 
     def _lying(self, vial: VialSample) -> tuple[F64, F64]:
         return np.array([*vial.xy, self.config.vial.radius]), vial_lying_quat(vial.yaw, vial.roll)
+
+    def _standing(self, sample: EpisodeSample, k: int) -> tuple[F64, F64]:
+        """Standing vial ``k`` upright on the floor of its pre-filled slot, or parked when the episode has fewer."""
+        if k >= len(sample.prefilled):
+            return parked_position(k), np.array([1.0, 0.0, 0.0, 0.0])
+        rack = self.config.rack
+        centre = slot_centres(np.array([*sample.rack_xy, 0.0]), yaw_quat(sample.rack_yaw), rack)[sample.prefilled[k]]
+        z = rack.base_height + self.config.vial.half_length
+        return np.array([*centre, z]), yaw_quat(sample.rack_yaw)
 
     def _start_in_hand(self, sample: EpisodeSample) -> None:
         """Partly-done start: the (first) vial already grasped and lifted 6 cm above its sampled spot."""
@@ -264,8 +285,22 @@ class Twin:
         return ContactState(hit[fixed], hit[moving])
 
     def task_state(self) -> TaskState:
-        """The success rules' input now (every vial's pose, the rack's, which vials are held)."""
-        return TaskState.of(self.object_poses(), self.vial_names, self.held_vials())
+        """The success rules' input now: every vial's pose, the rack's, which vials are held, and for the single
+        vial its target slot and the standing vials with their slots (:attr:`episode`)."""
+        return self.state_of(self.object_poses(), self.held_vials())
+
+    def state_of(self, poses: Mapping[str, tuple[ArrayLike, ArrayLike]], held: Sequence[bool]) -> TaskState:
+        """The success rules' input for object ``poses`` by name (position (3,) m, quaternion (4,) wxyz, world:
+        e.g. recorded or received ones) and the vials' ``held`` flags, in this twin's episode: the single vial's
+        target slot and the standing vials' slots (:attr:`EpisodeSample.prefilled`); no targets with several
+        vials (any slot counts, as before)."""
+        ep = self.episode
+        targets: tuple[int, ...] = ()
+        standing: tuple[tuple[str, int], ...] = ()
+        if ep is not None and not self.task.vials:
+            targets = (ep.target_slot,)
+            standing = tuple(zip(self.standing_names, ep.prefilled, strict=False))
+        return TaskState.of(poses, self.vial_names, held, targets, standing)
 
     def held_vials(self) -> tuple[bool, ...]:
         """Per vial (:attr:`vial_names` order): held by both jaw pads."""
@@ -351,9 +386,11 @@ def rest_footprint(model: mujoco.MjModel, index: SceneIndex, home: ArrayLike, be
     return np.unique(np.round(xy / 0.002), axis=0) * 0.002
 
 
-def _check_layout(sim: SimConfig, task: TaskConfig | None) -> None:
-    """A multi-vial layout must keep its vials ``min_vial_gap`` apart and have a target slot per vial."""
-    if task is None or not task.vials:
+def _check_layout(sim: SimConfig, task: TaskConfig) -> None:
+    """The single vial's fill order must suit the rack (:func:`~.randomization.fill_order`); a multi-vial layout
+    must keep its vials ``min_vial_gap`` apart and have a target slot per vial."""
+    if not task.vials:
+        fill_order(sim, task)
         return
     slots = target_slot_choices(sim, task)
     if len(slots) < len(task.vials):

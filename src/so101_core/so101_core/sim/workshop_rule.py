@@ -5,6 +5,9 @@ The rule (SPEC step 2), stricter than SkillGen's geometric filter:
 * the vial is upright: ``|up · z| > 0.7`` (its local +z axis against world z; either end up);
 * its centre lies inside the rack's square footprint (``rack.size`` × ``rack.size``, 12 × 12 cm) in the
   rack frame, and below ``0.1 m`` above the rack origin (the base plate's bottom centre) in that frame;
+  with a target slot (the single vial, ``TaskState.targets``) the footprint is that slot's cell (a
+  ``slot_pitch`` square around its centre: the footprint divided by the walls' centre lines), and every
+  vial standing in a pre-filled slot must stay upright in its own cell;
 * it was grasped (held by both jaws) within the last 20 steps at 60 Hz before the hold began, and is released;
 * all of that holds for 25 consecutive steps at 60 Hz.
 
@@ -43,15 +46,33 @@ def steps_at_rate(steps_60hz: int, control_hz: float, *, round_up: bool) -> int:
 
 
 def in_workshop_region(
-    vial_pos: ArrayLike, vial_quat: ArrayLike, rack_pos: ArrayLike, rack_quat: ArrayLike, rack: RackConfig
+    vial_pos: ArrayLike,
+    vial_quat: ArrayLike,
+    rack_pos: ArrayLike,
+    rack_quat: ArrayLike,
+    rack: RackConfig,
+    slot: int | None = None,
 ) -> bool:
-    """Pose part of the rule: upright (|up·z| > 0.7), inside the footprint, below 0.1 m in the rack frame."""
+    """Pose part of the rule: upright (|up·z| > 0.7), inside the footprint (with ``slot``: inside that slot's
+    cell, ``slot_pitch`` square), below 0.1 m in the rack frame."""
     rel = quat_to_mat(np.asarray(rack_quat, dtype=np.float64)).T @ (
         np.asarray(vial_pos, dtype=np.float64) - np.asarray(rack_pos, dtype=np.float64)
     )
     half = rack.size / 2.0
+    if slot is not None:
+        rel[:2] -= np.asarray(rack.slot_offsets()[slot], dtype=np.float64)
+        half = rack.slot_pitch / 2.0
     inside = abs(rel[0]) <= half and abs(rel[1]) <= half and rel[2] < WORKSHOP_HEIGHT_MAX
     return bool(inside and abs(float(up_axis_z(vial_quat))) > WORKSHOP_UPRIGHT_MIN)
+
+
+def in_workshop_state(state: TaskState, rack: RackConfig) -> bool:
+    """The rule's pose part on ``state``: every vial in its target cell (or the footprint, without targets) and
+    every standing vial upright in its own cell."""
+    rp, rq = state.rack
+    if not all(in_workshop_region(p, q, rp, rq, rack, state.target(i)) for i, (p, q) in enumerate(state.vials)):
+        return False
+    return all(in_workshop_region(p, q, rp, rq, rack, slot) for (p, q), slot in state.standing)
 
 
 @dataclass
@@ -89,21 +110,24 @@ class WorkshopRule:
         rack_pos: ArrayLike,
         rack_quat: ArrayLike,
         held_by_both_jaws: bool,
+        target: int | None = None,
     ) -> bool:
-        """Feed one control step of the single vial (world poses, quaternions wxyz); True once the rule has
-        held (latched)."""
-        return self.update_state(TaskState.one_vial(vial_pos, vial_quat, rack_pos, rack_quat, held_by_both_jaws))
+        """Feed one control step of the single vial (world poses, quaternions wxyz; ``target``: its slot, None:
+        the footprint, no standing vials); True once the rule has held (latched)."""
+        return self.update_state(
+            TaskState.one_vial(vial_pos, vial_quat, rack_pos, rack_quat, held_by_both_jaws, target)
+        )
 
     def update_state(self, state: TaskState) -> bool:
-        """Feed one control step of any number of vials: every vial in the region, none held."""
+        """Feed one control step (``Twin.task_state()``): every vial in its region (:func:`in_workshop_state`),
+        none held."""
         if any(state.held):
             self.steps_since_grasp = 0
             self.streak = 0
             return self.succeeded
         if self.steps_since_grasp is not None:
             self.steps_since_grasp += 1
-        rp, rq = state.rack
-        ok = all(in_workshop_region(p, q, rp, rq, self.rack) for p, q in state.vials)
+        ok = in_workshop_state(state, self.rack)
         if ok and self.streak == 0:
             recent = self.steps_since_grasp is not None and self.steps_since_grasp <= self.grasp_window_steps
             ok = recent

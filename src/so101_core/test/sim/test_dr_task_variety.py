@@ -40,9 +40,9 @@ def test_heading_and_target_slot_are_drawn_per_episode(sim_cfg: SimConfig, dr_cf
         slots.append(s.target_slot)
     assert min(headings) >= dr_cfg.vial_yaw[0] and max(headings) <= dr_cfg.vial_yaw[1]
     assert max(headings) - min(headings) > 0.5  # really spread over ±0.3 rad
-    assert set(slots) == set(range(sim_cfg.rack.slots**2))  # every slot is a target some time
-    s = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(1), 1, occupied=tuple(range(8)))
-    assert s.target_slot == 8  # only free slots are drawn
+    assert set(slots) == {8, 6, 4}  # the first free slot of fill_order after 0..2 pre-filled ones
+    s = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(1), 1, occupied=(8, 6, 4, 2))
+    assert s.target_slot == 0 and s.prefilled == ()  # occupied slots are skipped; the last free one is kept
     with pytest.raises(ValueError, match="occupied"):
         sample_episode(sim_cfg, dr_cfg, np.random.default_rng(1), 1, occupied=tuple(range(9)))
 

@@ -190,10 +190,16 @@ def test_slots_closer_than_the_gap_are_drawn_when_no_other_is_free(sim_cfg: SimC
 
 
 def test_single_vial_draws_do_not_change(sim_cfg: SimConfig, dr_cfg: DRConfig, task_cfg: TaskConfig) -> None:
+    """Every draw but the target slot is that of earlier versions (the digest of 7f17fd9's draws, both profiles:
+    test_fill_order). The target changed knowingly: no longer drawn among all nine slots, but the first free slot
+    of fill_order, the pre-fill count drawn last; the single_slot variant (no pre-fill) draws nothing for it."""
+    easy = load_task_config(variant="single_slot")
     for seed in range(20):
-        a = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(seed), seed)
+        a = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(seed), seed, task=easy)
         b = sample_episode(sim_cfg, dr_cfg, np.random.default_rng(seed), seed, task=task_cfg)
-        assert a.target_slot == b.target_slot and np.allclose(a.vial_xy, b.vial_xy) and a.vial_yaw == b.vial_yaw
+        assert np.allclose(a.vial_xy, b.vial_xy) and a.vial_yaw == b.vial_yaw and a.light_scale == b.light_scale
+        assert a.target_slot == 8 and a.prefilled == ()
+        assert b.target_slot == task_cfg.fill_order[len(b.prefilled)]
         assert b.more_vials == () and b.target_slots == (b.target_slot,)
 
 

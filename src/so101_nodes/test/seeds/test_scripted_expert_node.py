@@ -16,7 +16,6 @@ from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.geometry import quat_to_mat
-from so101_core.sim.randomization import centre_slot
 from so101_nodes.scripted_expert_node import ScriptedExpertNode, ScriptedExpertParams, stamp_ns
 from so101_nodes.sim_node import SimNode
 
@@ -125,24 +124,25 @@ def test_invalid_control_rate_is_named(context: Context) -> None:
 
 
 def test_expert_places_the_vial_in_the_episodes_target_slot(graph: Graph) -> None:
-    """The sim publishes its episode's target slot (seed 2: slot 3, not the centre slot 4) and the expert
-    places the vial there; before, it always went to the centre."""
+    """The sim publishes its episode's target slot (seed 2: a vial stands in the first slot of fill_order, the
+    target is the second, 6) and the expert places the vial there, past the standing one, which stays."""
     reset = graph.watch.create_client("so101_msgs/srv/ResetSim", "sim/reset")
     assert reset.wait_for_service(5.0)
     assert reset.call(graph.watch.message("so101_msgs/srv/ResetSim_Request", seed=2), 10.0).success
     episode = graph.sim.twin.episode
-    assert episode is not None and episode.target_slot == 3 != centre_slot(graph.sim.twin.config)
-    wait_until(lambda: graph.expert.sim_slot == 3)
+    assert episode is not None and episode.prefilled == (8,) and episode.target_slot == 6
+    wait_until(lambda: graph.expert.sim_slot == 6)
     assert graph.trigger("/scripted_expert/start").success
     wait_until(lambda: bool(graph.done) and graph.done[-1], 40.0)
-    assert graph.expert.slot == 3
+    assert graph.expert.slot == 6
     time.sleep(0.5)  # the vial settles in the rack
     poses = graph.sim.twin.object_poses()
-    rack, vial = poses["rack"], poses["vial"]
+    rack = poses["rack"]
     offsets = np.asarray(graph.sim.twin.config.rack.slot_offsets(), dtype=np.float64)
-    local = quat_to_mat(rack.quaternion).T @ (vial.position - rack.position)
-    dist = np.linalg.norm(offsets - local[:2], axis=1)
-    assert int(np.argmin(dist)) == 3 and float(dist[3]) < 0.013, dist
+    for name, slot in (("vial", 6), ("standing_vial_0", 8)):
+        local = quat_to_mat(rack.quaternion).T @ (poses[name].position - rack.position)
+        dist = np.linalg.norm(offsets - local[:2], axis=1)
+        assert int(np.argmin(dist)) == slot and float(dist[slot]) < 0.013, (name, dist)
 
 
 def test_target_slot_parameter_is_checked(context: Context) -> None:

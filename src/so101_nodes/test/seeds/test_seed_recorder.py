@@ -19,6 +19,7 @@ from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.seeds import load_seed
+from so101_core.sim.twin import Twin
 from so101_nodes.seed_recorder_node import SeedRecorder, SeedRecorderParams
 from so101_nodes.sim_node import SimNode
 
@@ -106,8 +107,11 @@ def test_teleop_episodes_end_on_services(contexts: list[Context], tmp_path: Path
         demo = load_seed(out / f"seed_{index:03d}.npz")
         assert (demo.source, demo.seed, demo.extra["end_reason"]) == ("teleop", seed, reason)
         assert demo.extra["action_topic"] == "/leader/joint_states"
-        assert demo.steps >= 30 and set(demo.object_poses) == {"vial", "rack"}
+        standing = {f"standing_vial_{k}" for k in range(4)}
+        assert demo.steps >= 30 and set(demo.object_poses) == {"vial", "rack", *standing}
         assert not demo.success and demo.extra["success_source"] == "detector"  # nothing was placed
+        sample = Twin().reset(seed)  # judged against the episode's target slot, the sim's sim/target_slot
+        assert (demo.extra["target_slot"], demo.extra["prefilled"]) == (sample.target_slot, list(sample.prefilled))
         # every action is a leader sample (sample and hold), and the samples change over the episode
         distance = np.abs(demo.actions[:, None, :] - published[None, :, :]).max(axis=2).min(axis=1)
         assert distance.max() < 1e-9

@@ -18,7 +18,7 @@ from nodegraph.transport.zenoh.config import ENDPOINT_ENV
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.seeds import SeedDemo, load_seed
 from so101_core.sim.config import load_task_config
-from so101_core.sim.scene import RACK, VIAL
+from so101_core.sim.scene import RACK
 from so101_core.sim.task import SuccessDetector
 from so101_core.sim.twin import Twin
 from typer.testing import CliRunner
@@ -72,7 +72,7 @@ def test_seed_files_load_with_success(recorded: tuple[Path, subprocess.Completed
         demo = load_seed(out / f"seed_{index:03d}.npz")
         assert demo.success and demo.source == "scripted" and demo.seed == index
         assert 150 <= demo.steps <= 600
-        assert set(demo.object_poses) == {"vial", "rack"}
+        assert set(demo.object_poses) == {"vial", "rack", *(f"standing_vial_{k}" for k in range(4))}
         assert demo.t[0] == 0.0 and np.all(np.diff(demo.t) > 0)
         dt = np.diff(demo.t)
         assert abs(float(np.median(dt)) - 1.0 / demo.control_hz) < 0.005  # one step per control period (sim clock)
@@ -84,21 +84,15 @@ def test_seed_files_load_with_success(recorded: tuple[Path, subprocess.Completed
 
 def replay(demo: SeedDemo, twin: Twin, hold_steps: int = 15) -> bool:
     """Reset ``twin`` with the demo's seed and step it with the recorded actions (then hold the last one);
-    returns the task's success detector on the twin's own state (the outcome, not the recorder's label)."""
+    returns the task's success detector on the twin's own state (the outcome, not the recorder's label): the vial
+    upright in the episode's target slot, the pre-filled vials still in theirs."""
     task = load_task_config()
     twin.reset(demo.seed)
     detector = SuccessDetector(task, twin.config.rack)
     actions = [*demo.actions, *[demo.actions[-1]] * hold_steps]
     for action in actions:
         twin.step(action)
-        poses = twin.object_poses()
-        detector.update(
-            poses[VIAL].position,
-            poses[VIAL].quaternion,
-            poses[RACK].position,
-            poses[RACK].quaternion,
-            twin.jaw_contacts().both,
-        )
+        detector.update_state(twin.task_state())
     return detector.succeeded
 
 
