@@ -2,9 +2,11 @@
 
 An episode is the graph evaluation's (:mod:`.evaluate`): ``Twin.reset(seed)`` with the same DR profile, each
 command through the driver's :class:`~so101_hardware.safety.CommandFilter` (the sim node's speed limit, applied
-per control step), one control step of physics per ``step``, and success judged by our detector and the
-workshop rule on the twin's own state. Like the graph evaluation, an episode ends once our detector has
-succeeded and the workshop rule has too (or ``WORKSHOP_GRACE_S`` later), or after ``episode_s`` of sim time.
+per control step), one control step of physics per ``step``, and success judged by both rules
+(:class:`~so101_core.sim.success.SuccessRules`: the vial upright in the episode's target slot, every standing
+vial still in its own) on the twin's own state. Like the graph evaluation, an episode ends once our detector
+has succeeded and the workshop rule has too (or ``WORKSHOP_GRACE_S`` later), or after ``episode_s`` of sim
+time.
 
 Spaces (LeRobot's gym conventions, so ``lerobot.envs.utils.preprocess_observation`` maps them to
 ``observation.state`` / ``observation.images.<cam>``):
@@ -25,9 +27,8 @@ import numpy as np
 from so101_core.lerobot_units import from_lerobot, to_lerobot
 from so101_core.sim.config import SimConfig, load_sim_config, load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
-from so101_core.sim.task import SuccessDetector
+from so101_core.sim.success import SuccessRules
 from so101_core.sim.twin import Twin
-from so101_core.sim.workshop_rule import WorkshopRule
 from so101_hardware.config import SafetyConfig
 from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
 
@@ -76,8 +77,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
             EStop(),
             self.period_s,
         )
-        self.detector = SuccessDetector(load_task_config(), self.twin.config.rack)
-        self.workshop = WorkshopRule(self.twin.config.rack, self.twin.config.physics.control_hz)
+        self.rules = SuccessRules.of(load_task_config(), self.twin.config)
         h, w = spec.height, spec.width
         self.observation_space = gym.spaces.Dict(
             {
@@ -113,8 +113,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._seed = int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self.twin.reset(self._seed)
         self.filter.reset(self.twin.joint_positions(), self.twin.time)
-        self.detector.reset()
-        self.workshop.reset()
+        self.rules.reset()
         self._steps, self._success_step, self._workshop_ok, self._done = 0, -1, False, False
         self._obs = self._observe()
         return self._obs, self._info()
@@ -130,11 +129,10 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
             raise ValueError(f"command refused: {refusal}")
         self.twin.step(self.filter.step(self.twin.joint_positions(), t_next).goal)
         self._steps += 1
-        state = self.twin.task_state()
+        ours, self._workshop_ok = self.rules.update(self.twin.task_state())
         reward = 0.0
-        if self.detector.update_state(state) and self._success_step < 0:
+        if ours and self._success_step < 0:
             self._success_step, reward = self._steps, 1.0
-        self._workshop_ok = self.workshop.update_state(state)
         ours = self._success_step >= 0
         terminated = ours and (self._workshop_ok or self._steps - self._success_step > self.grace_steps)
         truncated = not terminated and self._steps >= self._max_episode_steps
