@@ -36,6 +36,12 @@ done
 if compgen -G ".gl/*.deb" >/dev/null; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 export PYTHONPATH=$(ls -d "$PWD"/src/*/ | paste -sd:):${PYTHONPATH:-}
+if ! "$PY" -c "import importlib.metadata as m; m.distribution('so101_nodes')" 2>/dev/null; then
+  # no venv here: our packages' metadata (console scripts the launcher runs, interface entry points) into
+  # /tmp/site; their code is still imported from src/ (first on the path)
+  ls -d src/*/ | grep -v so101_msgs | xargs "$PY" -m pip install -q --no-deps --no-build-isolation --no-index \
+    --target /tmp/site
+fi
 export NODEGRAPH_INTERFACE_PATH=$PWD/src/so101_msgs MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1
 export PYTHONUNBUFFERED=1 SO101_MACHINE=${SO101_MACHINE:-device machine (nvidia-h200)}
 [ -n "${OUT:-}" ] && export SO101_BENCH_RESULTS=$OUT
