@@ -11,7 +11,8 @@
 #   7. `so101 bench policy` (inference at 3 x 640x480, loop jitter) → bench/results/policy_h200.json.
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
-# Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN.
+# Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
+# VARIANTS: the execution variants, "horizon alpha replan;..." (default four).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -78,7 +79,8 @@ if [ ! -f "$RUN/sweep/sweep.json" ] || grep -q '"complete": false' "$RUN/sweep/s
 fi
 BEST=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['run'])" "$RUN/sweep/sweep.json")
 CKPT=$RUN/sweep/$BEST
-for variant in "16 0.2 8" "16 1.0 8" "16 0.5 4" "32 0.5 8"; do
+IFS=";" read -r -a VARIANT_LIST <<<"${VARIANTS:-16 0.2 8;16 1.0 8;16 0.5 4;32 0.5 8}"
+for variant in "${VARIANT_LIST[@]}"; do
   read -r H A R <<<"$variant"; dir=$RUN/fast/h${H}_a${A}_r${R}
   [ -f "$dir/fast_results.json" ] && continue
   need 100 "fast variant $variant"; stamp "fast eval h=$H alpha=$A replan=$R"

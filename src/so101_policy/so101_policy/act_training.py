@@ -88,9 +88,12 @@ class TrainableAct:
 
     ``fresh``: the policy was just built (its frozen norms are the identity's and may be given unit scale);
     a policy loaded from a checkpoint keeps its statistics (a ``frozen`` one must already be unit scale).
+    ``channels_last`` (default: on CUDA) stores the backbone's weights and images channels-last; the
+    optimizer's state then follows the weights' layout (:func:`contiguous_state` / :func:`match_layout` convert
+    it for checkpoints, which hold contiguous tensors).
     """
 
-    def __init__(self, policy: Any, backbone_norm: str, fresh: bool) -> None:
+    def __init__(self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None) -> None:
         if backbone_norm not in NORMS:
             raise ConfigError(f"train.backbone_norm must be one of {NORMS}, got {backbone_norm!r}")
         self.policy = policy
@@ -108,7 +111,8 @@ class TrainableAct:
             setattr(parent, name, self._training_layer(frozen, fresh))
             channels = int(_buffer(frozen, "weight").numel())
             self._swaps.append((parent, name, getattr(parent, name), float(frozen.eps), channels))
-        self.channels_last = next(policy.parameters()).device.type == "cuda"
+        on_cuda = next(policy.parameters()).device.type == "cuda"
+        self.channels_last = on_cuda if channels_last is None else channels_last
         if self.channels_last:
             self.backbone.to(memory_format=torch.channels_last)
 
@@ -209,3 +213,23 @@ def fold_frozen_norms(backbone: nn.Module) -> int:
             setattr(parent, name, nn.Identity())
             folded += 1
     return folded
+
+
+def contiguous_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """``optimizer.state_dict()`` with every tensor contiguous (safetensors, which LeRobot saves it with, refuses
+    the channels-last moments of channels-last weights)."""
+    state = optimizer.state_dict()
+    state["state"] = {
+        k: {n: t.contiguous() if torch.is_tensor(t) else t for n, t in v.items()} for k, v in state["state"].items()
+    }
+    return state
+
+
+def match_layout(optimizer: torch.optim.Optimizer) -> None:
+    """Give each parameter's optimizer-state tensors the parameter's memory layout (after loading contiguous
+    ones from a checkpoint: fused optimizers step parameters and moments element for element)."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            for name, t in optimizer.state.get(p, {}).items():
+                if torch.is_tensor(t) and t.shape == p.shape and t.stride() != p.stride():
+                    optimizer.state[p][name] = torch.empty_like(p, dtype=t.dtype).copy_(t)

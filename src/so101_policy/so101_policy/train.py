@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checkpoints as ckpt
-from .act_training import TrainableAct
+from .act_training import TrainableAct, contiguous_state, match_layout
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
 from .frame_cache import ACTION, STATE, DecodedDataset, decoded_bytes
@@ -353,6 +353,7 @@ def train_policy(
         except (OSError, KeyError, ValueError) as exc:
             raise CheckpointError(f"cannot resume from {last}: {exc}") from exc
         scheduler = loaded if loaded is not None else scheduler
+        match_layout(optimizer)
         torch.manual_seed(config.seed + start_step)
 
     n_params = sum(p.numel() for p in policy.parameters())
@@ -502,7 +503,10 @@ class _Saver:
         (pretrained / ckpt.SO101_CONFIG).write_text(
             json.dumps({k: _norm(v) for k, v in dataclasses.asdict(self.config).items()}, indent=2)
         )
-        save_training_state(partial, step, self.opt, self.sched, num_processes=1, batch_size=self.config.batch_size)
+        save_training_state(
+            partial, step, self.opt, self.sched, num_processes=1, batch_size=self.config.batch_size,
+            optim_state_dict=contiguous_state(self.opt),
+        )  # fmt: skip
         final = ckpt.commit(self.out_dir, partial, step)
         self.cost_s = time.perf_counter() - t0
         return final

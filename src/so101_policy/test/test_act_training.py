@@ -110,3 +110,29 @@ def test_frozen_mode_refuses_a_checkpoint_with_learned_statistics(tmp_path: Path
         TrainableAct(ACTPolicy.from_pretrained(str(tmp_path)), "frozen", fresh=False)
     with pytest.raises(ConfigError, match="backbone_norm must be one of"):
         TrainableAct(_policy(), "group", fresh=True)
+
+
+def test_channels_last_training_state_saves_and_resumes(tmp_path: Path) -> None:
+    from lerobot.common.train_utils import load_training_state, save_training_state
+    from so101_policy.act_training import contiguous_state, match_layout
+
+    def optimizer(model: TrainableAct) -> torch.optim.AdamW:
+        return torch.optim.AdamW([p for g in model.optim_groups(1e-3, 1e-3) for p in g["params"]], lr=1e-3)
+
+    fast = TrainableAct(_policy(), "frozen", fresh=True, channels_last=True)  # as on CUDA
+    opt = optimizer(fast)
+    loss, _ = fast.loss(_batch())
+    loss.backward()
+    opt.step()
+    with pytest.raises(Exception, match="non contiguous"):  # what a plain save of channels-last moments does
+        save_training_state(tmp_path / "plain", 1, opt, None)
+    save_training_state(tmp_path / "ok", 1, opt, None, optim_state_dict=contiguous_state(opt))
+    resumed = TrainableAct(_policy(), "frozen", fresh=True, channels_last=True)
+    opt2 = optimizer(resumed)
+    step, opt2, _ = load_training_state(tmp_path / "ok", opt2, None)
+    match_layout(opt2)
+    conv = resumed.policy.model.backbone.conv1.weight
+    assert step == 1 and opt2.state[conv]["exp_avg"].stride() == conv.stride() != torch.empty(conv.shape).stride()
+    loss, _ = resumed.loss(_batch())
+    loss.backward()
+    opt2.step()  # steps on with the restored moments
