@@ -70,7 +70,8 @@ class ArmState:
         counts: (6,) raw Present_Position, counts.
         health: per-servo health of the servos that answered, canonical order.
         stamp: ``time.monotonic()`` at the end of the read, s.
-        missing: joints whose servo did not answer (their positions / velocities are NaN).
+        missing: joints whose servo did not answer (their positions / velocities / efforts are NaN).
+        efforts: (6,) joint torques from Present_Load, N·m (``ArmConfig.max_torque_nm`` at 100 %).
     """
 
     positions: npt.NDArray[np.float64]
@@ -80,6 +81,7 @@ class ArmState:
     stamp: float
     names: tuple[str, ...] = field(default=JOINT_NAMES)
     missing: tuple[str, ...] = ()
+    efforts: npt.NDArray[np.float64] = field(default_factory=lambda: np.full(len(JOINT_NAMES), np.nan))
 
     def faults(self) -> dict[str, ServoFault]:
         """``{joint: faults}`` of the servos reporting error bits (empty when all are healthy)."""
@@ -106,6 +108,7 @@ class ArmConfig:
         sync_calibration: on connect, write homing offsets and position limits from the calibration file
             to servos whose EEPROM differs (as LeRobot does when a calibration file is used).
         signs / offsets_rad: per-joint direction and zero hooks of the count ↔ rad conversion.
+        max_torque_nm: torque at the horn when Present_Load reads 100 %, N·m (joint_states effort).
     """
 
     bus: BusConfig
@@ -114,6 +117,7 @@ class ArmConfig:
     sync_calibration: bool = True
     signs: Mapping[str, float] = field(default_factory=dict)
     offsets_rad: Mapping[str, float] = field(default_factory=dict)
+    max_torque_nm: float = 3.35
 
 
 class Robot(abc.ABC):
@@ -220,6 +224,7 @@ class SO101Arm(Robot):
             )
         counts = np.array([telemetry[sid].position if sid in telemetry else 0 for sid in self.ids], dtype=np.int64)
         speeds = [telemetry[sid].speed if sid in telemetry else 0 for sid in self.ids]
+        loads = [telemetry[sid].load if sid in telemetry else 0.0 for sid in self.ids]
         missing = tuple(name for name, sid in zip(JOINT_NAMES, self.ids, strict=True) if sid not in telemetry)
         valid = np.array([sid in telemetry for sid in self.ids])
         health = tuple(
@@ -244,6 +249,7 @@ class SO101Arm(Robot):
             health=health,
             stamp=time.monotonic(),
             missing=missing,
+            efforts=np.where(valid, self.converter.load_to_nm(loads, self.config.max_torque_nm), np.nan),
         )
 
     def silent_servos(self) -> tuple[int, ...]:
@@ -374,6 +380,7 @@ class SO101Leader(SO101Arm):
             sync_calibration=config.sync_calibration,
             signs=config.signs,
             offsets_rad=config.offsets_rad,
+            max_torque_nm=config.max_torque_nm,
         )
         super().__init__(leader_config, calibration, ranges=ranges, transport=transport)
 

@@ -37,8 +37,9 @@ def joint_vector(msg: Any, base: F64) -> F64:
 
 
 def joint_state_message(node: Node, state: ArmState) -> Message:
-    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, stamped now. Joints whose servo did
-    not answer are left out (a JointState with fewer names, as ROS consumers merge by name)."""
+    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, N·m (from Present_Load), stamped now.
+    Joints whose servo did not answer are left out (a JointState with fewer names, as ROS consumers merge by
+    name)."""
     header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
     valid = state.valid
     return node.message(
@@ -47,4 +48,5 @@ def joint_state_message(node: Node, state: ArmState) -> Message:
         name=[n for n, ok in zip(JOINT_NAMES, valid, strict=True) if ok],
         position=state.positions[valid].astype(np.float64),
         velocity=state.velocities[valid].astype(np.float64),
+        effort=state.efforts[valid].astype(np.float64),
     )

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import CAMERA_NAMES, JOINT_NAMES
 from .config import CameraConfig, SimConfig
+from .dynamics import ArmDynamics, apply_to_spec
 from .errors import SceneError
 from .geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat, yaw_quat
 
@@ -245,30 +246,54 @@ def _add_assets(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.add_material(name="rack", rgba=list(cfg.rack.rgba))
 
 
-def build_spec(cfg: SimConfig, vials: int = 1) -> mujoco.MjSpec:
-    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`)."""
-    spec = _robot_spec(cfg)
-    spec.modelname = "so101_vial_rack"
+def _physics_options(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.option.timestep = cfg.physics.timestep
     spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{cfg.physics.integrator.upper()}")
     spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{cfg.physics.cone.upper()}")
     spec.option.impratio = cfg.physics.impratio
     spec.option.iterations = cfg.physics.iterations
     spec.option.noslip_iterations = cfg.physics.noslip_iterations
+
+
+def build_spec(cfg: SimConfig, vials: int = 1, dynamics: ArmDynamics | None = None) -> mujoco.MjSpec:
+    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`); ``dynamics``
+    replaces the nominal servo gains and joint parameters (an identified arm, :mod:`.dynamics`)."""
+    spec = _robot_spec(cfg)
+    spec.modelname = "so101_vial_rack"
+    _physics_options(spec, cfg)
     _configure_robot(spec, cfg)
+    if dynamics is not None:
+        apply_to_spec(spec, cfg, dynamics)
     _add_assets(spec, cfg)
     _add_objects(spec, cfg, vial_names(vials))
     _add_cameras_and_lights(spec, cfg)
     return spec
 
 
-def build_model(cfg: SimConfig, vials: int = 1) -> mujoco.MjModel:
+def build_model(cfg: SimConfig, vials: int = 1, dynamics: ArmDynamics | None = None) -> mujoco.MjModel:
     """Compile the scene for ``cfg`` with ``vials`` vials (offline: assets come from the installed wheel)."""
-    spec = build_spec(cfg, vials)
+    spec = build_spec(cfg, vials, dynamics)
     try:
         return spec.compile()
     except ValueError as exc:
         raise SceneError(f"scene does not compile: {exc}") from exc
+
+
+def build_arm_model(cfg: SimConfig, dynamics: ArmDynamics | None = None) -> mujoco.MjModel:
+    """The arm alone (no mat, objects, cameras; contacts off), with sim.yaml's physics: the model of system
+    identification, where the arm moves in free space."""
+    spec = _robot_spec(cfg)
+    spec.modelname = "so101_arm"
+    _physics_options(spec, cfg)
+    _configure_robot(spec, cfg)
+    if dynamics is not None:
+        apply_to_spec(spec, cfg, dynamics)
+    try:
+        model = spec.compile()
+    except ValueError as exc:
+        raise SceneError(f"arm model does not compile: {exc}") from exc
+    model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    return model
 
 
 @dataclass(frozen=True)
