@@ -368,10 +368,10 @@ class Driver:
             if self._active is not None:
                 self._active.abort("preempted by a joint_commands message")
                 self._active = None
-            state = self.link.last_state
-            ready = self._present is not None and self.link.connected and not self._closed and state is not None
-            if ready and self._write(self._present, now):  # type: ignore[arg-type]
-                published = self._controller_state(state, self._present)  # type: ignore[arg-type]
+            state, present = self.link.last_state, self._present
+            ready = present is not None and state is not None and self.link.connected and not self._closed
+            if ready and present is not None and state is not None and self._write(present, now):
+                published = self._controller_state(state, present)
         if published is not None:
             self.controller_state.publish(published)
 
