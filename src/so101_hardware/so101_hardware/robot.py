@@ -10,6 +10,7 @@ telemetry). A silent servo does not stop the read of the others: it is reported 
 from __future__ import annotations
 
 import abc
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class ArmState:
         stamp: ``time.monotonic()`` at the end of the read, s.
         missing: joints whose servo did not answer (their positions / velocities / efforts are NaN).
         efforts: (6,) joint torques from Present_Load, N·m (``ArmConfig.max_torque_nm`` at 100 %).
+        sampled: ``time.monotonic()`` half-way through the read (when the servos were sampled), s.
     """
 
     positions: npt.NDArray[np.float64]
@@ -82,6 +84,7 @@ class ArmState:
     names: tuple[str, ...] = field(default=JOINT_NAMES)
     missing: tuple[str, ...] = ()
     efforts: npt.NDArray[np.float64] = field(default_factory=lambda: np.full(len(JOINT_NAMES), np.nan))
+    sampled: float = math.nan
 
     def faults(self) -> dict[str, ServoFault]:
         """``{joint: faults}`` of the servos reporting error bits (empty when all are healthy)."""
@@ -210,7 +213,9 @@ class SO101Arm(Robot):
         self._require_connected()
         now = time.monotonic()
         ids = [sid for sid in self.ids if self._silent.get(sid, 0.0) <= now]
+        started = time.monotonic()
         telemetry, silent = self.bus.read_state(ids) if ids else ({}, ())
+        ended = time.monotonic()
         for sid in self.ids:
             if sid in telemetry:
                 self._silent.pop(sid, None)
@@ -247,9 +252,10 @@ class SO101Arm(Robot):
             velocities=np.where(valid, self.converter.speed_to_rad_s(speeds), np.nan),
             counts=counts,
             health=health,
-            stamp=time.monotonic(),
+            stamp=ended,
             missing=missing,
             efforts=np.where(valid, self.converter.load_to_nm(loads, self.config.max_torque_nm), np.nan),
+            sampled=0.5 * (started + ended),
         )
 
     def silent_servos(self) -> tuple[int, ...]:

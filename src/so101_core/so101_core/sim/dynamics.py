@@ -152,7 +152,9 @@ def apply_to_spec(spec: mujoco.MjSpec, config: SimConfig, dynamics: ArmDynamics)
         mj = config.robot.mjcf_joint(name)
         joint = spec.joint(mj)
         joint.armature = dyn.armature
-        joint.damping = dyn.damping
+        damping = np.zeros(3)  # MuJoCo >= 3.3: polynomial damping coefficients, the first the linear one
+        damping[0] = dyn.damping
+        joint.damping = damping
         joint.frictionloss = dyn.frictionloss
         act = by_joint[mj]
         gain = np.zeros(10)

@@ -36,7 +36,7 @@ class DelayLine:
         self.latency = np.asarray(latency_s, dtype=np.float64).reshape(-1).copy()
         if np.any(self.latency < 0) or not np.all(np.isfinite(self.latency)):
             raise ValueError(f"latency must be finite and >= 0, got {self.latency.tolist()}")
-        self._initial = np.asarray(initial, dtype=np.float64).reshape(-1).copy()
+        self._initial: F64 = np.asarray(initial, dtype=np.float64).reshape(-1).copy()
         self._times: list[float] = []
         self._targets: list[F64] = []
 
@@ -121,6 +121,26 @@ def deadzone(error: F64, band: F64) -> F64:
     return np.sign(error) * np.maximum(np.abs(error) - band, 0.0)
 
 
+class _Access:
+    """Read / write of one index set of a MuJoCo array: a slice view when the indices are contiguous."""
+
+    def __init__(self, array: np.ndarray, index: npt.NDArray[np.int_] | None) -> None:
+        idx = np.arange(0) if index is None else np.asarray(index)
+        contiguous = idx.size > 0 and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size))
+        self.array = array
+        self.index: slice | npt.NDArray[np.int_] = slice(int(idx[0]), int(idx[0]) + idx.size) if contiguous else idx
+
+    def __call__(self, value: F64 | None = None) -> F64:
+        if value is not None:
+            self.array[self.index] = value
+            return value
+        return self.array[self.index]
+
+
+def _view(array: np.ndarray, index: npt.NDArray[np.int_] | None) -> _Access:
+    return _Access(array, index)
+
+
 def step_servos(
     model: mujoco.MjModel,
     data: mujoco.MjData,
@@ -154,15 +174,28 @@ def step_servos(
             mujoco.mj_step(model, data, nstep=k - i)
             i = k
         return
+    # Per-step work in the loop below is what a simulation costs: contiguous addresses (the arm model's) are
+    # read as views, and the dead band is clip(e, -b, b) subtracted from e (= sign(e) * max(|e| - b, 0)).
+    qpos, ctrl, qvel, force = (
+        _view(a, i)
+        for a, i in (
+            (data.qpos, qpos_adr),
+            (data.ctrl, actuator_ids),
+            (data.qvel, dof_adr),
+            (data.actuator_force, actuator_ids),
+        )
+    )
+    below = -deadband
+    clamped = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL
     for i in range(n):
         goal = targets[i]
         if banded:
-            q = data.qpos[qpos_adr]
-            goal = q + deadzone(goal - q, deadband)
-        data.ctrl[actuator_ids] = np.clip(goal, lo, hi)
+            q = qpos()
+            error = goal - q
+            goal = q + error - np.minimum(np.maximum(error, below), deadband)
+        ctrl(goal if clamped else np.minimum(np.maximum(goal, lo), hi))  # MuJoCo clamps to ctrlrange itself
         mujoco.mj_step(model, data)
         if record is not None:
-            assert dof_adr is not None
-            record[i, 0] = data.qpos[qpos_adr]
-            record[i, 1] = data.qvel[dof_adr]
-            record[i, 2] = data.actuator_force[actuator_ids]
+            record[i, 0] = qpos()
+            record[i, 1] = qvel()
+            record[i, 2] = force()
