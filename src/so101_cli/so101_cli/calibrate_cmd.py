@@ -14,15 +14,13 @@ from rich.table import Table
 from so101_core.joints import DEFAULT_SERVO_IDS
 from so101_hardware.calibrate import calibrate_arm
 from so101_hardware.calibration import (
-    ArmCalibration,
     calibration_path,
     find_calibration,
     load_calibration,
     save_calibration,
 )
-from so101_hardware.calibration_check import CalibrationCheck, ProbeSettings, check_calibration
+from so101_hardware.calibration_check import ProbeSettings, check_calibration
 from so101_hardware.errors import HardwareError
-from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.bus import BusConfig, FeetechBus
 
 console = Console()
@@ -125,7 +123,8 @@ def _check(
         with FeetechBus(BusConfig(port, baudrate=baudrate), calibration.ids.values()) as bus:
             if probe:
                 console.print("probing the range ends: each joint moves slowly to both ends; keep clear (Ctrl-C stops)")
-            result = _run_check(bus, calibration, probe, ProbeSettings(torque_limit=probe_torque), margin)
+            settings = ProbeSettings(torque_limit=probe_torque)
+            result = check_calibration(bus, calibration, margin_counts=margin, probe=probe, settings=settings)
     except (HardwareError, OSError) as exc:
         err_console.print(f"[red]so101 calibrate --check: {exc}[/red]", soft_wrap=True)
         raise typer.Exit(1) from exc
@@ -136,20 +135,3 @@ def _check(
     console.print(result.verdict(), soft_wrap=True)
     if result.recalibrate:
         raise typer.Exit(3)
-
-
-def _run_check(
-    bus: FeetechBus, calibration: ArmCalibration, probe: bool, settings: ProbeSettings, margin: int
-) -> CalibrationCheck:
-    """The check; for the probe each servo holds torque (goal = present first), and gets back its torque state."""
-    ids = list(calibration.ids.values())
-    torque = {sid: bus.read(sid, p.TORQUE_ENABLE, check_faults=False) for sid in ids} if probe else {}
-    try:
-        if probe:
-            bus.write_goal_positions(bus.sync_read(p.PRESENT_POSITION, ids))
-            bus.set_torque(True, ids)
-        return check_calibration(bus, calibration, margin_counts=margin, probe=probe, settings=settings)
-    finally:
-        off = [sid for sid, on in torque.items() if not on]
-        if off:
-            bus.set_torque(False, off)

@@ -232,9 +232,19 @@ def check_calibration(
     probe: bool = False,
     settings: ProbeSettings | None = None,
 ) -> CalibrationCheck:
-    """EEPROM and readings against ``calibration``; with ``probe`` also the range ends (the servos must hold
-    torque: the caller enables it). ``margin_counts``: readings allowed outside a range (33 ≈ 0.05 rad)."""
+    """EEPROM and readings against ``calibration``; with ``probe`` also the range ends: every servo then holds
+    torque where it is (goal = present first) during the probe and gets back the torque state it had.
+    ``margin_counts``: readings allowed outside a range (33 ≈ 0.05 rad)."""
     findings = check_eeprom(bus, calibration) + check_positions(bus, calibration, margin_counts)
     if probe:
-        findings += probe_ranges(bus, calibration, settings or ProbeSettings())
+        ids = list(calibration.ids.values())
+        torque = {sid: bus.read(sid, p.TORQUE_ENABLE, check_faults=False) for sid in ids}
+        try:
+            bus.write_goal_positions(bus.sync_read(p.PRESENT_POSITION, ids))
+            bus.set_torque(True, ids)
+            findings += probe_ranges(bus, calibration, settings or ProbeSettings())
+        finally:
+            off = [sid for sid, on in torque.items() if not on]
+            if off:
+                bus.set_torque(False, off)
     return CalibrationCheck(tuple(findings), probe)

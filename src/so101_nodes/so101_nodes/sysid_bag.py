@@ -109,6 +109,7 @@ def load_recording(path: str | Path) -> Recording:
             str(d.get("kind", "")),
             (int(d["start_ns"]) - t0) * 1e-9,
             (int(d["end_ns"]) - t0) * 1e-9,
+            str(d.get("status", "SUCCEEDED")) == "SUCCEEDED",
         )
         for d in raw_marks
         if d.get("joint")

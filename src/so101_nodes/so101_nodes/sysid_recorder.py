@@ -29,7 +29,7 @@ from nodegraph.graph.api import GoalStatus, Message, Node
 from nodegraph.interfaces.messages import serialize
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
-from so101_core.sysid.excitation import Segment
+from so101_core.sysid.excitation import Segment, transit_segment
 from so101_core.sysid.recording import CONTROLLER_STATE, JOINT_STATES, SEGMENTS
 
 from so101_nodes.joint_messages import joint_vector
@@ -127,7 +127,32 @@ class SysidRecorder:
         trajectory = node.message("trajectory_msgs/msg/JointTrajectory", joint_names=list(JOINT_NAMES), points=points)
         return node.message(f"{FJT}_Goal", trajectory=trajectory)
 
-    def drive(self, segment: Segment, timeout_margin_s: float = 15.0) -> SegmentResult:
+    def drive(self, segment: Segment, attempts: int = 3, transit_speed: float = 0.5) -> SegmentResult:
+        """Drive ``segment``; when the arm aborts it (a transient bus fault holds the arm, say), wait for the hold
+        to clear, move back to the segment's start and try again, up to ``attempts`` times in all. Each attempt's
+        mark records how it ended (the fit uses the succeeded ones). Raises :class:`SysidRecordError` when no
+        attempt succeeded."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.drive_once(segment)
+            except SysidRecordError as exc:
+                if attempt == attempts:
+                    raise
+                self.node.logger.warning(f"{exc}; trying again ({attempt + 1} of {attempts})")
+            deadline = time.monotonic() + 30.0
+            while time.monotonic() < deadline:  # the driver refuses goals while it holds on a fault
+                time.sleep(0.5)
+                present = self.present()
+                if present is None:
+                    continue
+                try:
+                    self.drive_once(transit_segment(present, segment.positions[0], transit_speed))
+                    break
+                except SysidRecordError:
+                    continue
+        raise AssertionError("unreachable")
+
+    def drive_once(self, segment: Segment, timeout_margin_s: float = 15.0) -> SegmentResult:
         """Send ``segment``, wait for its result, write its mark; raises :class:`SysidRecordError` unless it
         succeeded."""
         start = self._stamp_ns()

@@ -8,8 +8,9 @@ the bus, reached by the recorder over a real zenoh router: nothing on the way kn
 The run: record the fit excitation, a held-out excitation (other chirp phases and band, steps reversed) and a
 pick-and-place replay (the scripted expert's joint trajectory of one episode); identify the twin from the first;
 replay the held-out two through the nominal and the identified twin. Reported: each hidden parameter's recovery
-error (and whether it is inside :data:`TOLERANCES`), each joint's uncertainty and residual, and
-``heldout_tracking_error_ratio`` = identified / nominal tracking RMS on the held-out recordings (goal ≤ 0.5).
+error (and whether it is inside :data:`~so101_core.sysid.validation.RECOVERY_TOLERANCES`), each joint's
+uncertainty and residual, and ``heldout_tracking_error_ratio`` = identified / nominal tracking RMS on the
+held-out recordings (goal ≤ 0.5).
 """
 
 from __future__ import annotations
@@ -36,25 +37,13 @@ from so101_core.sysid.config import ExcitationConfig, SysidConfig, load_sysid_co
 from so101_core.sysid.excitation import Clearance, Segment, plan_excitation, replay_segment, transit_segment
 from so101_core.sysid.fit import COUNT_RAD, ArmFit, fit_arm
 from so101_core.sysid.recording import check_recording
-from so101_core.sysid.validation import Comparison, pooled_ratio, validate
+from so101_core.sysid.validation import RECOVERY_TOLERANCES, Comparison, pooled_ratio, tolerance, validate
 from so101_hardware.calibration import ArmCalibration, save_calibration
 from so101_hardware.example_calibration import EXAMPLE_FOLLOWER_CALIBRATION
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.emulator import FeetechEmulator
 from so101_hardware.feetech.twin_plant import TwinPlant
 
-#: Recovery tolerance per parameter: relative (fraction of the true value) or absolute (units of the parameter),
-#: whichever is larger. Latency and dead band are absolute: 2 ms is the driver's read/write timing inside one
-#: 10 ms cycle, 1 count the position resolution.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "kp": (0.10, 0.0),
-    "kv": (0.15, 0.0),
-    "armature": (0.15, 0.0),
-    "damping": (0.20, 0.02),
-    "frictionloss": (0.25, 0.01),
-    "deadband": (0.0, 1.0 * COUNT_RAD),
-    "latency_s": (0.0, 0.005),
-}
 ROBOT_ID = "emulated_so101"
 MAX_STEP_RAD = 0.05
 RATE_HZ = 100.0
@@ -202,15 +191,14 @@ def heldout_excitation(cfg: ExcitationConfig) -> ExcitationConfig:
 
 
 def recovery(fit: ArmFit, hidden: ArmDynamics) -> dict[str, dict[str, Any]]:
-    """Per joint and parameter: true, estimate, σ, error and whether it is inside :data:`TOLERANCES`."""
+    """Per joint and parameter: true, estimate, σ, error and whether it is inside its recovery tolerance."""
     out: dict[str, dict[str, Any]] = {}
     for joint, jf in fit.joints.items():
         true = hidden[joint]
         rows = {}
         for name in PARAMETERS:
             t, e = getattr(true, name), getattr(jf.estimate, name)
-            rel, absolute = TOLERANCES[name]
-            tol = max(rel * abs(t), absolute)
+            tol = tolerance(name, t)
             rows[name] = {"true": _r(t), "estimate": _r(e), "sigma": _r(jf.sigma[name]), "error": _r(e - t),
                           "relative_error": _r((e - t) / t) if t else None, "tolerance": _r(tol),
                           "within": bool(abs(e - t) <= tol)}  # fmt: skip
@@ -283,7 +271,7 @@ def run_sysid_benchmark(
         "heldout_tracking_error_ratio": round(ratio, 4),
         "goal_heldout_tracking_error_ratio_max": 0.5,
         "recovered_within_tolerance": f"{sum(within)}/{len(within)}",
-        "tolerances": {k: {"relative": r, "absolute": a} for k, (r, a) in TOLERANCES.items()},
+        "tolerances": {k: {"relative": r, "absolute": a} for k, (r, a) in RECOVERY_TOLERANCES.items()},
         "recovery": rec,
         "heldout": _comparisons(comparisons),
         "fit_residual": {j: jf.summary()["residual"] for j, jf in fit.joints.items()},

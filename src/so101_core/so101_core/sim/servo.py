@@ -17,11 +17,22 @@ Arrays are (6,) joint vectors in :data:`JOINT_NAMES` order, rad; times in s.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import mujoco
 import numpy as np
 import numpy.typing as npt
 
 from so101_core.arrays import F64
+
+
+class DelayState(NamedTuple):
+    """A :meth:`DelayLine.state`: the held targets, the commands still on their way, the latest command time."""
+
+    initial: F64
+    times: list[float]
+    targets: list[F64]
+    last: float
 
 
 class DelayLine:
@@ -39,18 +50,21 @@ class DelayLine:
         self._initial: F64 = np.asarray(initial, dtype=np.float64).reshape(-1).copy()
         self._times: list[float] = []
         self._targets: list[F64] = []
+        self._last = -np.inf  # time of the latest command (kept when pruned)
 
     def reset(self, targets: npt.ArrayLike) -> None:
         """Forget every command; ``targets`` (6,) rad hold from now on."""
         self._initial = np.asarray(targets, dtype=np.float64).reshape(-1).copy()
         self._times.clear()
         self._targets.clear()
+        self._last = -np.inf
 
     def push(self, t: float, targets: npt.ArrayLike) -> None:
         """Command ``targets`` (6,) rad at time ``t`` s (non-decreasing; a command at the same time replaces)."""
         arr = np.asarray(targets, dtype=np.float64).reshape(-1).copy()
-        if self._times and t < self._times[-1]:
-            raise ValueError(f"command time {t} is before the previous one {self._times[-1]}")
+        if t < self._last:
+            raise ValueError(f"command time {t} is before the previous one {self._last}")
+        self._last = float(t)
         if self._times and t == self._times[-1]:
             self._targets[-1] = arr
             return
@@ -62,13 +76,13 @@ class DelayLine:
         for t, row in zip(np.asarray(times, dtype=np.float64), np.asarray(targets, dtype=np.float64), strict=True):
             self.push(float(t), row)
 
-    def state(self) -> tuple[F64, list[float], list[F64]]:
+    def state(self) -> DelayState:
         """A copy of the line (for snapshots)."""
-        return self._initial.copy(), list(self._times), [t.copy() for t in self._targets]
+        return DelayState(self._initial.copy(), list(self._times), [t.copy() for t in self._targets], self._last)
 
-    def restore(self, state: tuple[F64, list[float], list[F64]]) -> None:
-        initial, times, targets = state
-        self._initial, self._times, self._targets = initial.copy(), list(times), [t.copy() for t in targets]
+    def restore(self, state: DelayState) -> None:
+        self._initial, self._times = state.initial.copy(), list(state.times)
+        self._targets, self._last = [t.copy() for t in state.targets], state.last
 
     def latest(self) -> F64:
         """The last commanded targets (6,) rad (the held ones before any command)."""

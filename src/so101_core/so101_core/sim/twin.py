@@ -36,7 +36,7 @@ from .randomization import (
     vial_gap,
 )
 from .scene import RACK, SceneIndex, build_model, vial_lying_quat, vial_names
-from .servo import DelayLine, step_servos
+from .servo import DelayLine, DelayState, step_servos
 from .task import TaskState
 
 
@@ -45,7 +45,7 @@ class TwinState(NamedTuple):
 
     data: mujoco.MjData
     ticks: int
-    delay: tuple[F64, list[float], list[F64]] | None
+    delay: DelayState | None
 
 
 class Pose(NamedTuple):

@@ -34,12 +34,14 @@ SEGMENTS = "sysid/segments"
 
 @dataclass(frozen=True)
 class Mark:
-    """Joint ``joint`` excited (``kind``: steps | chirp | transit | replay) from ``start`` to ``end`` s."""
+    """Joint ``joint`` excited (``kind``: steps | chirp | transit | replay) from ``start`` to ``end`` s;
+    ``succeeded`` is false for an attempt the arm aborted (it is not used)."""
 
     joint: str
     kind: str
     start: float
     end: float
+    succeeded: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Recording:
 
     def window(self, joint: str) -> tuple[float, float] | None:
         """The span (s) of ``joint``'s excitation marks; ``None`` when it has none."""
-        spans = [(m.start, m.end) for m in self.marks if m.joint == joint]
+        spans = [(m.start, m.end) for m in self.marks if m.joint == joint and m.succeeded]
         if not spans:
             return None
         return min(s for s, _ in spans), max(e for _, e in spans)

@@ -22,6 +22,30 @@ from .arm_sim import ArmSim, Trace
 from .errors import RecordingError
 from .recording import Recording
 
+COUNT_RAD = 2.0 * math.pi / 4095
+
+#: How close an identified parameter must come to the truth (the emulated arm's hidden value): a fraction of the
+#: true value or an absolute amount (its units), whichever is larger. The relative ones reflect what the twin's
+#: tracking is sensitive to (gains and inertia to 10-15 %, passive friction less); friction gets an absolute floor
+#: because a small value is mostly hidden under the servo's own damping. Latency and dead band are absolute: 5 ms
+#: covers the driver's read-to-write timing inside one 10 ms cycle (stamps are taken on the host, not the servo),
+#: one count is the encoder's resolution.
+RECOVERY_TOLERANCES: dict[str, tuple[float, float]] = {
+    "kp": (0.10, 0.0),
+    "kv": (0.15, 0.0),
+    "armature": (0.15, 0.0),
+    "damping": (0.20, 0.02),
+    "frictionloss": (0.25, 0.01),
+    "deadband": (0.0, COUNT_RAD),
+    "latency_s": (0.0, 0.005),
+}
+
+
+def tolerance(parameter: str, true: float) -> float:
+    """The allowed recovery error of ``parameter`` whose true value is ``true`` (:data:`RECOVERY_TOLERANCES`)."""
+    rel, absolute = RECOVERY_TOLERANCES[parameter]
+    return max(rel * abs(true), absolute)
+
 
 @dataclass(frozen=True)
 class TrackingError:

@@ -45,10 +45,8 @@ def record(config: SimConfig, dynamics: ArmDynamics, segments: list[Segment], se
             marks.append(Mark(seg.joint, seg.kind, float(cyc[0]), float(cyc[-1])))
         t0 = float(cyc[-1]) + period_s
     cmd_t = np.concatenate(times)
-    cmd_u = np.vstack(rows)
-    commands = Commands(cmd_t + 0.0008, cmd_u)  # written just after the read
-    sim = ArmSim(config, dynamics)
-    trace = sim.simulate(Commands(cmd_t + 0.0008, cmd_u), 0.0, start, np.zeros(len(JOINT_NAMES)), cmd_t)
+    commands = Commands(cmd_t + 0.0008, np.vstack(rows))  # written just after the read
+    trace = ArmSim(config, dynamics).simulate(commands, 0.0, start, np.zeros(len(JOINT_NAMES)), cmd_t)
     q = np.round(trace.positions / COUNT) * COUNT
     qd = np.round(trace.velocities / COUNT) * COUNT
     effort = np.round(trace.efforts / MAX_TORQUE * 1000) / 1000 * MAX_TORQUE
