@@ -43,7 +43,7 @@ class CheckConfig:
     min_motion: float = 0.05
     max_saturated: float = 0.05
     saturation_level: float = 0.98
-    max_gap_s: float = 0.1
+    max_gap_s: float = 0.3
 
 
 @dataclass(frozen=True)
