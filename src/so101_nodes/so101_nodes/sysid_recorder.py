@@ -38,6 +38,10 @@ from so101_nodes.trajectory import ACTION_NAME, FJT, duration_msg
 
 DIAGNOSTICS = "/diagnostics"
 STRING = "std_msgs/msg/String"
+# A segment only has to be driven, not to end precisely: an arm softer than the nominal twin (the reason to
+# identify it) may settle short of the last point, and a loaded host may run its cycles late.
+GOAL_TOLERANCE_RAD = 0.15
+GOAL_TIME_TOLERANCE_S = 3.0
 
 
 class SysidRecordError(RuntimeError):
@@ -125,7 +129,10 @@ class SysidRecorder:
             for t, row in zip(segment.times[1:], segment.positions[1:], strict=True)
         ]
         trajectory = node.message("trajectory_msgs/msg/JointTrajectory", joint_names=list(JOINT_NAMES), points=points)
-        return node.message(f"{FJT}_Goal", trajectory=trajectory)
+        tolerance = [node.message("control_msgs/msg/JointTolerance", name=n, position=GOAL_TOLERANCE_RAD)
+                     for n in JOINT_NAMES]  # fmt: skip
+        return node.message(f"{FJT}_Goal", trajectory=trajectory, goal_tolerance=tolerance,
+                            goal_time_tolerance=duration_msg(node, GOAL_TIME_TOLERANCE_S))  # fmt: skip
 
     def drive(self, segment: Segment, attempts: int = 3, transit_speed: float = 0.5) -> SegmentResult:
         """Drive ``segment``; when the arm aborts it (a transient bus fault holds the arm, say), wait for the hold

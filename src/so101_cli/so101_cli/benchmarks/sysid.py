@@ -124,8 +124,9 @@ def emulated_arm(
         cal_path = save_calibration(calibration, workdir / "follower.json")
         robot_yaml = workdir / "robot.yaml"
         robot_yaml.write_text(
-            f"robot:\n  follower: {{id: {ROBOT_ID}, calibration: {cal_path}, bus: {{port: {emu.port}}}, "
-            f"shutdown: hold}}\n  safety: {{max_step_rad: {MAX_STEP_RAD}, rate_hz: {RATE_HZ}}}\n"
+            f"robot:\n  follower: {{id: {ROBOT_ID}, calibration: {cal_path}, shutdown: hold,\n"
+            f"    bus: {{port: {emu.port}, timeout_ms: 50}}}}\n"  # generous: a loaded host delays the emulator
+            f"  safety: {{max_step_rad: {MAX_STEP_RAD}, rate_hz: {RATE_HZ}}}\n"
         )
         ctx = Context(endpoint)
         stack.callback(ctx.close)

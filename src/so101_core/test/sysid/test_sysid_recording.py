@@ -62,15 +62,39 @@ def test_saturated_current() -> None:
     )
 
 
-def test_a_gap_in_the_bag_and_a_servo_that_did_not_answer() -> None:
+def _cut(rec: Recording, states: bool, goals: bool, t0: float = 4.0, t1: float = 4.5) -> Recording:
+    keep = (rec.times < t0) | (rec.times > t1)
+    if states:
+        rec = replace(rec, times=rec.times[keep], positions=rec.positions[keep], velocities=rec.velocities[keep],
+                      efforts=rec.efforts[keep])  # fmt: skip
+    if goals:  # each goal is written 1 ms after its read: the same cycles go
+        c = rec.commands
+        rec = replace(rec, commands=Commands(c.times[keep], c.targets[keep]))
+    return rec
+
+
+def test_a_gap_that_lost_data_and_a_servo_that_did_not_answer() -> None:
     rec = good()
-    keep = (rec.times < 4.0) | (rec.times > 4.5)
-    gap = replace(rec, times=rec.times[keep], positions=rec.positions[keep], velocities=rec.velocities[keep],
-                  efforts=rec.efforts[keep])  # fmt: skip
-    assert "a gap of 0.52 s in joint_states at t = 3.99 s (more than 0.3 s" in refused(gap)
+    message = refused(_cut(rec, states=True, goals=False))
+    assert (
+        "a gap of 0.52 s in joint_states at t = 3.99 s (the measurements are missing while goals were sent)" in message
+    )
+    message = refused(_cut(rec, states=False, goals=True))
+    assert "in arm_controller/controller_state at t = 3.99 s (the goals are missing while the arm was read)" in message
+    message = refused(_cut(rec, states=True, goals=True))  # both lost while the goal kept moving
+    assert "(the goal moved 0.309 rad across it: the goals sent during it are missing)" in message
     holes = rec.positions.copy()
     holes[100:105, 2] = np.nan
     assert "elbow_flex is missing from 5 joint_states messages" in refused(replace(rec, positions=holes))
+
+
+def test_a_stalled_driver_is_no_gap() -> None:
+    rec = good()
+    held = rec.positions.copy()
+    pause = (rec.times >= 4.0) & (rec.times <= 4.5)
+    held[pause, 2] = held[np.flatnonzero(rec.times < 4.0)[-1], 2]  # the goal held during the stall
+    stalled = replace(rec, positions=held, commands=Commands(rec.commands.times, held.copy()))
+    check_recording(_cut(stalled, states=True, goals=True), ("elbow_flex",), LIMITS, CHECKS)
 
 
 def test_missing_topics_name_what_they_carry() -> None:
