@@ -168,7 +168,7 @@ def fit(
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "bags": [str(b) for b in bags],
         "significance_sigma": settings.fit.significance,
-        "joints": {name: jf.summary() for name, jf in result.joints.items()},
+        "joints": {name: jf.summary(sim.robot.servo_registers) for name, jf in result.joints.items()},
     }
     header = (
         f"Identified twin of the SO-101 follower {arm_id!r} (so101 sysid fit). 'joints' is what the twin loads;\n"

@@ -97,7 +97,7 @@ def _f(x: float, digits: int = 4) -> str:
 
 def write_report(out_dir: Path, comparisons: list[Comparison], fit: ArmFit | None = None, *,
                  title: str = "so101 twin identification", arm_file: str = "",
-                 significance: float = 2.0) -> Path:  # fmt: skip
+                 significance: float = 2.0, registers: tuple[int, int] = (32, 32)) -> Path:  # fmt: skip
     """Write ``index.html``, ``summary.png`` and one overlay per recording into ``out_dir``; returns the page."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = [overlay_plot(c, out_dir / f"tracking_{c.name}.png") for c in comparisons]
@@ -138,7 +138,7 @@ def write_report(out_dir: Path, comparisons: list[Comparison], fit: ArmFit | Non
             "autocorrelation; model error is not in it) against the nominal twin; <b>bold</b> = differs by more than "
             "the significance threshold, written to the per-arm file.</p><table><tr><th>joint</th>"
             + "".join(f"<th>{p} [{UNITS[p]}]</th>" for p in PARAMETERS)
-            + "<th>position RMS [rad]</th><th>effort RMS [N·m]</th></tr>"
+            + "<th>STS3215 P / D equivalent</th><th>position RMS [rad]</th><th>effort RMS [N·m]</th></tr>"
         )
         for name, jf in fit.joints.items():
             sig = jf.significant(significance)
@@ -147,6 +147,9 @@ def write_report(out_dir: Path, comparisons: list[Comparison], fit: ArmFit | Non
                 nominal = f"<br><small>nominal {_f(getattr(jf.nominal, p))}</small>"
                 text = f"{_f(getattr(jf.estimate, p))} ± {_f(jf.sigma[p], 2)}{nominal}"
                 cells.append(f"<td>{'<b>' + text + '</b>' if sig[p] else text}</td>")
+            regs = jf.registers(registers)
+            cells.append(f"<td>{_f(regs['p_coefficient'], 3)} / {_f(regs['d_coefficient'], 3)}<br><small>nominal "
+                         f"{registers[0]} / {registers[1]}</small></td>")  # fmt: skip
             parts.append(
                 f"<tr><td>{name}</td>{''.join(cells)}<td>{_f(jf.position_rms)} (nominal {_f(jf.nominal_position_rms)})"
                 f"</td><td>{_f(jf.effort_rms)} (nominal {_f(jf.nominal_effort_rms)})</td></tr>"

@@ -265,7 +265,8 @@ def run_sysid_benchmark(
         if report_dir is not None:
             from so101_cli.sysid_report import write_report
 
-            write_report(report_dir, comparisons, fit, title="Emulated SO-101: nominal vs identified twin")
+            write_report(report_dir, comparisons, fit, title="Emulated SO-101: nominal vs identified twin",
+                         significance=sysid.fit.significance, registers=cfg.robot.servo_registers)  # fmt: skip
     rec = recovery(fit, hidden)
     within = [row["within"] for rows in rec.values() for row in rows.values()]
     return {

@@ -80,9 +80,17 @@ class JointFit:
             out[name] = bool(math.isfinite(sigma) and diff > k * sigma)
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def registers(self, nominal_registers: tuple[int, int]) -> dict[str, float]:
+        """The STS3215 P/D_Coefficient the identified gains correspond to, scaling the nominal twin's
+        ``(P, D)`` (sim.yaml ``servo_registers``) by estimate / nominal gain."""
+        p, d = nominal_registers
+        kv = self.estimate.kv / self.nominal.kv if self.nominal.kv > 0 else math.nan
+        return {"p_coefficient": _round(p * self.estimate.kp / self.nominal.kp), "d_coefficient": _round(d * kv)}
+
+    def summary(self, nominal_registers: tuple[int, int] = (32, 32)) -> dict[str, Any]:
         """A YAML-friendly record (the per-arm file's ``fit`` section)."""
         return {
+            "servo_registers_equivalent": self.registers(nominal_registers),
             "parameters": {
                 name: {
                     "estimate": _round(getattr(self.estimate, name)),
