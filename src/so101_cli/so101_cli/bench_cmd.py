@@ -76,6 +76,7 @@ def sysid(
     seed: int = typer.Option(0, "--seed", help="draw of the hidden dynamics"),
     replay: bool = typer.Option(True, "--replay/--no-replay", help="also validate on a pick-and-place replay"),
     workdir: Path | None = typer.Option(None, "--workdir", help="keep the bags here (default: a temporary one)"),
+    reuse: bool = typer.Option(False, "--reuse", help="fit the bags already in --workdir instead of recording"),
     report: Path = typer.Option(Path("out/sysid_report"), "--report", help="HTML report directory"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/sysid.json and sysid_report.png"),
@@ -88,7 +89,7 @@ def sysid(
     from so101_cli.benchmarks.sysid import run_sysid_benchmark
 
     names = tuple(n for n in joints.split(",") if n)
-    result = run_sysid_benchmark(workdir, joints=names, seed=seed, replay=replay, report_dir=report,
+    result = run_sysid_benchmark(workdir, joints=names, seed=seed, replay=replay, report_dir=report, reuse=reuse,
                                  log=lambda line: typer.echo(line, err=True))  # fmt: skip
     result["report"] = str(report / "index.html")
     if save:

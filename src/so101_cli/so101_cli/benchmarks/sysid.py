@@ -219,9 +219,11 @@ def run_sysid_benchmark(
     settings: SysidConfig | None = None,
     replay: bool = True,
     report_dir: Path | None = None,
+    reuse: bool = False,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Record, fit and validate on the emulated arm (see the module docstring); returns the JSON result."""
+    """Record, fit and validate on the emulated arm (see the module docstring); returns the JSON result.
+    ``reuse``: bags already in ``workdir`` (of the same seed and joints) are not recorded again."""
     from so101_nodes.sysid_bag import load_recording
 
     cfg = load_sim_config()
@@ -243,8 +245,11 @@ def run_sysid_benchmark(
         if replay:
             bags["heldout_pick_and_place"] = work / "pick_place_bag"
             plans["heldout_pick_and_place"] = [pick_and_place(cfg, seed)]
-        with emulated_arm(hidden, work, config=cfg) as arm:
-            for name, plan in plans.items():
+        todo = {k: v for k, v in plans.items() if not (reuse and (bags[k] / "metadata.yaml").is_file())}
+        with contextlib.ExitStack() as arm_stack:
+            arm = arm_stack.enter_context(emulated_arm(hidden, work, config=cfg)) if todo else None
+            for name, plan in todo.items():
+                assert arm is not None
                 t0 = time.monotonic()
                 log(f"recording {name} ({sum(s.duration_s for s in plan):.0f} s of trajectory)")
                 record_segments(arm.endpoint, bags[name], plan, transit_to=plan[0].positions[0],
@@ -262,11 +267,11 @@ def run_sysid_benchmark(
         held = {k: v for k, v in recordings.items() if k != "fit"}
         comparisons = validate(held, cfg, nominal, identified)
         ratio = pooled_ratio(comparisons)
-        if report_dir is not None:
-            from so101_cli.sysid_report import write_report
+    if report_dir is not None:
+        from so101_cli.sysid_report import write_report
 
-            write_report(report_dir, comparisons, fit, title="Emulated SO-101: nominal vs identified twin",
-                         significance=sysid.fit.significance, registers=cfg.robot.servo_registers)  # fmt: skip
+        write_report(report_dir, comparisons, fit, title="Emulated SO-101: nominal vs identified twin",
+                     significance=sysid.fit.significance, registers=cfg.robot.servo_registers)  # fmt: skip
     rec = recovery(fit, hidden)
     within = [row["within"] for rows in rec.values() for row in rows.values()]
     return {
