@@ -174,22 +174,20 @@ class JointFitter:
 
     # ------------------------------------------------------------------ stage 1: equation error
     def equation_error(self, windows: list[_Window], j: int) -> JointDynamics:
-        """Latency and dead band by grid search, kp/kv then armature/damping/frictionloss by least squares."""
-        count = COUNT_RAD
+        """Latency and dead band by grid search with kp/kv by least squares at each, then armature, damping and
+        frictionloss by least squares."""
         latencies = np.arange(0.0, self.settings.latency_max_s + 1e-9, LATENCY_STEP_S)
-        bands = np.arange(0.0, self.settings.deadband_max_counts + 1e-9, 0.5) * count
-        rows: list[dict[str, F64]] = []
-        for w in windows:
-            rows.append(self._derivatives(w, j))
-        q = np.concatenate([r["q"] for r in rows])
-        qd = np.concatenate([r["qd"] for r in rows])
-        qdd = np.concatenate([r["qdd"] for r in rows])
-        tau = np.concatenate([r["tau"] for r in rows])
-        rb = np.concatenate([r["rb"] for r in rows])
+        bands = np.arange(0.0, self.settings.deadband_max_counts + 1e-9, 0.5) * COUNT_RAD
+        rows = [self._signals(w, j) for w in windows]
+        # the servo law at the samples themselves: the effort is not smoothed (smoothing only the effort would
+        # blur it against the goal steps and shrink kp)
+        q = np.concatenate([r["q_raw"] for r in rows])
+        qd = np.concatenate([r["qd_raw"] for r in rows])
+        tau = np.concatenate([r["tau_raw"] for r in rows])
         free = np.abs(tau) < 0.97 * self.force_limit[j]
         best = (np.inf, 0.0, 0.0, self.nominal.joints[j].kp, self.nominal.joints[j].kv)
         for d in latencies:
-            goal = np.concatenate([zoh(r["cmd_t"], r["cmd_u"], r["t"] - d) for r in rows])
+            goal = np.concatenate([zoh(r["cmd_t"], r["cmd_u"], r["t_raw"] - d) for r in rows])
             error = goal - q
             for b in bands:
                 a = np.column_stack([deadzone(error, np.full_like(error, b)), -qd])[free]
@@ -198,8 +196,10 @@ class JointFitter:
                 if ssr < best[0] and coef[0] > 0:
                     best = (ssr, float(d), float(b), float(coef[0]), float(coef[1]))
         _, latency, band, kp, kv = best
-        y = tau - rb
-        a = np.column_stack([qdd, qd, np.tanh(qd / FRICTION_VELOCITY)])
+        # the rest of the effort moved the joint: on the uniform grid, every signal smoothed alike
+        y = np.concatenate([r["tau"] - r["rb"] for r in rows])
+        qd_s, qdd_s = np.concatenate([r["qd"] for r in rows]), np.concatenate([r["qdd"] for r in rows])
+        a = np.column_stack([qdd_s, qd_s, np.tanh(qd_s / FRICTION_VELOCITY)])
         arm, damp, fric = _nonnegative_lstsq(a, y)
         nom = self.nominal.joints[j]
         return JointDynamics(
@@ -212,9 +212,10 @@ class JointFitter:
             latency_s=latency,
         )
 
-    def _derivatives(self, w: _Window, j: int) -> dict[str, F64]:
-        """A window resampled uniformly: q, q̇, q̈ (Savitzky-Golay), the measured torque, the rigid-body torque,
-        and the goals (times, values) of joint ``j``."""
+    def _signals(self, w: _Window, j: int) -> dict[str, F64]:
+        """Joint ``j``'s signals of a window: at the samples (``*_raw``: times, position, velocity from the
+        smoothed derivative, effort) and on a uniform grid (q̇, q̈ by Savitzky-Golay, the smoothed effort and
+        the rigid-body torque of MuJoCo's inverse dynamics), and its goals (times, values)."""
         t = w.times
         dt = float(np.median(np.diff(t)))
         grid = np.arange(t[0], t[-1], dt)
@@ -223,7 +224,8 @@ class JointFitter:
         q = np.column_stack([savgol(pos[:, k], win, 3, 0, dt) for k in range(pos.shape[1])])
         qd = np.column_stack([savgol(pos[:, k], win, 3, 1, dt) for k in range(pos.shape[1])])
         qdd = np.column_stack([savgol(pos[:, k], win, 3, 2, dt) for k in range(pos.shape[1])])
-        tau = savgol(resample(t, w.rec.efforts[w.mask, j], grid), win, 3, 0, dt)
+        effort = w.rec.efforts[w.mask, j]
+        tau = savgol(resample(t, effort, grid), win, 3, 0, dt)
         m, data = self.rigid, self.rigid_data
         adr, dof = self.sim.qpos_adr, self.sim.dof_adr
         rb = np.empty(grid.size)
@@ -232,7 +234,8 @@ class JointFitter:
             mujoco.mj_inverse(m, data)
             rb[k] = data.qfrc_inverse[dof[j]]
         cmd = w.rec.commands
-        return {"t": grid, "q": pos[:, j], "qd": qd[:, j], "qdd": qdd[:, j], "tau": tau, "rb": rb,
+        return {"t_raw": t, "q_raw": w.rec.positions[w.mask, j], "qd_raw": np.interp(t, grid, qd[:, j]),
+                "tau_raw": effort, "qd": qd[:, j], "qdd": qdd[:, j], "tau": tau, "rb": rb,
                 "cmd_t": cmd.times, "cmd_u": cmd.targets[:, j]}  # fmt: skip
 
     # ------------------------------------------------------------------ stage 2: output error
