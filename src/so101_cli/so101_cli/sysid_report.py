@@ -28,21 +28,28 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 
 def overlay_plot(c: Comparison, path: Path) -> str:
-    """Per joint, positions over time: measured, nominal twin, identified twin; returns the file name."""
+    """Per joint, positions over time (measured, nominal twin, identified twin; top) and each twin's error
+    (twin - measured, mrad; bottom); returns the file name."""
     plt = _pyplot()
     rec, t = c.recording, c.nominal.times
     k0 = rec.times.size - t.size
-    fig, axes = plt.subplots(2, 3, figsize=(13, 5.5), sharex=True)
-    for j, ax in enumerate(axes.flat):
-        ax.plot(t, rec.positions[k0:, j], color=COLORS["measured"], lw=1.2, label="measured")
+    fig, axes = plt.subplots(4, 3, figsize=(13, 9), sharex=True)
+    for j in range(len(JOINT_NAMES)):
+        ax, err = axes[2 * (j // 3), j % 3], axes[2 * (j // 3) + 1, j % 3]
+        measured = rec.positions[k0:, j]
+        ax.plot(t, measured, color=COLORS["measured"], lw=3.0, alpha=0.35, label="measured")
         ax.plot(t, c.nominal.positions[:, j], "--", color=COLORS["nominal"], lw=0.9, label="nominal twin")
         ax.plot(t, c.identified.positions[:, j], color=COLORS["identified"], lw=0.9, label="identified twin")
         ax.set_title(f"{JOINT_NAMES[j]}", fontsize=9)
-        ax.grid(alpha=0.3)
+        err.plot(t, (c.nominal.positions[:, j] - measured) * 1e3, color=COLORS["nominal"], lw=0.7)
+        err.plot(t, (c.identified.positions[:, j] - measured) * 1e3, color=COLORS["identified"], lw=0.7)
+        err.set_ylabel("error [mrad]", fontsize=8)
+        for a in (ax, err):
+            a.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=7)
-    for ax in axes[1]:
+    for ax in axes[-1]:
         ax.set_xlabel("time [s]")
-    for ax in axes[:, 0]:
+    for ax in axes[::2, 0]:
         ax.set_ylabel("rad")
     fig.suptitle(f"{c.name}: identified / nominal tracking RMS = {c.ratio:.2f}", fontsize=10)
     fig.tight_layout()
@@ -64,7 +71,8 @@ def summary_plot(comparisons: list[Comparison], path: Path) -> str:
     err = np.abs(c.nominal.positions[:, j] - rec.positions[k0:, j])
     centre = float(t[int(np.nanargmax(err))])
     window = (t >= centre - 1.0) & (t <= centre + 1.0)
-    left.plot(t[window], rec.positions[k0:][window, j], color=COLORS["measured"], lw=1.6, label="measured (arm)")
+    left.plot(t[window], rec.positions[k0:][window, j], color=COLORS["measured"], lw=4.0, alpha=0.35,
+              label="measured (arm)")  # fmt: skip
     left.plot(t[window], c.nominal.positions[window, j], "--", color=COLORS["nominal"], label="nominal twin")
     left.plot(t[window], c.identified.positions[window, j], color=COLORS["identified"], label="identified twin")
     left.set_title(f"{c.name}: {JOINT_NAMES[j]}", fontsize=9)
