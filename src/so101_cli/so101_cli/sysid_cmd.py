@@ -62,8 +62,13 @@ def record(
     replay: Path | None = typer.Option(
         None,
         "--replay",
-        help="instead of the excitation, replay this joint "
-        "trajectory (.npy, (T, 6) rad at 30 Hz; e.g. a pick-and-place)",
+        help="instead of the excitation, replay this joint trajectory (.npy, (T, 6) rad at sim.yaml's control rate)",
+    ),
+    pick_and_place: bool = typer.Option(
+        False,
+        "--pick-and-place",
+        help="instead of the excitation, replay the scripted expert's pick-and-place "
+        "of episode --seed (held-out data for `so101 sysid report`)",
     ),
     config: Path | None = typer.Option(None, "--config", help="sysid YAML (default config/sysid.yaml)"),
     robot_config: str = typer.Option("", "--robot-config", help="robot.yaml for the limits (default the config's)"),
@@ -76,7 +81,13 @@ def record(
     from so101_core.sim.config import load_sim_config
     from so101_core.sysid.config import load_sysid_config
     from so101_core.sysid.errors import SysidError
-    from so101_core.sysid.excitation import Clearance, plan_excitation, replay_segment, transit_segment
+    from so101_core.sysid.excitation import (
+        Clearance,
+        pick_and_place_segment,
+        plan_excitation,
+        replay_segment,
+        transit_segment,
+    )
     from so101_nodes.sysid_recorder import SysidRecorder, SysidRecordError, recorder_parameters
 
     from so101_cli.common import cli_node
@@ -91,7 +102,9 @@ def record(
         if seed is not None:
             excitation = replace(excitation, seed=seed)
         lower, upper, speed = _limits(robot_config, calibration)
-        if replay is not None:
+        if pick_and_place:
+            plan = [pick_and_place_segment(load_sim_config(), excitation.seed)]
+        elif replay is not None:
             plan = [replay_segment(np.load(replay), 1.0 / load_sim_config().physics.control_hz)]
         else:
             plan = plan_excitation(excitation, lower, upper, speed, Clearance(load_sim_config()))

@@ -30,11 +30,8 @@ from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.config import SimConfig, load_sim_config
 from so101_core.sim.dynamics import PARAMETERS, ArmDynamics, JointDynamics, nominal_dynamics
-from so101_core.sim.randomization import DRConfig
-from so101_core.sim.rollout import run_scripted_episode
-from so101_core.sim.twin import Twin
 from so101_core.sysid.config import ExcitationConfig, SysidConfig, load_sysid_config
-from so101_core.sysid.excitation import Clearance, Segment, plan_excitation, replay_segment, transit_segment
+from so101_core.sysid.excitation import Clearance, Segment, pick_and_place_segment, plan_excitation, transit_segment
 from so101_core.sysid.fit import COUNT_RAD, ArmFit, fit_arm
 from so101_core.sysid.recording import check_recording
 from so101_core.sysid.validation import RECOVERY_TOLERANCES, Comparison, pooled_ratio, tolerance, validate
@@ -177,14 +174,6 @@ def record_segments(
     return bag
 
 
-def pick_and_place(config: SimConfig, seed: int = 0) -> Segment:
-    """The scripted expert's commanded joint trajectory of one nominal episode (30 Hz), as a replay."""
-    with Twin(config, DRConfig.disabled()) as twin:
-        episode = run_scripted_episode(twin, seed, record=True)
-        period = twin.control_period
-    return replay_segment(episode.actions, period, "replay")
-
-
 def heldout_excitation(cfg: ExcitationConfig) -> ExcitationConfig:
     """Another excitation than the fit's: other chirp phases, a higher band, steps reversed, smaller steps."""
     lo, hi = cfg.chirp_hz
@@ -244,7 +233,7 @@ def run_sysid_benchmark(
         plans = {"fit": fit_plan, "heldout_excitation": held_plan}
         if replay:
             bags["heldout_pick_and_place"] = work / "pick_place_bag"
-            plans["heldout_pick_and_place"] = [pick_and_place(cfg, seed)]
+            plans["heldout_pick_and_place"] = [pick_and_place_segment(cfg, seed)]
         todo = {k: v for k, v in plans.items() if not (reuse and (bags[k] / "metadata.yaml").is_file())}
         with contextlib.ExitStack() as arm_stack:
             arm = arm_stack.enter_context(emulated_arm(hidden, work, config=cfg)) if todo else None

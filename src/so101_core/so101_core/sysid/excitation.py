@@ -159,6 +159,19 @@ def replay_segment(positions: npt.ArrayLike, period_s: float, kind: str = "repla
     return Segment("", kind, period_s * np.arange(len(rows), dtype=np.float64), rows)
 
 
+def pick_and_place_segment(config: SimConfig, seed: int = 0) -> Segment:
+    """The scripted expert's commanded joint trajectory of one nominal pick-and-place episode in the twin (its
+    control rate), as a replay: a realistic motion to validate a twin on."""
+    from so101_core.sim.randomization import DRConfig
+    from so101_core.sim.rollout import run_scripted_episode
+    from so101_core.sim.twin import Twin
+
+    with Twin(config, DRConfig.disabled()) as twin:
+        episode = run_scripted_episode(twin, seed, record=True)
+        period = twin.control_period
+    return replay_segment(episode.actions, period, "replay")
+
+
 def plan_excitation(
     cfg: ExcitationConfig,
     lower: npt.ArrayLike,
