@@ -81,28 +81,28 @@ class Recording:
 
 
 def _gaps(rec: Recording, max_gap_s: float) -> list[str]:
-    """Gaps longer than ``max_gap_s`` that lose data: measurements missing while goals were sent, goals missing
-    while the arm was read, or goals that moved across a gap in both (a driver that stalled holds its goal and
-    resumes within one step limit, so its pauses are no loss)."""
+    """Gaps longer than ``max_gap_s`` that lost data: measurements missing while goals were sent, or goals that
+    moved across a gap further than any goal moves from one write to the next (so some were sent and not
+    recorded). A driver that stalled, or whose writes failed, sent nothing meanwhile: the servos held the last
+    goal, and the next one is again within one step limit of it, so such pauses are no loss."""
     out = []
     cmd_t, goals = rec.commands.times, rec.commands.targets
     steps = np.max(np.abs(np.diff(goals, axis=0)), axis=1) if len(goals) > 1 else np.zeros(0)
     usual = float(np.percentile(steps, 99)) if steps.size else 0.0
     cycle = float(np.median(np.diff(rec.times))) if rec.times.size > 1 else 0.0  # a read and its write belong together
-    for name, times, other, what in (
-        (JOINT_STATES, rec.times, cmd_t, "the measurements are missing while goals were sent"),
-        (CONTROLLER_STATE, cmd_t, rec.times, "the goals are missing while the arm was read"),
-    ):
-        for k in np.flatnonzero(np.diff(times) > max_gap_s):
-            t0, t1 = times[k], times[k + 1]
-            lost = bool(np.any((other > t0 + cycle) & (other < t1 - cycle)))
-            if name == CONTROLLER_STATE and not lost:
-                jump = float(np.max(np.abs(goals[k + 1] - goals[k])))
-                lost = jump > 3.0 * usual + 1e-6
-                what = f"the goal moved {jump:.3f} rad across it: the goals sent during it are missing"
-            if lost:
-                out.append(f"a gap of {t1 - t0:.2f} s in {name} at t = {t0 - rec.times[0]:.2f} s ({what})")
-                break
+    for k in np.flatnonzero(np.diff(rec.times) > max_gap_s):
+        t0, t1 = rec.times[k], rec.times[k + 1]
+        if np.any((cmd_t > t0 + cycle) & (cmd_t < t1 - cycle)):
+            out.append(f"a gap of {t1 - t0:.2f} s in {JOINT_STATES} at t = {t0 - rec.times[0]:.2f} s (the "
+                       "measurements are missing while goals were sent)")  # fmt: skip
+            break
+    for k in np.flatnonzero(np.diff(cmd_t) > max_gap_s):
+        jump = float(np.max(np.abs(goals[k + 1] - goals[k])))
+        if jump > 3.0 * usual + 1e-6:
+            out.append(f"a gap of {cmd_t[k + 1] - cmd_t[k]:.2f} s in {CONTROLLER_STATE} at t = "
+                       f"{cmd_t[k] - rec.times[0]:.2f} s (the goal moved {jump:.3f} rad across it: the goals sent "
+                       "during it are missing)")  # fmt: skip
+            break
     return out
 
 
