@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
-from so101_core.joints import twin_ranges
+from so101_core.joints import FALLBACK_RANGES, JointRanges
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.dynamics import nominal_dynamics
 from so101_hardware.calibration import ArmCalibration, ArmConverter
@@ -40,7 +40,7 @@ def test_a_matching_arm_passes_and_a_changed_eeprom_or_reading_fails(
 
 
 def test_drifted_joints_beyond_the_margin(calibration: ArmCalibration) -> None:
-    conv = ArmConverter.build(calibration, twin_ranges())
+    conv = ArmConverter.build(calibration, JointRanges.from_mapping(FALLBACK_RANGES))
     counts = np.array([c.motor.mid for c in conv.joints])
     counts[1] = calibration["shoulder_lift"].range_min - 20  # 0.03 rad out: inside a 0.05 rad margin
     counts[3] = calibration["wrist_flex"].range_max + 100  # 0.15 rad out
@@ -59,7 +59,7 @@ def _probe(calibration: ArmCalibration, truth: ArmCalibration) -> list[str]:
             emu.write_register(m.id, p.HOMING_OFFSET, m.homing_offset)
             emu.write_register(m.id, p.MIN_POSITION_LIMIT, m.range_min)
             emu.write_register(m.id, p.MAX_POSITION_LIMIT, m.range_max)
-        settings = ProbeSettings(joints=("gripper",), speed_counts_s=1500.0)
+        settings = ProbeSettings(joints=("gripper",), speed_counts_s=2500.0, stall_s=0.2)
         result = check_calibration(bus, calibration, probe=True, settings=settings)
         assert bus.read(calibration["gripper"].id, p.TORQUE_ENABLE) == 0  # as it was before the probe
     probe = [f for f in result.findings if f.what.startswith("probe")]
