@@ -29,7 +29,7 @@ import numpy as np
 from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.config import SimConfig, load_sim_config
-from so101_core.sim.dynamics import PARAMETERS, ArmDynamics, JointDynamics, nominal_dynamics
+from so101_core.sim.dynamics import PARAMETERS, ArmDynamics, nominal_dynamics
 from so101_core.sysid.config import ExcitationConfig, SysidConfig, load_sysid_config
 from so101_core.sysid.excitation import Clearance, Segment, pick_and_place_segment, plan_excitation, transit_segment
 from so101_core.sysid.fit import COUNT_RAD, ArmFit, fit_arm
@@ -290,6 +290,3 @@ def _comparisons(comparisons: list[Comparison]) -> dict[str, Any]:
             "identified_max_rad": dict(zip(JOINT_NAMES, np.round(c.identified_error.max, 5).tolist(), strict=True)),
         }
     return out
-
-
-__all__ = ["JointDynamics", "emulated_arm", "hidden_dynamics", "record_segments", "run_sysid_benchmark"]

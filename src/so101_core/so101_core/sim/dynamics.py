@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +249,3 @@ def save_arm_dynamics(
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(out)
     return out
-
-
-def dynamics_dict(dynamics: JointDynamics) -> dict[str, float]:
-    return {k: float(v) for k, v in asdict(dynamics).items()}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -39,7 +39,7 @@ import numpy.typing as npt
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.config import SimConfig
-from so101_core.sim.dynamics import PARAMETERS, ArmDynamics, JointDynamics, dynamics_dict
+from so101_core.sim.dynamics import PARAMETERS, ArmDynamics, JointDynamics
 from so101_core.sim.scene import build_arm_model
 from so101_core.sim.servo import deadzone
 
@@ -111,11 +111,10 @@ class JointFit:
 
 @dataclass(frozen=True)
 class ArmFit:
-    """The fits of the identified joints and the arm's dynamics they make."""
+    """The fits of the identified joints, against the ``nominal`` twin."""
 
     joints: dict[str, JointFit]
     nominal: ArmDynamics
-    fitted: ArmDynamics = field(repr=False)
 
     def dynamics(self, significance: float, robot_id: str) -> ArmDynamics:
         """The nominal twin with each estimate that differs from it by more than ``significance`` σ."""
@@ -375,7 +374,4 @@ def fit_arm(
         fits[joint] = fitter.fit(recordings, joint)
         if on_joint is not None:
             on_joint(fits[joint])
-    return ArmFit(fits, nominal, fitter.current)
-
-
-__all__ = ["ArmFit", "JointFit", "JointFitter", "dynamics_dict", "fit_arm"]
+    return ArmFit(fits, nominal)
