@@ -152,6 +152,7 @@ def fit(
     latency (± 1σ, with residuals); write the values that differ from the nominal twin to OUT."""
     import datetime as dt
 
+    from so101_core.robot_spec import JOINT_NAMES
     from so101_core.sim.config import load_sim_config
     from so101_core.sim.dynamics import nominal_dynamics, save_arm_dynamics
     from so101_core.sysid.config import load_sysid_config
@@ -177,9 +178,15 @@ def fit(
         dynamics = result.dynamics(settings.fit.significance, arm_id)
     except SysidError as exc:
         _fail(str(exc))
+    temps = np.vstack([r.temperatures for r in recordings])
     summary = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "bags": [str(b) for b in bags],
+        "servo_temperature_c": {
+            name: [float(np.nanmin(temps[:, j])), float(np.nanmax(temps[:, j]))]
+            for j, name in enumerate(JOINT_NAMES)
+            if temps.size and np.any(np.isfinite(temps[:, j]))
+        },
         "significance_sigma": settings.fit.significance,
         "joints": {name: jf.summary(sim.robot.servo_registers) for name, jf in result.joints.items()},
     }

@@ -48,7 +48,9 @@ def test_record_fit_and_report_identify_an_emulated_arm(router: RouterProcess, t
     assert abs(got.latency_s - true.latency_s) < 0.008 < abs(nominal[JOINT].latency_s - true.latency_s), got
     assert abs(got.kp - true.kp) < 0.15 * true.kp < abs(nominal[JOINT].kp - true.kp), got
     assert twin["elbow_flex"] == nominal["elbow_flex"]  # not excited: nominal
-    evidence = yaml.safe_load(arm_file.read_text())["fit"]["joints"][JOINT]
+    fit_section = yaml.safe_load(arm_file.read_text())["fit"]
+    assert fit_section["servo_temperature_c"][JOINT] == [30.0, 30.0]  # the emulator's servos, from /diagnostics
+    evidence = fit_section["joints"][JOINT]
     assert set(evidence["parameters"]["kp"]) == {"estimate", "sigma", "nominal"}
     residual = evidence["residual"]
     assert residual["position_rms_rad"] < 0.5 * residual["nominal_position_rms_rad"]
