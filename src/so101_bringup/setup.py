@@ -24,6 +24,7 @@ setup(
         ("share/" + PACKAGE + "/launch", repo_files("launch/*.launch.py")),
         ("share/" + PACKAGE + "/config", repo_files("config/*.yaml")),
         ("share/" + PACKAGE + "/config/rviz", repo_files("config/rviz/*.rviz")),
+        ("share/" + PACKAGE + "/config/arms", repo_files("config/arms/*.yaml")),
     ],
     install_requires=["nodegraph", "so101_core", "so101_nodes", "pyyaml"],
     zip_safe=False,

@@ -24,6 +24,7 @@ setup(
         "so101_pipeline",
         "typer",
         "rich",
+        "matplotlib",
     ],
     zip_safe=False,
     maintainer="so101 developers",

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from so101_core.robot_spec import JOINT_NAMES
 
 from so101_cli.benchmarks.results import write_result
 
@@ -72,6 +73,33 @@ def driver(
     from so101_cli.benchmarks.driver import run_driver_benchmark
 
     _report("driver", run_driver_benchmark(seconds, rate_hz, samples), as_json, save)
+
+
+@app.command()
+def sysid(
+    joints: str = typer.Option(",".join(JOINT_NAMES), "--joints", help="joints identified"),
+    seed: int = typer.Option(0, "--seed", help="draw of the hidden dynamics"),
+    replay: bool = typer.Option(True, "--replay/--no-replay", help="also validate on a pick-and-place replay"),
+    workdir: Path | None = typer.Option(None, "--workdir", help="keep the bags here (default: a temporary one)"),
+    reuse: bool = typer.Option(False, "--reuse", help="fit the bags already in --workdir instead of recording"),
+    report: Path = typer.Option(Path("out/sysid_report"), "--report", help="HTML report directory"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/sysid.json and sysid_report.png"),
+) -> None:
+    """Identify an emulated arm with hidden dynamics through the driver and bus: recovery error per parameter,
+    held-out tracking error identified / nominal (heldout_tracking_error_ratio, goal <= 0.5)."""
+    import shutil
+
+    from so101_cli.benchmarks.results import results_dir
+    from so101_cli.benchmarks.sysid import run_sysid_benchmark
+
+    names = tuple(n for n in joints.split(",") if n)
+    result = run_sysid_benchmark(workdir, joints=names, seed=seed, replay=replay, report_dir=report, reuse=reuse,
+                                 log=lambda line: typer.echo(line, err=True))  # fmt: skip
+    result["report"] = str(report / "index.html")
+    if save:
+        shutil.copyfile(report / "summary.png", results_dir() / "sysid_report.png")
+    _report("sysid", result, as_json, save)
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""``so101``: the command line of the stack (launch, graph, node, topic, service, param, action, bag, bench, demo)."""
+"""``so101``: the command line of the stack (launch, graph, node, topic, service, param, action, bag, bench, demo,
+sysid)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from so101_cli import (
     seeds_cmd,
     service_cmd,
     skillgen_cmd,
+    sysid_cmd,
     topic_cmd,
 )
 
@@ -52,6 +54,7 @@ app.add_typer(seeds_cmd.app, name="seeds")
 app.add_typer(skillgen_cmd.app, name="skillgen")
 app.add_typer(dataset_cmd.app, name="dataset")
 app.add_typer(pipeline_cmd.app, name="pipeline")
+app.add_typer(sysid_cmd.app, name="sysid")
 
 
 def main() -> None:

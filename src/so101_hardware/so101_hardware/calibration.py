@@ -276,6 +276,29 @@ class JointConverter:
         return int(min(max(round(raw), m.range_min), m.range_max))
 
     @property
+    def rad_per_count(self) -> float:
+        """Slope of the count -> rad map, rad per count (signed; the gripper's inside its range)."""
+        m = self.motor
+        if self.is_gripper:
+            lo, hi = self.ctrl_range
+            return self.sign * (-1.0 if m.drive_mode else 1.0) * (hi - lo) / (m.range_max - m.range_min)
+        return self.sign * 2.0 * math.pi / COUNTS_PER_TURN
+
+    def linear_radians(self, raw: float) -> float:
+        """Counts -> rad on the unclamped straight line of :meth:`to_radians` (a plant's true angle)."""
+        return self.to_radians(self.motor.mid) + (raw - self.motor.mid) * self.rad_per_count
+
+    def linear_counts(self, radians: float) -> float:
+        """Inverse of :meth:`linear_radians`: rad -> counts, neither rounded nor clamped."""
+        return self.motor.mid + (radians - self.to_radians(self.motor.mid)) / self.rad_per_count
+
+    def torque_per_load(self, max_torque_nm: float) -> float:
+        """Joint torque (N·m, in this joint's rad) per unit of Present_Load (1 = 100 % of ``max_torque_nm``
+        at the horn): virtual work through the count -> rad map, signed like :attr:`rad_per_count`."""
+        horn = 2.0 * math.pi / COUNTS_PER_TURN
+        return max_torque_nm * horn / self.rad_per_count
+
+    @property
     def limits_rad(self) -> tuple[float, float]:
         """Angles of ``range_min`` and ``range_max``, sorted, rad."""
         a, b = self.to_radians(self.motor.range_min), self.to_radians(self.motor.range_max)
@@ -331,6 +354,12 @@ class ArmConverter:
         if not np.all(np.isfinite(q)):
             raise ValueError(f"joint positions must be finite, got {q.tolist()}")
         return np.array([j.to_counts(float(v)) for j, v in zip(self.joints, q, strict=True)], dtype=np.int64)
+
+    def load_to_nm(self, loads: Sequence[float], max_torque_nm: float) -> npt.NDArray[np.float64]:
+        """(6,) Present_Load fractions (-1..1) -> (6,) joint torques, N·m (see
+        :meth:`JointConverter.torque_per_load`)."""
+        _check_len(loads)
+        return np.array([float(v) * j.torque_per_load(max_torque_nm) for j, v in zip(self.joints, loads, strict=True)])
 
     def speed_to_rad_s(self, counts_per_s: Sequence[float]) -> npt.NDArray[np.float64]:
         """(6,) Present_Speed (counts/s) -> (6,) rad/s (gripper scaled onto its ctrlrange)."""

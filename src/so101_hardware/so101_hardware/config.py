@@ -49,6 +49,8 @@ class SafetyConfig:
             ``rate_warn_fraction`` x ``rate_hz``).
         rate_warn_fraction: fraction of ``rate_hz`` below which the loop rate is a WARN.
         max_temperature_c / min_voltage_v / max_load: health warning thresholds (°C, V, fraction of max torque).
+        calibration_margin_rad: a joint reading further than this outside its calibrated range when the driver
+            (re)connects is reported as a WARN on ``/diagnostics`` (the calibration may have drifted), rad.
         torque_recovery: after a servo lost torque: ``manual`` (only ``~/enable_torque``) or ``when_clear``
             (torque back on by itself once the servo reports no error bits, holding where it is).
     """
@@ -61,6 +63,7 @@ class SafetyConfig:
     max_temperature_c: float = 65.0
     min_voltage_v: float = 6.0
     max_load: float = 0.9
+    calibration_margin_rad: float = 0.05
     torque_recovery: str = "manual"
 
     @property
@@ -150,6 +153,9 @@ def _arm(data: Any, where: str, role: Role, signs: dict[str, float], offsets: di
             field=f"{where}.disable_torque_on_disconnect",
         )
     shutdown = _shutdown(sec, where) if role == "follower" else ShutdownConfig("hold")
+    max_torque = _get(sec, "max_torque_nm", where, int | float, ArmConfig.max_torque_nm)
+    if not (math.isfinite(max_torque) and max_torque > 0):
+        raise ConfigError(f"{where}.max_torque_nm must be > 0, got {max_torque}", field=f"{where}.max_torque_nm")
     arm = ArmConfig(
         bus=bus,
         torque_on_connect=_get(sec, "torque_on_connect", where, bool, role == "follower"),
@@ -157,6 +163,7 @@ def _arm(data: Any, where: str, role: Role, signs: dict[str, float], offsets: di
         sync_calibration=_get(sec, "sync_calibration", where, bool, True),
         signs=signs,
         offsets_rad=offsets,
+        max_torque_nm=float(max_torque),
     )
     return ArmEntry(_get(sec, "id", where, str), Path(calib).expanduser() if calib else None, arm, role)
 

@@ -10,6 +10,7 @@ telemetry). A silent servo does not stop the read of the others: it is reported 
 from __future__ import annotations
 
 import abc
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -70,7 +71,9 @@ class ArmState:
         counts: (6,) raw Present_Position, counts.
         health: per-servo health of the servos that answered, canonical order.
         stamp: ``time.monotonic()`` at the end of the read, s.
-        missing: joints whose servo did not answer (their positions / velocities are NaN).
+        missing: joints whose servo did not answer (their positions / velocities / efforts are NaN).
+        efforts: (6,) joint torques from Present_Load, N·m (``ArmConfig.max_torque_nm`` at 100 %).
+        sampled: ``time.monotonic()`` half-way through the read (when the servos were sampled), s.
     """
 
     positions: npt.NDArray[np.float64]
@@ -80,6 +83,8 @@ class ArmState:
     stamp: float
     names: tuple[str, ...] = field(default=JOINT_NAMES)
     missing: tuple[str, ...] = ()
+    efforts: npt.NDArray[np.float64] = field(default_factory=lambda: np.full(len(JOINT_NAMES), np.nan))
+    sampled: float = math.nan
 
     def faults(self) -> dict[str, ServoFault]:
         """``{joint: faults}`` of the servos reporting error bits (empty when all are healthy)."""
@@ -106,6 +111,7 @@ class ArmConfig:
         sync_calibration: on connect, write homing offsets and position limits from the calibration file
             to servos whose EEPROM differs (as LeRobot does when a calibration file is used).
         signs / offsets_rad: per-joint direction and zero hooks of the count ↔ rad conversion.
+        max_torque_nm: torque at the horn when Present_Load reads 100 %, N·m (joint_states effort).
     """
 
     bus: BusConfig
@@ -114,6 +120,7 @@ class ArmConfig:
     sync_calibration: bool = True
     signs: Mapping[str, float] = field(default_factory=dict)
     offsets_rad: Mapping[str, float] = field(default_factory=dict)
+    max_torque_nm: float = 3.35
 
 
 class Robot(abc.ABC):
@@ -206,7 +213,9 @@ class SO101Arm(Robot):
         self._require_connected()
         now = time.monotonic()
         ids = [sid for sid in self.ids if self._silent.get(sid, 0.0) <= now]
+        started = time.monotonic()
         telemetry, silent = self.bus.read_state(ids) if ids else ({}, ())
+        ended = time.monotonic()
         for sid in self.ids:
             if sid in telemetry:
                 self._silent.pop(sid, None)
@@ -220,6 +229,7 @@ class SO101Arm(Robot):
             )
         counts = np.array([telemetry[sid].position if sid in telemetry else 0 for sid in self.ids], dtype=np.int64)
         speeds = [telemetry[sid].speed if sid in telemetry else 0 for sid in self.ids]
+        loads = [telemetry[sid].load if sid in telemetry else 0.0 for sid in self.ids]
         missing = tuple(name for name, sid in zip(JOINT_NAMES, self.ids, strict=True) if sid not in telemetry)
         valid = np.array([sid in telemetry for sid in self.ids])
         health = tuple(
@@ -242,8 +252,10 @@ class SO101Arm(Robot):
             velocities=np.where(valid, self.converter.speed_to_rad_s(speeds), np.nan),
             counts=counts,
             health=health,
-            stamp=time.monotonic(),
+            stamp=ended,
             missing=missing,
+            efforts=np.where(valid, self.converter.load_to_nm(loads, self.config.max_torque_nm), np.nan),
+            sampled=0.5 * (started + ended),
         )
 
     def silent_servos(self) -> tuple[int, ...]:
@@ -374,6 +386,7 @@ class SO101Leader(SO101Arm):
             sync_calibration=config.sync_calibration,
             signs=config.signs,
             offsets_rad=config.offsets_rad,
+            max_torque_nm=config.max_torque_nm,
         )
         super().__init__(leader_config, calibration, ranges=ranges, transport=transport)
 

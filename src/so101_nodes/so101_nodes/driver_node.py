@@ -1,9 +1,12 @@
 """driver: the real SO-101 follower arm on its Feetech bus.
 
 A control-loop timer (``rate_hz``) does one sync read per cycle (Torque_Enable, Goal_Position, position, speed
-and health of the six servos), publishes ``joint_states`` (rad, canonical names) and writes one sync write of
-goal positions. Targets come from ``joint_commands`` (JointState positions, by name or in full canonical order;
-the goal is written as soon as a command arrives, not only on the next cycle) or from the
+and health of the six servos), publishes ``joint_states`` (rad, rad/s, N·m from Present_Load; canonical names),
+writes one sync write of goal positions and publishes ``arm_controller/controller_state``
+(control_msgs/JointTrajectoryControllerState, as ros2_control's trajectory controller: ``reference`` = the
+target being followed, ``feedback`` = the read, ``output`` = the goal written, rad). Targets come from
+``joint_commands`` (JointState positions, by name or in full canonical order; the goal is written as soon as a
+command arrives, not only on the next cycle) or from the
 ``arm_controller/follow_joint_trajectory`` action (:class:`~so101_nodes.trajectory.TrajectoryTracker`,
 shared with the sim node). Every goal passes the one
 :class:`~so101_hardware.safety.CommandFilter` (also run by the sim node): the goal moves at most
@@ -12,7 +15,9 @@ commands older than the watchdog or sent during a fault are dropped, and limit c
 
 Startup and every reconnect: the first read re-syncs the filter to the present position (the arm holds where
 it is; it eases into the limits at the step limit only when it is outside them); nothing from before the
-disconnect is replayed.
+disconnect is replayed. A joint reading further than ``robot.safety.calibration_margin_rad`` outside its
+calibrated range then is reported as a WARN (``<node>: calibration`` on ``/diagnostics``, and in the log): its
+calibration may have drifted (``so101 calibrate --check``).
 
 Faults: a servo reporting error bits, a servo whose Torque_Enable reads 0 without being asked (its own
 overload / overheat protection), or a silent servo puts the arm in a fault hold (``hold_on_servo_fault``):
@@ -56,6 +61,7 @@ from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from so101_core.arrays import F64
 from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
+from so101_hardware.calibration_check import describe_drift, drifted_joints
 from so101_hardware.config import SHUTDOWN_BEHAVIORS, ShutdownConfig
 from so101_hardware.errors import HardwareError
 from so101_hardware.robot import ArmState, SO101Arm
@@ -75,11 +81,13 @@ from so101_nodes.joint_messages import joint_state_message, joint_vector
 from so101_nodes.params import check_bounds, declare_params
 from so101_nodes.trajectory import (
     ACTION_NAME,
+    CONTROLLER_STATE,
     FJT,
     INVALID_GOAL,
     Outcome,
     TrajectoryError,
     TrajectoryTracker,
+    controller_state_message,
     finish_handle,
 )
 
@@ -150,12 +158,14 @@ class Driver:
         self._limp: npt.NDArray[np.bool_] = np.zeros(len(JOINT_NAMES), dtype=bool)
         self.torque_lost: dict[str, str] = {}  # joint -> cause, until torque is enabled again
         self._fault: str | None = None
+        self.calibration_drift: dict[str, float] = {}  # joint -> rad outside its range at the last (re)sync
         self._had_command = False
         self._closed = False
         self.rejected_commands = 0
         self.goal_writes = 0
 
         self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
+        self.controller_state = node.create_publisher(CONTROLLER_STATE, "arm_controller/controller_state")
         self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self.on_command)
         node.create_service("std_srvs/srv/SetBool", "~/estop", self.on_estop)
@@ -196,6 +206,7 @@ class Driver:
             return
         self.joint_states.publish(joint_state_message(self.node, state))  # outside the lock: commands go first
         now = time.monotonic()
+        written: Message | None = None
         with self._lock:
             if self._closed:
                 return
@@ -210,13 +221,29 @@ class Driver:
             active = self._active
             if active is not None and active.outcome is None:
                 self._feed_trajectory(active, present, now)
-            self._write(present, now)
+            if self._write(present, now):
+                written = self._controller_state(state, present)
             if active is not None:
                 active.check(now, present)
                 if active.outcome is not None and active.outcome.status != "succeed":
                     self.filter.drop_target()  # a failed goal stops where the arm is
                 if active.outcome is not None and self._active is active:
                     self._active = None
+        if written is not None:
+            self.controller_state.publish(written)
+
+    def _controller_state(self, state: ArmState, present: F64) -> Message:
+        """This cycle's controller state (under the lock, right after the write): reference = the target followed
+        (the goal while holding), feedback = the read, output = the goal written (rad)."""
+        assert self._counts is not None
+        output = self.arm.converter.to_radians(self._counts.tolist())
+        reference = self.filter.active_target()
+        velocity = np.where(state.valid, state.velocities, 0.0)
+        effort = np.where(state.valid, state.efforts, 0.0)
+        return controller_state_message(
+            self.node, self.node.stamp(), reference if reference is not None else output, present, velocity, effort,
+            output,
+        )  # fmt: skip
 
     def _resync(self, state: ArmState, now: float) -> None:
         """After (re)connecting: hold at the present position; nothing from before is replayed."""
@@ -235,6 +262,14 @@ class Driver:
         ]
         where = f"; easing {outside} into the limits at the step limit" if outside else ""
         self.node.logger.info(f"synced with the arm at its present pose, holding{where}")
+        self.calibration_drift = drifted_joints(
+            self.arm.converter, state.counts, self.safety.calibration_margin_rad, state.valid
+        )
+        if self.calibration_drift:
+            self.node.logger.warning(
+                f"at startup {describe_drift(self.calibration_drift)}: the calibration may have drifted; "
+                "check it with `so101 calibrate --check`"
+            )
 
     def _fill(self, state: ArmState) -> F64:
         """Present positions (6,) rad, joints not read this cycle filled with the previous goal."""
@@ -290,8 +325,9 @@ class Driver:
         if refusal is not None:
             active.abort(refusal)
 
-    def _write(self, present: F64, now: float) -> None:
-        """Filter -> counts capped at the step limit in whole counts -> sync write (under the lock)."""
+    def _write(self, present: F64, now: float) -> bool:
+        """Filter -> counts capped at the step limit in whole counts -> sync write (under the lock); True when
+        written."""
         decision = self.filter.step(present, now, self._limp)
         previous = self._counts
         counts = self.arm.converter.to_counts(decision.goal)
@@ -303,11 +339,14 @@ class Driver:
         if self.link.write_counts(counts):
             self._counts = counts
             self.goal_writes += 1
+            return True
+        return False
 
     # ------------------------------------------------------------------ commands
     def on_command(self, msg: Any) -> None:
         """``joint_commands``: a new target (rad), written at once; preempts a running trajectory."""
         now = time.monotonic()
+        published: Message | None = None
         with self._lock:
             try:
                 base = self.filter.active_target(now)
@@ -329,8 +368,12 @@ class Driver:
             if self._active is not None:
                 self._active.abort("preempted by a joint_commands message")
                 self._active = None
-            if self._present is not None and self.link.connected and not self._closed:
-                self._write(self._present, now)
+            state, present = self.link.last_state, self._present
+            ready = present is not None and state is not None and self.link.connected and not self._closed
+            if ready and present is not None and state is not None and self._write(present, now):
+                published = self._controller_state(state, present)
+        if published is not None:
+            self.controller_state.publish(published)
 
     def _age_s(self, msg: Any) -> float:
         stamp = msg.header.stamp
@@ -461,9 +504,23 @@ class Driver:
                 "refused_commands": str(self.filter.refused),
                 "goal_writes": str(self.goal_writes),
             }
-            statuses = [status_message(self.node, "arm", level, message, f"feetech:{self.port}", values)]
+            statuses = [
+                status_message(self.node, "arm", level, message, f"feetech:{self.port}", values),
+                self._calibration_status(),
+            ]
             statuses += self.link.servo_statuses(self.safety, self.torque_lost)
         return diagnostic_array(self.node, statuses)
+
+    def _calibration_status(self) -> Message:
+        """WARN while the last (re)sync found joints outside their calibrated ranges (beyond the margin)."""
+        drift = self.calibration_drift
+        if drift:
+            level, message = WARN, f"at startup {describe_drift(drift)}: run `so101 calibrate --check`"
+        else:
+            level, message = OK, "joints inside their calibrated ranges at startup"
+        values = {j: f"{drift.get(j, 0.0):+.4f}" for j in JOINT_NAMES}
+        values["margin_rad"] = f"{self.safety.calibration_margin_rad:g}"
+        return status_message(self.node, "calibration", level, message, f"feetech:{self.port}", values)
 
     def publish_diagnostics(self) -> None:
         self.diagnostics.publish(self.diagnostics_message())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 import numpy as np
@@ -37,9 +39,13 @@ def joint_vector(msg: Any, base: F64) -> F64:
 
 
 def joint_state_message(node: Node, state: ArmState) -> Message:
-    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, stamped now. Joints whose servo did
-    not answer are left out (a JointState with fewer names, as ROS consumers merge by name)."""
-    header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
+    """sensor_msgs/JointState of one read: canonical names, rad, rad/s, N·m (from Present_Load), stamped when the
+    servos were sampled (half-way through the read; now when unknown). Joints whose servo did not answer are left
+    out (a JointState with fewer names, as ROS consumers merge by name)."""
+    now = node.now_ns()
+    if math.isfinite(state.sampled):
+        now -= max(0, round((time.monotonic() - state.sampled) * 1e9))
+    header = node.message("std_msgs/msg/Header", stamp=node.stamp(now), frame_id="")
     valid = state.valid
     return node.message(
         "sensor_msgs/msg/JointState",
@@ -47,4 +53,5 @@ def joint_state_message(node: Node, state: ArmState) -> Message:
         name=[n for n, ok in zip(JOINT_NAMES, valid, strict=True) if ok],
         position=state.positions[valid].astype(np.float64),
         velocity=state.velocities[valid].astype(np.float64),
+        effort=state.efforts[valid].astype(np.float64),
     )

@@ -6,6 +6,10 @@ message is stamped with the sim clock (ns since the node started; it keeps runni
 published on ``/clock`` for ``use_sim_time`` consumers. Cameras render on a second thread
 (:mod:`~so101_nodes.sim_rendering`), so rendering never delays ``joint_states``.
 
+The twin is the nominal one (sim.yaml and the robot MJCF), or, when ``robot_id`` names an arm, that arm's
+identified twin (``config/arms/<robot_id>.yaml`` of ``so101 sysid fit``: its servo gains, joint friction and
+armature, dead band and latency where they differ from the nominal).
+
 Commands pass the driver's :class:`~so101_hardware.safety.CommandFilter` with robot.yaml's
 ``robot.safety`` (step limit as a speed, ``max_step_rad`` x ``rate_hz``, applied per sim step; clamps to the
 twin's ctrlrange that only shrink motion; the command watchdog in wall-clock seconds, as the commander sees
@@ -14,6 +18,8 @@ it), so the twin answers a command the way the real arm does.
 Topics (relative names; ``cameras`` lists which cameras render):
   - ``joint_states`` (sensor_msgs/JointState): canonical names, position rad, velocity rad/s, effort N·m;
     every step, or at ``joint_state_rate_hz`` when that is higher (the latest state, stamps advancing).
+  - ``arm_controller/controller_state`` (control_msgs/JointTrajectoryControllerState): every step, as the
+    driver (reference = the target followed, feedback = the state after the step, output = the goal applied).
   - ``joint_commands`` (sensor_msgs/JointState, subscribed): targets in rad, by name (others keep their
     target) or all six in canonical order; preempts a running trajectory.
   - ``/clock`` (rosgraph_msgs/Clock): the sim time, every step.
@@ -48,7 +54,8 @@ random), ``real_time_factor`` (1.0; 0 = as fast as possible), ``joint_state_rate
 step), ``cameras`` (list, default ``[ego, side, top]``; ``[]`` = no rendering), ``camera_rate_hz``
 (Hz of sim time, 10.0), ``width`` / ``height`` (px, 0 = sim.yaml's), ``depth`` (false),
 ``diagnostics_period_s`` (s, 1.0), ``goal_tolerance_rad`` (rad, 0.05), ``goal_time_tolerance_s`` (s, 1.0),
-``robot_config`` (robot.yaml for the safety section; "" = the config directory's).
+``robot_config`` (robot.yaml for the safety section; "" = the config directory's), ``robot_id`` (the arm whose
+identified twin to load; "" = the nominal twin), ``arm_file`` (its per-arm YAML; "" = ``config/arms/<robot_id>.yaml``).
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ from so101_core.arrays import F64
 from so101_core.config_paths import config_dir
 from so101_core.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_core.sim.config import load_sim_config
+from so101_core.sim.dynamics import arm_dynamics
 from so101_core.sim.errors import SimError
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.twin import Twin
@@ -78,11 +86,13 @@ from so101_nodes.params import check_bounds
 from so101_nodes.sim_rendering import SimCameras
 from so101_nodes.trajectory import (
     ACTION_NAME,
+    CONTROLLER_STATE,
     FJT,
     INVALID_GOAL,
     Outcome,
     TrajectoryError,
     TrajectoryTracker,
+    controller_state_message,
     finish_handle,
 )
 
@@ -113,6 +123,8 @@ class SimParams:
     goal_tolerance_rad: float = 0.05
     goal_time_tolerance_s: float = 1.0
     robot_config: str = ""
+    robot_id: str = ""
+    arm_file: str = ""
 
     @classmethod
     def declare(cls, node: Node) -> SimParams:
@@ -135,6 +147,8 @@ class SimParams:
             goal_tolerance_rad=float(node.declare_parameter("goal_tolerance_rad", d.goal_tolerance_rad)),
             goal_time_tolerance_s=float(node.declare_parameter("goal_time_tolerance_s", d.goal_time_tolerance_s)),
             robot_config=str(node.declare_parameter("robot_config", d.robot_config)),
+            robot_id=str(node.declare_parameter("robot_id", d.robot_id)),
+            arm_file=str(node.declare_parameter("arm_file", d.arm_file)),
         )
         params.validate()
         return params
@@ -187,7 +201,7 @@ class SimNode:
         self.safety = safety_config(p.robot_config)
         sim_cfg = load_sim_config(p.sim_config or None)
         dr = load_dr_config(p.dr_config or None, p.dr_profile or None) if p.randomize else DRConfig.disabled()
-        self.twin = Twin(sim_cfg, dr)
+        self.twin = Twin(sim_cfg, dr, dynamics=arm_dynamics(p.robot_id, sim_cfg, p.arm_file))
         try:
             self._check_resolution()
             self.seed = p.seed if p.seed >= 0 else self._random_seed()
@@ -225,6 +239,7 @@ class SimNode:
         self._rtf_mark = (time.monotonic(), 0)
 
         self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
+        self.controller_state = node.create_publisher(CONTROLLER_STATE, "arm_controller/controller_state")
         self.clock = node.create_publisher("rosgraph_msgs/msg/Clock", "/clock", RELIABLE_LATEST)
         self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
         self.object_poses = {
@@ -265,8 +280,9 @@ class SimNode:
         if self.cameras is not None:
             self.cameras.start()
         pace = "as fast as possible" if p.real_time_factor == 0 else f"{p.real_time_factor:g}x real time"
+        arm = f"identified twin of {p.robot_id or p.arm_file}" if self.twin.dynamics is not None else "nominal twin"
         node.logger.info(
-            f"twin stepping at {1.0 / self.period_s:g} Hz ({pace}), seed {self.seed}, cameras "
+            f"{arm} stepping at {1.0 / self.period_s:g} Hz ({pace}), seed {self.seed}, cameras "
             f"{list(p.cameras) or 'off'}"
             + (f" {self.width}x{self.height} at {p.camera_rate_hz:g} Hz" if p.cameras else "")
         )
@@ -344,6 +360,12 @@ class SimNode:
                 else:
                     self.filter.command(active.setpoint(t_next), time.monotonic())
             self._goal = self.filter.step(self.twin.joint_positions(), t_next).goal
+            reference = self.filter.active_target()
+            before = self._snapshot  # the state the goal is applied from, as the driver reads then writes
+            state = controller_state_message(
+                self.node, self.node.stamp(self.sim_time_ns()), reference if reference is not None else self._goal,
+                before.positions, before.velocities, before.efforts, self._goal,
+            )  # fmt: skip
             self.twin.step(self._goal)
             self.steps += 1
             snap = self._snapshot = self._take_snapshot()
@@ -358,6 +380,7 @@ class SimNode:
                 self._next_camera_ns = max(self._next_camera_ns + self._camera_period_ns, snap.stamp_ns)
                 self.cameras.request()
         self._publish_state(snap)
+        self.controller_state.publish(state)
 
     def _finish_active(self, outcome: Outcome) -> None:
         """Finish the active goal (caller holds the lock)."""

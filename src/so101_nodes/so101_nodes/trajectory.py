@@ -19,6 +19,7 @@ from so101_hardware.safety import JointLimits
 
 FJT = "control_msgs/action/FollowJointTrajectory"
 ACTION_NAME = "arm_controller/follow_joint_trajectory"
+CONTROLLER_STATE = "control_msgs/msg/JointTrajectoryControllerState"
 
 
 # control_msgs/action/FollowJointTrajectory result codes
@@ -335,4 +336,27 @@ def feedback_message(
         desired=point(desired),
         actual=point(actual),
         error=point(desired - actual),
+    )
+
+
+def controller_state_message(
+    node: Node, stamp: Message, reference: F64, positions: F64, velocities: F64, efforts: F64, output: F64
+) -> Message:
+    """JointTrajectoryControllerState of one control cycle, all six joints (rad, rad/s, N·m): ``reference``
+    the target followed, ``feedback`` the measurement, ``error = reference - feedback``, ``output`` the goal
+    sent to the servos."""
+
+    def point(**fields: Any) -> Message:
+        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in fields.items()}
+        return node.message("trajectory_msgs/msg/JointTrajectoryPoint", **arrays)
+
+    return node.message(
+        CONTROLLER_STATE,
+        header=node.message("std_msgs/msg/Header", stamp=stamp, frame_id=""),
+        joint_names=list(JOINT_NAMES),
+        reference=point(positions=reference),
+        feedback=point(positions=positions, velocities=velocities, effort=efforts),
+        error=point(positions=np.asarray(reference) - np.asarray(positions)),
+        output=point(positions=output),
+        speed_scaling_factor=1.0,
     )

@@ -32,6 +32,7 @@ from so101_hardware.safety import JointLimits
 from so101_nodes.arm_link import load_arm
 from so101_nodes.driver_node import Driver, DriverParams
 from so101_nodes.trajectory import (
+    CONTROLLER_STATE,
     FJT,
     GOAL_TOLERANCE_VIOLATED,
     INVALID_GOAL,
@@ -138,10 +139,11 @@ RigFactory = Callable[..., Rig]
 @pytest.fixture
 def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]:  # noqa: F811
     """``rig_factory(port=None, config_extra="", park=True, safety=None, port_link=None, servo_speed=3000,
-    **parameters)``: a rig whose driver has these parameter overrides; ``config_extra`` lines go into robot.yaml's
-    follower section, ``safety`` entries into its safety section; ``park=False`` leaves the emulated servos at raw
-    2048 with zero homing offsets; ``port_link`` is a symlink to the pty the driver opens (to replug behind);
-    ``servo_speed`` is the emulated servos' top speed, counts/s."""
+    before_start=None, **parameters)``: a rig whose driver has these parameter overrides; ``config_extra`` lines go
+    into robot.yaml's follower section, ``safety`` entries into its safety section; ``park=False`` leaves the
+    emulated servos at raw 2048 with zero homing offsets; ``port_link`` is a symlink to the pty the driver opens (to
+    replug behind); ``servo_speed`` is the emulated servos' top speed, counts/s; ``before_start(emulator)`` runs
+    just before the driver starts."""
     cal_path, cal = write_calibration(tmp_path, "test_arm")
     with contextlib.ExitStack() as stack:
 
@@ -152,6 +154,7 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
             safety: dict[str, Any] | None = None,
             port_link: Path | None = None,
             servo_speed: float = 3000.0,
+            before_start: Callable[[FeetechEmulator], None] | None = None,
             **parameters: Any,
         ) -> Rig:
             # loose loop-rate grades by default: 2 shared CI cores
@@ -171,6 +174,8 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
             emu.record_goals()  # every Goal_Position the driver writes, from its first
             if park:
                 park_at_middle(emu, cal)
+            if before_start is not None:
+                before_start(emu)
             if port_link is not None:  # a stable path to replug behind (the pty's name changes on restart)
                 port_link.symlink_to(emu.port)
                 port = str(port_link)
@@ -236,6 +241,42 @@ def test_command_moves_servo_and_is_clamped(rig: Rig) -> None:
     rig.command([1.0], ["no_such_joint"], seconds=0.1)
     wait_until(lambda: rig.driver.rejected_commands >= 2, 5.0, "rejections")
     assert abs(rig.position("shoulder_pan") - 0.5) < 3 * RAD_PER_COUNT
+
+
+def test_effort_and_controller_state_carry_load_and_the_goal_written(rig: Rig) -> None:
+    states: list[Any] = []
+    rig.client.create_subscription(CONTROLLER_STATE, "/arm_controller/controller_state", states.append)
+    rig.emu.set_load(1, -400)  # shoulder_pan's servo reports 40 % load the negative way
+    wait_until(lambda: rig.latest().effort[0] == pytest.approx(-0.4 * 3.35), 5.0, "effort in joint_states")
+    assert list(rig.latest().effort[1:5]) == [0.0] * 4  # the others idle
+    rig.drive("shoulder_pan", 0.3)
+    wait_until(lambda: bool(states) and abs(states[-1].output.positions[0] - 0.3) < RAD_PER_COUNT, 5.0, "state")
+    last = states[-1]
+    assert list(last.joint_names) == list(JOINT_NAMES)
+    goal = rig.emu.read_register(1, p.GOAL_POSITION)
+    assert last.output.positions[0] == pytest.approx((goal - rig.cal["shoulder_pan"].mid) * RAD_PER_COUNT)
+    assert last.feedback.effort[0] == pytest.approx(-0.4 * 3.35)
+    assert last.error.positions[0] == pytest.approx(last.reference.positions[0] - last.feedback.positions[0])
+
+
+def test_startup_warns_of_a_joint_outside_its_calibrated_range(rig_factory: RigFactory) -> None:
+    wrist, elbow = CALIBRATION["wrist_flex"], CALIBRATION["elbow_flex"]
+
+    def out_of_range(emu: FeetechEmulator) -> None:
+        emu.set_present_position(wrist["id"], wrist["range_max"] + 100)  # 0.15 rad out: drifted?
+        emu.set_present_position(elbow["id"], elbow["range_min"] - 10)  # 0.015 rad: inside the margin
+
+    rig = rig_factory(before_start=out_of_range, safety={"calibration_margin_rad": 0.05})
+    status = rig.wait_status("calibration", lambda s: s.level == 1)
+    assert "wrist_flex 0.153 rad above its calibrated range" in status.message
+    assert "so101 calibrate --check" in status.message and "elbow" not in status.message
+    values = {kv.key: kv.value for kv in status.values}
+    assert float(values["wrist_flex"]) == pytest.approx(0.1534, abs=1e-3) and float(values["elbow_flex"]) == 0.0
+
+
+def test_startup_calibration_status_is_ok_inside_the_ranges(rig: Rig) -> None:
+    status = rig.wait_status("calibration", lambda s: True)
+    assert status.level == 0 and "inside their calibrated ranges" in status.message
 
 
 def test_watchdog_holds_when_commands_stop(rig: Rig) -> None:

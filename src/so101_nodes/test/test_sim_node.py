@@ -105,6 +105,7 @@ def test_topics_carry_the_driver_names_and_types(graph: Graph) -> None:
         "/sim/objects/standing_vial_3/pose": "geometry_msgs/msg/PoseStamped",
         "/sim/target_slot": "std_msgs/msg/Int32",
         "/arm_controller/follow_joint_trajectory/_action/status": "action_msgs/msg/GoalStatusArray",
+        "/arm_controller/controller_state": "control_msgs/msg/JointTrajectoryControllerState",
     }
 
     def seen() -> bool:
@@ -120,6 +121,8 @@ def test_topics_carry_the_driver_names_and_types(graph: Graph) -> None:
     state = graph.latest("sensor_msgs/msg/JointState", "/joint_states")()
     assert list(state.name) == list(JOINT_NAMES)
     assert len(state.position) == len(state.velocity) == len(state.effort) == 6
+    control = graph.latest("control_msgs/msg/JointTrajectoryControllerState", "/arm_controller/controller_state")()
+    assert list(control.joint_names) == list(JOINT_NAMES) and len(control.output.positions) == 6
     vial = graph.latest("geometry_msgs/msg/PoseStamped", "/sim/objects/vial/pose")()
     assert vial.header.frame_id == "world"
     assert 0.0 < vial.pose.position.z < 0.2
@@ -326,6 +329,27 @@ def test_bad_sim_config_names_the_field(context: Context, tmp_path: Path) -> Non
     node = ZenohNode("sim", args=[], context=context, parameter_overrides={"cameras": [], "sim_config": str(bad)})
     try:
         with pytest.raises(ConfigError, match=r"sim\.physics\.control_hz"):
+            SimNode(node)
+    finally:
+        node.shutdown()
+
+
+def test_robot_id_loads_that_arms_twin_and_a_missing_one_is_an_error(context: Context, tmp_path: Path) -> None:
+    arm = tmp_path / "lab_arm.yaml"
+    arm.write_text("robot_id: lab_arm\njoints:\n  elbow_flex: {kp: 21.5, latency_s: 0.03}\n")
+    params = {"cameras": [], "robot_id": "lab_arm", "arm_file": str(arm), "real_time_factor": 0.0}
+    node = ZenohNode("sim", args=[], context=context, parameter_overrides=params)
+    sim = SimNode(node)
+    try:
+        twin = sim.twin
+        assert twin.dynamics is not None and twin.dynamics["elbow_flex"].latency_s == 0.03
+        assert twin.model.actuator_gainprm[twin.index.actuator_ids[2], 0] == 21.5
+    finally:
+        node.shutdown()
+        sim.close()
+    node = ZenohNode("sim", args=[], context=context, parameter_overrides={"cameras": [], "robot_id": "ghost"})
+    try:
+        with pytest.raises(ConfigError, match="no identified twin for arm 'ghost'"):
             SimNode(node)
     finally:
         node.shutdown()

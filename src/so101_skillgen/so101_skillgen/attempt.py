@@ -35,7 +35,7 @@ from so101_core.sim.config import TaskConfig
 from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.scene import RACK
 from so101_core.sim.task import SuccessDetector
-from so101_core.sim.twin import Twin
+from so101_core.sim.twin import Twin, TwinState
 from so101_core.sim.workshop_rule import WorkshopRule
 
 from .clearance import JawClearance
@@ -173,7 +173,7 @@ class _Backtrack:
     drop into the cell)."""
 
     slot: int
-    state: tuple[Any, int]
+    state: TwinState
     mark: tuple[int, SuccessDetector, WorkshopRule]
     q_cmd: F64
     variants: list[tuple[int, F64, float, float]]  # (source index, in-hand axis, turn rad, raise m)

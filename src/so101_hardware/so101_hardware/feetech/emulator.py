@@ -19,6 +19,9 @@ Model (per servo, one register table of 256 bytes):
   (Torque_Enable 0) as the servo's own overload / overheat protection does; every reply can be delayed.
 - ``baudrate``: when given, requests and replies take their wire time (10 bits per byte) before the reply is
   written, so loop-rate figures include the physical limit of the bus.
+- ``plant``: physics in place of the motion model above (a :class:`ServoPlant`, e.g. the twin with hidden
+  dynamics, :mod:`.twin_plant`): goals (clamped to the position limits, in raw encoder counts), torque on/off
+  and Torque_Limit go to it; raw position, speed and load come from it. Goal_Speed is then not modelled.
 """
 
 from __future__ import annotations
@@ -33,11 +36,32 @@ import tty
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Protocol
 
 from . import protocol as p
 
 _DEFAULT_IDS = (1, 2, 3, 4, 5, 6)
 _NOMINAL_LOAD = 150  # 15 % of max torque at full speed, emulated
+
+
+class ServoPlant(Protocol):
+    """Physics behind all emulated servos at once, in raw encoder counts (before the homing offset); ``now``
+    is ``time.monotonic()`` s. Called with the emulator's lock held, from its thread or a client's."""
+
+    def advance(self, now: float) -> None:
+        """Move the physics on to ``now``."""
+
+    def set_goal(self, servo_id: int, raw_goal: float, now: float) -> None:
+        """Servo ``servo_id`` was sent a goal (raw counts) at ``now``."""
+
+    def set_torque(self, servo_id: int, enabled: bool, limit: float, now: float) -> None:
+        """Torque of ``servo_id`` switched on/off; ``limit``: Torque_Limit as a fraction (0..1)."""
+
+    def place(self, servo_id: int, raw: float) -> None:
+        """The horn of ``servo_id`` was moved by hand to ``raw`` counts."""
+
+    def reading(self, servo_id: int) -> tuple[float, float, float]:
+        """(raw position counts, speed counts/s, load as a signed fraction of the maximum torque)."""
 
 
 @dataclass
@@ -59,6 +83,7 @@ class _Servo:
     velocity: float = 0.0  # counts/s
     pending: tuple[int, bytes] | None = None  # REG_WRITE buffer (address, data)
     faults: _Faults = field(default_factory=_Faults)
+    plant_load: float = 0.0  # load fraction reported by the plant
 
     def get(self, reg: p.Register) -> int:
         return p.decode_value(reg, bytes(self.regs[reg.address : reg.end]))
@@ -85,6 +110,7 @@ class FeetechEmulator:
         seed: seed of the RNG that decides dropped replies.
         initial_position: present position of every servo at start, counts.
         baudrate: pace the bus at this many bit/s (10 bits per byte on the wire); ``None``: no pacing.
+        plant: physics behind the servos (see the module docstring); ``None``: the built-in motion model.
     """
 
     def __init__(
@@ -96,6 +122,7 @@ class FeetechEmulator:
         seed: int = 0,
         initial_position: int = 2048,
         baudrate: int | None = None,
+        plant: ServoPlant | None = None,
     ) -> None:
         id_list = list(ids)
         if not id_list or len(set(id_list)) != len(id_list):
@@ -109,6 +136,7 @@ class FeetechEmulator:
             raise ValueError(f"baudrate must be positive, got {baudrate}")
         self.max_speed = float(max_speed)
         self.baudrate = baudrate
+        self.plant = plant
         self.reply_delay_s = 0.0
         self._tick_s = tick_s
         self._rng = random.Random(seed)
@@ -201,6 +229,8 @@ class FeetechEmulator:
             servo = self._servo(servo_id)
             servo.actual = (counts + servo.offset) % p.RESOLUTION
             servo.velocity = 0.0
+            if self.plant is not None:
+                self.plant.place(servo_id, counts + servo.offset)
 
     def record_goals(self, enabled: bool = True) -> None:
         """Start (clearing it) or stop the log of every Goal_Position a client writes."""
@@ -472,6 +502,8 @@ class FeetechEmulator:
             servo.regs[a] = value
         if self._goal_log is not None and addr <= p.GOAL_POSITION.address < addr + len(data):
             self._goal_log.append((time.monotonic(), servo.servo_id, servo.get(p.GOAL_POSITION)))
+        if self.plant is not None:
+            self._tell_plant(servo, addr, addr + len(data))
         new_id = servo.regs[p.ID.address]
         if new_id != servo.servo_id and new_id not in self._servos and new_id <= p.MAX_ID:
             del self._servos[servo.servo_id]
@@ -480,11 +512,39 @@ class FeetechEmulator:
         elif new_id != servo.servo_id:
             servo.regs[p.ID.address] = servo.servo_id
 
+    def _tell_plant(self, servo: _Servo, start: int, end: int) -> None:
+        """Pass a write that touched the goal, torque or torque limit on to the plant."""
+        assert self.plant is not None
+        now = time.monotonic()
+
+        def touched(reg: p.Register) -> bool:
+            return start < reg.end and reg.address < end
+
+        enabled = servo.regs[p.TORQUE_ENABLE.address] == 1
+        if touched(p.TORQUE_ENABLE) or touched(p.TORQUE_LIMIT):
+            self.plant.set_torque(servo.servo_id, enabled, servo.get(p.TORQUE_LIMIT) / 1000.0, now)
+        goal_changed = any(touched(r) for r in (p.GOAL_POSITION, p.MIN_POSITION_LIMIT, p.MAX_POSITION_LIMIT))
+        if enabled and (goal_changed or touched(p.TORQUE_ENABLE)):  # a servo without torque ignores its goal
+            self.plant.set_goal(servo.servo_id, self._clamped_goal(servo) + servo.offset, now)
+
+    @staticmethod
+    def _clamped_goal(servo: _Servo) -> float:
+        goal = float(servo.get(p.GOAL_POSITION))
+        lo, hi = servo.get(p.MIN_POSITION_LIMIT), servo.get(p.MAX_POSITION_LIMIT)
+        return min(max(goal, float(lo)), float(hi)) if lo or hi else goal
+
     def _tick_locked(self) -> None:
         now = time.monotonic()
         dt = min(now - self._last_tick, 0.1)
         self._last_tick = now
         if dt <= 0:
+            return
+        if self.plant is not None:
+            self.plant.advance(now)
+            for servo in self._servos.values():
+                raw, speed, load = self.plant.reading(servo.servo_id)
+                servo.actual, servo.velocity, servo.plant_load = raw % p.RESOLUTION, speed, load
+                self._refresh_present(servo)
             return
         for servo in self._servos.values():
             self._step(servo, dt)
@@ -511,6 +571,8 @@ class FeetechEmulator:
         servo.put(p.PRESENT_SPEED, speed)
         if servo.faults.load is not None:
             load = servo.faults.load
+        elif self.plant is not None:
+            load = round(servo.plant_load * 1000.0)
         else:
             load = round(_NOMINAL_LOAD * servo.velocity / self.max_speed)
         load = max(-1000, min(1000, load))

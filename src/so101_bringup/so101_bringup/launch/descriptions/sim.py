@@ -18,6 +18,9 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("cameras", "[ego, side, top]", "cameras to render, YAML list ([] = none; CPU is slow)"),
         LaunchArgument("camera_rate", "10.0", "camera publish rate [Hz]"),
         LaunchArgument("seed", "0", "scene randomization seed of the first reset"),
+        LaunchArgument(
+            "robot_id", "", "arm whose identified twin to load, config/arms/<robot_id>.yaml (empty: the nominal twin)"
+        ),
         LaunchArgument("real_time_factor", "1.0", "sim speed vs wall clock (0 = as fast as possible)"),
         LaunchArgument("record", "false", "record the standard topics to a bag", choices=("true", "false")),
         LaunchArgument("output", "", "bag directory when recording (empty: timestamped name)"),
@@ -39,6 +42,7 @@ DESCRIPTION = LaunchDescriptionData(
                     "camera_rate_hz": "$(arg camera_rate)",
                     "seed": "$(arg seed)",
                     "real_time_factor": "$(arg real_time_factor)",
+                    "robot_id": "$(arg robot_id)",
                 },
             ),
             required=True,
