@@ -200,12 +200,6 @@ def kelvin_to_rgb(kelvin: float) -> F64:
     return rgb / rgb.max()
 
 
-def centre_slot(sim: SimConfig) -> int:
-    """Index of the slot nearest the rack centre (the target when nothing is randomized)."""
-    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
-    return int(np.argmin(np.linalg.norm(off, axis=1)))
-
-
 def _segment_gap(a: VialSample, b: VialSample, half_length: float) -> float:
     """Closest distance (m) between two lying vials' axis segments on the mat (sampled finely enough: 1 mm)."""
     t = np.linspace(-half_length, half_length, 41)
