@@ -30,7 +30,7 @@ Topics (relative names; ``cameras`` lists which cameras render):
     ``camera_rate_hz`` of sim time; with ``depth`` also ``cameras/<name>/depth/image_raw`` (16UC1, mm,
     0 = no hit) and ``cameras/<name>/depth/camera_info``. Frame id ``<name>_camera_optical_frame``.
   - ``sim/objects/<object>/pose`` (geometry_msgs/PoseStamped, frame ``world``, every step) for ``vial``, the
-    standing vials ``standing_vial_<k>`` (task.yaml: one per slot of ``fill_order`` but the last; those the
+    standing vials ``standing_vial_<k>`` (task.yaml ``standing_vials``; those the
     episode does not stand in a pre-filled slot wait parked 0.5 m under the mat) and ``rack`` (the rack
     origin is its base-plate bottom centre; ``rack`` comes last, closing the step). ``world`` is the robot
     base on the mat.

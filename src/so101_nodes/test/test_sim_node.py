@@ -102,7 +102,7 @@ def test_topics_carry_the_driver_names_and_types(graph: Graph) -> None:
         "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
         "/sim/objects/vial/pose": "geometry_msgs/msg/PoseStamped",
         "/sim/objects/rack/pose": "geometry_msgs/msg/PoseStamped",
-        "/sim/objects/standing_vial_3/pose": "geometry_msgs/msg/PoseStamped",
+        "/sim/objects/standing_vial_1/pose": "geometry_msgs/msg/PoseStamped",
         "/sim/target_slot": "std_msgs/msg/Int32",
         "/arm_controller/follow_joint_trajectory/_action/status": "action_msgs/msg/GoalStatusArray",
         "/arm_controller/controller_state": "control_msgs/msg/JointTrajectoryControllerState",
@@ -240,24 +240,26 @@ def test_reset_with_the_same_seed_gives_the_same_scene(graph: Graph) -> None:
 
 
 def test_the_standing_vials_and_the_target_slot_are_published(graph: Graph) -> None:
-    """Seed 1 stands vials in the first two slots of fill_order (8, 6): their poses show them upright there,
-    the unused ones parked under the mat, and sim/target_slot names the next slot of the order (4)."""
-    reset_and_settle(graph, 1)
-    episode = graph.sim.twin.episode
-    assert episode is not None and episode.prefilled == (8, 6) and episode.target_slot == 4
-    assert graph.latest("std_msgs/msg/Int32", "/sim/target_slot")().data == 4
-    rack = object_poses(graph)[1]
+    """Seed 1 stands vials in the first two slots of fill_order (8, 6): their poses show them upright there and
+    sim/target_slot names the next slot of the order (4); seed 0 stands one, the other waits parked."""
     offsets = np.asarray(graph.sim.twin.config.rack.slot_offsets())
-    for k, name in enumerate(("standing_vial_0", "standing_vial_1", "standing_vial_2", "standing_vial_3")):
-        msg = graph.latest("geometry_msgs/msg/PoseStamped", f"/sim/objects/{name}/pose")()
-        p = np.array([msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])
-        if k < 2:
-            c, s = np.cos(2 * np.arctan2(rack[6], rack[3])), np.sin(2 * np.arctan2(rack[6], rack[3]))
-            slot = rack[:2] + np.array([[c, -s], [s, c]]) @ offsets[episode.prefilled[k]]
-            upright = msg.pose.orientation.x**2 + msg.pose.orientation.y**2 < 1e-4  # a turn about z at most
-            assert np.linalg.norm(p[:2] - slot) < 3e-3 and p[2] > 0.05 and upright, name
-        else:
-            assert p[2] < -0.4, name  # parked out of view
+    for seed, prefilled, target in ((1, (8, 6), 4), (0, (8,), 6)):
+        reset_and_settle(graph, seed)
+        episode = graph.sim.twin.episode
+        assert episode is not None and (episode.prefilled, episode.target_slot) == (prefilled, target)
+        assert graph.latest("std_msgs/msg/Int32", "/sim/target_slot")().data == target
+        rack = object_poses(graph)[1]
+        yaw = 2 * np.arctan2(rack[6], rack[3])
+        turn = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
+        for k, name in enumerate(("standing_vial_0", "standing_vial_1")):
+            msg = graph.latest("geometry_msgs/msg/PoseStamped", f"/sim/objects/{name}/pose")()
+            p, o = msg.pose.position, msg.pose.orientation
+            if k < len(prefilled):
+                slot = rack[:2] + turn @ offsets[prefilled[k]]
+                upright = o.x**2 + o.y**2 < 1e-4  # a turn about z at most
+                assert np.linalg.norm([p.x - slot[0], p.y - slot[1]]) < 3e-3 and p.z > 0.05 and upright, name
+            else:
+                assert p.z < -0.4, name  # parked out of view
 
 
 def test_set_object_pose(graph: Graph) -> None:

@@ -72,7 +72,7 @@ def test_the_monitor_judges_the_target_slot_and_the_standing_vials(
         while monitor.progress()[0] < seconds and time.monotonic() < deadline:
             time.sleep(0.02)
         log = monitor.end()
-        assert log.target_slot == 4 and log.prefilled == (8, 6) and log.arrays()["standing"].shape[1:] == (4, 7)
+        assert log.target_slot == 4 and log.prefilled == (8, 6) and log.arrays()["standing"].shape[1:] == (2, 7)
         return log.success_step >= 0
 
     put("vial", (*centres[4], z), UPRIGHT)

@@ -91,11 +91,15 @@ def expert_seeds(twin: Twin, count: int, start: int = SEED_START) -> tuple[list[
 
 def grasp_roll_signs(out_dir: Path, cfg: SkillGenConfig) -> dict[str, int]:
     """How many kept demos in ``out_dir`` close their first grasp with the wrist rolled negative / positive
-    (the commanded wrist roll at the first closed gripper command): one sign is one mode for a policy."""
+    (the commanded wrist roll at the first closed gripper command after an open one): one sign is one mode for
+    a policy."""
     signs = {"negative": 0, "positive": 0}
     for path in sorted(out_dir.glob("demo_*.npz")):
         actions = load_seed(path).actions
-        closed = np.flatnonzero(actions[:, GRIPPER_INDEX] < cfg.segmentation.gripper_closed_below)
+        grip = actions[:, GRIPPER_INDEX]
+        opened = np.flatnonzero(grip > cfg.segmentation.gripper_open_above)
+        closed = np.flatnonzero(grip < cfg.segmentation.gripper_closed_below)
+        closed = closed[closed > opened[0]] if len(opened) else closed[:0]
         if len(closed):
             signs["positive" if actions[closed[0], WRIST_ROLL] > 0 else "negative"] += 1
     return signs

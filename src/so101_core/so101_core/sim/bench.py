@@ -27,7 +27,8 @@ def run_sim_benchmark(
     """Measure the twin on this machine (one core: MuJoCo steps single-threaded).
 
     Returns a JSON-ready dict: ``physics_rtf`` (sim seconds per wall second while the scripted expert
-    runs the randomized task, stepping only), ``render_fps`` (frames/s, three cameras at
+    runs the randomized task, stepping only; ``physics_rtf_cpu`` per CPU second, ``physics_standing_vials`` in
+    that scene), ``render_fps`` (frames/s, three cameras at
     ``width``×``height``), ``render_sets_per_s``, ``success_rate`` (our detector) and
     ``workshop_success_rate`` over ``episodes`` seeds, failures, per target slot (episodes, successes),
     (the caller records the machine: ``benchmarks.results.write_result``).
@@ -36,7 +37,7 @@ def run_sim_benchmark(
     twin = Twin(sim, dr, task)
     try:
         expert = ScriptedExpert.for_twin(twin)
-        wall_step = 0.0
+        wall_step = cpu_step = 0.0
         sim_time = 0.0
         failed: list[int] = []
         workshop_failed: list[int] = []
@@ -56,11 +57,12 @@ def run_sim_benchmark(
         # Physics RTF: time the physics alone over one scripted episode's action sequence, replayed.
         rec = run_scripted_episode(twin, first_seed, expert=expert, task=task, record=True)
         twin.reset(first_seed)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for action in rec.actions:
             twin.step(action)
-        wall_step = time.perf_counter() - t0
+        wall_step, cpu_step = time.perf_counter() - t0, time.process_time() - c0
         sim_time = twin.time
+        standing = len(twin.episode.prefilled) if twin.episode is not None else 0
 
         cams = [c.name for c in twin.config.cameras]
         for cam in cams:  # warm-up: context creation and texture upload
@@ -81,6 +83,8 @@ def run_sim_benchmark(
         "by_target_slot": {k: {"episodes": v[0], "successes": v[1]} for k, v in sorted(by_target.items())},
         "episodes_wall_s": round(t_eps, 3),
         "physics_rtf": round(sim_time / wall_step, 2) if wall_step > 0 else None,
+        "physics_rtf_cpu": round(sim_time / cpu_step, 2) if cpu_step > 0 else None,  # CPU time: a shared host
+        "physics_standing_vials": standing,
         "physics_sim_s": round(sim_time, 3),
         "render_fps": round(render_frames * len(cams) / wall_render, 2),
         "render_sets_per_s": round(render_frames / wall_render, 2),

@@ -217,7 +217,8 @@ class TaskConfig:
     The single vial (``vials`` empty): ``fill_order`` lists the slots (rack frame) in the order a rack is
     filled, ``min_slot_gap`` apart pairwise (:func:`~.randomization.fill_order`); with ``prefill`` domain
     randomization stands vials upright in its first ``dr.prefill`` slots and the target is the first free
-    one (without DR: ``fill_order[0]``). Success means that slot. Several vials ignore both.
+    one (without DR: ``fill_order[0]``). Success means that slot. The scene holds ``standing_vials`` such
+    bodies (the most ``dr.prefill`` may stand). Several vials ignore all three.
     """
 
     description: str
@@ -237,6 +238,7 @@ class TaskConfig:
     fill: str = "far_first"
     fill_order: tuple[int, ...] = (8, 6, 4, 2, 0)
     prefill: bool = True
+    standing_vials: int = 2
 
     @property
     def vial_count(self) -> int:
@@ -244,9 +246,9 @@ class TaskConfig:
 
     @property
     def standing_count(self) -> int:
-        """Standing-vial bodies a scene of this task holds (:func:`~.scene.standing_names`): one per slot of
-        ``fill_order`` that a pre-fill can stand a vial in (all but the last), none without ``prefill``."""
-        return max(0, len(self.fill_order) - 1) if self.prefill and not self.vials else 0
+        """Standing-vial bodies a scene of this task holds (:func:`~.scene.standing_names`): ``standing_vials``
+        with ``prefill`` and a single vial, else none."""
+        return self.standing_vials if self.prefill and not self.vials else 0
 
 
 def default_config_dir() -> Path:
@@ -550,6 +552,10 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
     prefill = f.raw("prefill", TaskConfig.prefill)
     if not isinstance(prefill, bool):
         raise ConfigError(f.field("prefill"), f"expected true/false, got {prefill!r}")
+    standing = f.integer("standing_vials", TaskConfig.standing_vials, lo=0, hi=8)
+    if prefill and not vials and standing > len(order) - 1:
+        raise ConfigError(f.field("standing_vials"), f"{standing} standing vials, but fill_order has {len(order)} "
+                          "slots: the vial needs one free")  # fmt: skip
     if slots and not vials:
         raise ConfigError(f.field("slots"), "the single vial's target is the first free slot of fill_order: "
                           "list the slots there")  # fmt: skip
@@ -565,6 +571,7 @@ def _parse_task(f: Fields, variant: str | None = None) -> TaskConfig:
         fill=f.text("fill", TaskConfig.fill, choices=("far_first", "drawn")),
         fill_order=tuple(order),
         prefill=prefill,
+        standing_vials=standing,
         description=f.text("description"),
         xy_radius=s.num("xy_radius", lo=0.0, hi=0.5, lo_open=True),
         z_min=s.num("z_min", lo=-0.5, hi=0.5),

@@ -200,12 +200,6 @@ def kelvin_to_rgb(kelvin: float) -> F64:
     return rgb / rgb.max()
 
 
-def centre_slot(sim: SimConfig) -> int:
-    """Index of the slot nearest the rack centre (the target when nothing is randomized)."""
-    off = np.asarray(sim.rack.slot_offsets(), dtype=np.float64)
-    return int(np.argmin(np.linalg.norm(off, axis=1)))
-
-
 def _segment_gap(a: VialSample, b: VialSample, half_length: float) -> float:
     """Closest distance (m) between two lying vials' axis segments on the mat (sampled finely enough: 1 mm)."""
     t = np.linspace(-half_length, half_length, 41)
@@ -259,9 +253,10 @@ def prefilled_before(task: TaskConfig, target: int) -> tuple[int, ...]:
 def check_prefill(sim: SimConfig, dr: DRConfig, task: TaskConfig) -> None:
     """The pre-fill must leave a free slot of the order for the vial (:class:`ConfigError` naming the field)."""
     order = fill_order(sim, task) if not task.vials else []
-    if task.prefill and not task.vials and dr.prefill[1] > len(order) - 1:
-        raise ConfigError("dr.prefill", f"up to {dr.prefill[1]} standing vials, but task.fill_order has "
-                          f"{len(order)} slots: at most {len(order) - 1} leave the vial a slot")  # fmt: skip
+    if task.prefill and not task.vials and dr.prefill[1] > min(len(order) - 1, task.standing_vials):
+        raise ConfigError("dr.prefill", f"up to {dr.prefill[1]} standing vials, but the task has "
+                          f"{task.standing_vials} (task.standing_vials) and {len(order)} slots in fill_order: "
+                          "at most one fewer than the slots leaves the vial one")  # fmt: skip
 
 
 def target_slot_choices(sim: SimConfig, task: TaskConfig | None) -> list[int]:

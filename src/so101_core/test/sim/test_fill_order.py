@@ -73,12 +73,15 @@ def test_the_order_is_checked(sim_cfg: SimConfig, task_cfg: TaskConfig, raw_yaml
         with pytest.raises(ConfigError, match=words) as info:
             Twin(sim_cfg, DRConfig.disabled(), dataclasses.replace(task_cfg, fill_order=order))
         assert info.value.field == "task.fill_order"
-    with pytest.raises(ConfigError, match="at most 1") as info:
+    with pytest.raises(ConfigError, match="leaves the vial one") as info:
         Twin(sim_cfg, load_dr_config(), dataclasses.replace(task_cfg, fill_order=(8, 6)))
+    assert info.value.field == "dr.prefill"
+    with pytest.raises(ConfigError, match=r"task\.standing_vials") as info:
+        Twin(sim_cfg, dataclasses.replace(load_dr_config(), prefill=(0, 3)), task_cfg)
     assert info.value.field == "dr.prefill"
     base = raw_yaml("task")  # type: ignore[operator]
     for key, value in (("fill_order", []), ("fill_order", [8, 8]), ("fill_order", [8, -1]), ("prefill", "yes"),
-                       ("slots", [3])):  # fmt: skip
+                       ("slots", [3]), ("standing_vials", 5)):  # fmt: skip
         with pytest.raises(ConfigError) as info:
             parse_task_config({**base, key: value})
         assert info.value.field == f"task.{key}"
@@ -86,9 +89,9 @@ def test_the_order_is_checked(sim_cfg: SimConfig, task_cfg: TaskConfig, raw_yaml
 
 def test_the_twin_stands_the_prefilled_vials_and_parks_the_rest(wide_twin: Twin, task_cfg: TaskConfig) -> None:
     tw = wide_twin
-    assert tw.standing_names == ("standing_vial_0", "standing_vial_1", "standing_vial_2", "standing_vial_3")
+    assert tw.standing_names == ("standing_vial_0", "standing_vial_1")  # task.yaml standing_vials
     assert tw.object_names == (VIAL, *tw.standing_names, RACK) and tw.vial_names == (VIAL,)
-    s = tw.reset(_seed_with(tw, 2))
+    s = tw.reset(_seed_with(tw, 1))
     for _ in range(30):  # 1 s: they stay put
         tw.step(tw.joint_targets())
     poses = tw.object_poses()
@@ -96,7 +99,7 @@ def test_the_twin_stands_the_prefilled_vials_and_parks_the_rest(wide_twin: Twin,
     centres = slot_centres(rack.position, rack.quaternion, tw.config.rack)
     for k, name in enumerate(tw.standing_names):
         p = poses[name]
-        if k < 2:
+        if k < 1:
             assert np.linalg.norm(p.position[:2] - centres[task_cfg.fill_order[k]]) < 0.003, name
             assert p.position[2] == pytest.approx(tw.config.rack.base_height + tw.config.vial.half_length, abs=2e-3)
             assert up_axis_z(p.quaternion) > 0.999, name  # upright
@@ -104,8 +107,8 @@ def test_the_twin_stands_the_prefilled_vials_and_parks_the_rest(wide_twin: Twin,
             assert p.position[2] == pytest.approx(-PARK_DEPTH), name  # parked, not falling
             assert not tw.model.geom_contype[list(tw.index.object_geoms[name])].any()
     state = tw.task_state()
-    assert state.targets == (s.target_slot,) == (task_cfg.fill_order[2],)
-    assert [slot for _, slot in state.standing] == list(task_cfg.fill_order[:2])
+    assert state.targets == (s.target_slot,) == (task_cfg.fill_order[1],)
+    assert [slot for _, slot in state.standing] == list(task_cfg.fill_order[:1])
 
 
 def _place(tw: Twin, name: str, slot: int, quat: np.ndarray = UPRIGHT) -> None:

@@ -107,7 +107,7 @@ def test_teleop_episodes_end_on_services(contexts: list[Context], tmp_path: Path
         demo = load_seed(out / f"seed_{index:03d}.npz")
         assert (demo.source, demo.seed, demo.extra["end_reason"]) == ("teleop", seed, reason)
         assert demo.extra["action_topic"] == "/leader/joint_states"
-        standing = {f"standing_vial_{k}" for k in range(4)}
+        standing = {"standing_vial_0", "standing_vial_1"}
         assert demo.steps >= 30 and set(demo.object_poses) == {"vial", "rack", *standing}
         assert not demo.success and demo.extra["success_source"] == "detector"  # nothing was placed
         sample = Twin().reset(seed)  # judged against the episode's target slot, the sim's sim/target_slot
