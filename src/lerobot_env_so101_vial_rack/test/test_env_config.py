@@ -58,7 +58,7 @@ def test_env_type_gives_lerobots_keys_and_the_twins_seeded_episodes() -> None:
 def test_bad_settings_are_refused() -> None:
     for bad in ({"cameras": ["nope"]}, {"cameras": ["top", "top"]}, {"width": 0}, {"episode_s": 0.0}):
         with pytest.raises(ValueError, match=r"env\."):
-            So101VialRackEnv(**bad)  # type: ignore[arg-type]
+            So101VialRackEnv(**bad)
 
 
 def test_replay_checkpoint_round_trips_and_needs_its_actions(tmp_path: Path) -> None:

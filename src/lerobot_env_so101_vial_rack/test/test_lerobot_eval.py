@@ -25,19 +25,26 @@ DEMO_SEED = 7  # the demo: the scripted expert on this seed's nominal scene
 FIRST_SEED, EPISODES = 8, 3  # DR scenes where the replayed demo succeeds on some and fails on others
 
 
-def lerobot_eval(*args: str, out: Path) -> dict:
-    """Run ``lerobot-eval`` on the CPU, offline; its ``eval_info.json``."""
+def start_lerobot_eval(*args: str, out: Path) -> subprocess.Popen[str]:
+    """Start ``lerobot-eval`` on the CPU, offline, writing into ``out`` (its log: ``out``.log)."""
     try:
         importlib.metadata.distribution("lerobot_env_so101_vial_rack")
     except importlib.metadata.PackageNotFoundError:
-        pytest.fail(
-            "lerobot_env_so101_vial_rack is not installed: LeRobot finds plugins by distribution (scripts/setup)"
-        )
+        pytest.fail("lerobot_env_so101_vial_rack is not installed: LeRobot finds plugins by distribution (setup)")
     cmd = [str(Path(sys.executable).parent / "lerobot-eval"), "--env.type=so101_vial_rack", *args]
     cmd += ["--policy.device=cpu", f"--output_dir={out}"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert run.returncode == 0, run.stderr[-4000:]
+    with out.with_suffix(".log").open("w") as log:
+        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def eval_info(run: subprocess.Popen[str], out: Path) -> dict:
+    """Wait for ``run``; its ``eval_info.json``."""
+    try:
+        run.wait(timeout=600)
+    finally:
+        run.kill()
+    assert run.returncode == 0, out.with_suffix(".log").read_text()[-4000:]
     return json.loads((out / "eval_info.json").read_text())
 
 
@@ -59,7 +66,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
 def test_lerobot_eval_scores_the_replayed_demo_as_the_fast_evaluator_does(demo: np.ndarray, tmp_path: Path) -> None:
     episode_s = len(demo) / 30.0 + 3.0
     # the replay looks at no camera: none is rendered (recording instead of LeRobot's videos of the first episodes)
-    info = lerobot_eval(
+    run = start_lerobot_eval(
         f"--policy.path={save_replay_policy(demo, tmp_path / 'replay')}",
         "--env.cameras=[]",
         f"--env.episode_s={episode_s}",
@@ -70,9 +77,11 @@ def test_lerobot_eval_scores_the_replayed_demo_as_the_fast_evaluator_does(demo: 
         "--eval.recording=true",
         out=tmp_path / "lerobot",
     )
+    # meanwhile, so101 eval --fast's evaluator on the same replay and seeds
     cfg = EvalConfig(episodes=EPISODES, seed=FIRST_SEED, episode_s=episode_s, cameras=(), width=32, height=24)
     fast = run_fast_evaluation(ReplayPolicy(demo, cameras=()), tmp_path / "fast", cfg, (), (32, 24), envs=1)
     rows = [json.loads(line) for line in (tmp_path / "fast" / "fast_episodes.jsonl").read_text().splitlines()]
+    info = eval_info(run, tmp_path / "lerobot")
     assert [r["seed"] for r in rows] == list(range(FIRST_SEED, FIRST_SEED + EPISODES))
     assert 0 < fast.successes < EPISODES, "the test scenes must include a success and a failure"
 
@@ -94,10 +103,11 @@ def test_lerobot_eval_runs_a_trained_act_checkpoint(tmp_path: Path) -> None:
     from so101_policy.train import train_policy
 
     tiny = {"batch_size": 2, "num_workers": 0, "chunk_size": 8, "dim_model": 32, "dim_feedforward": 64, "n_heads": 2}
-    tiny |= {"n_encoder_layers": 1, "latent_dim": 8, "device": "cpu", "system_metrics": False, "cameras": ("top",)}
+    tiny |= {"n_encoder_layers": 1, "latent_dim": 8, "device": "cpu", "cameras": ("top",)}
+    tiny |= {"system_metrics": False, "log_checkpoints": False}
     dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
     checkpoint = train_policy(dataset, tmp_path / "run", TrainConfig(steps=2, save_freq=2, **tiny)).checkpoint_dir
-    info = lerobot_eval(
+    run = start_lerobot_eval(
         f"--policy.path={checkpoint / 'pretrained_model'}",
         "--env.cameras=[top]",
         "--env.width=64",
@@ -109,6 +119,7 @@ def test_lerobot_eval_runs_a_trained_act_checkpoint(tmp_path: Path) -> None:
         "--eval.use_async_envs=true",
         out=tmp_path / "lerobot",
     )
+    info = eval_info(run, tmp_path / "lerobot")
     overall = info["overall"]
     assert overall["n_episodes"] == 2 and overall["pc_success"] == 0.0  # 9 steps cannot put a vial in the rack
     assert len(overall["video_paths"]) == 2 and all(Path(p).stat().st_size > 0 for p in overall["video_paths"])
