@@ -2,7 +2,8 @@
 in the twin: a policy replaying the scripted expert's kept demo scores, seed by seed, what ``so101 eval --fast``'s
 evaluator scores for the same replay on the same seeds (success, episode length, hence ``pc_success`` inside the
 Wilson interval); and a tiny ACT checkpoint trained here by ``so101_policy.train`` runs through it end to end in
-asynchronous vector environments, with videos."""
+asynchronous vector environments, with videos, scoring inside ``so101 eval --fast``'s interval for it (both 0 %: no
+checkpoint that succeeds can be trained on a CPU in a test)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from lerobot_env_so101_vial_rack.modeling_so101_replay import save_replay_policy
 from so101_core.lerobot_units import to_lerobot
 from so101_policy.config import EvalConfig
-from so101_policy.fast_eval import run_fast_evaluation
+from so101_policy.fast_eval import evaluate_checkpoint_fast, run_fast_evaluation
 from so101_policy.replay_policy import ReplayPolicy
 
 DEMO_SEED = 7  # the demo: the scripted expert on this seed's nominal scene
@@ -119,7 +120,11 @@ def test_lerobot_eval_runs_a_trained_act_checkpoint(tmp_path: Path) -> None:
         "--eval.use_async_envs=true",
         out=tmp_path / "lerobot",
     )
+    # meanwhile, so101 eval --fast on the same checkpoint and seeds
+    cfg = EvalConfig(episodes=2, seed=1984, episode_s=0.3, device="cpu")
+    fast = evaluate_checkpoint_fast(checkpoint, tmp_path / "fast", cfg, envs=1)
     info = eval_info(run, tmp_path / "lerobot")
     overall = info["overall"]
     assert overall["n_episodes"] == 2 and overall["pc_success"] == 0.0  # 9 steps cannot put a vial in the rack
+    assert fast.episodes == 2 and fast.wilson_low <= overall["pc_success"] / 100.0 <= fast.wilson_high
     assert len(overall["video_paths"]) == 2 and all(Path(p).stat().st_size > 0 for p in overall["video_paths"])
