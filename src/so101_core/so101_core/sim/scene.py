@@ -296,9 +296,7 @@ def _physics_options(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
     spec.option.noslip_iterations = cfg.physics.noslip_iterations
 
 
-def build_spec(
-    cfg: SimConfig, vials: int = 1, standing: int = 0, dynamics: ArmDynamics | None = None
-) -> mujoco.MjSpec:
+def build_spec(cfg: SimConfig, vials: int = 1, standing: int = 0, dynamics: ArmDynamics | None = None) -> mujoco.MjSpec:
     """Return the composed (uncompiled) scene spec with ``vials`` vials (:func:`vial_names`) and ``standing``
     standing vials (:func:`standing_names`); ``dynamics`` replaces the nominal servo gains and joint parameters
     (an identified arm, :mod:`.dynamics`)."""
