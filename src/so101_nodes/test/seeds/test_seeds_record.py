@@ -34,7 +34,8 @@ def run_cli(*args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.CompletedProcess[str]]]:
     out = tmp_path_factory.mktemp("seeds") / "out"
-    result = run_cli("record", "--scripted", "-n", "2", "--fast", "--out", str(out))
+    # 3x real time, as the pipeline records: unpaced (--fast), a loaded host let the sim outrun the expert node
+    result = run_cli("record", "--scripted", "-n", "2", "--real-time-factor", "3", "--out", str(out))
     yield out, result
 
 
