@@ -23,7 +23,10 @@ from so101_policy.fast_eval import evaluate_checkpoint_fast, run_fast_evaluation
 from so101_policy.replay_policy import ReplayPolicy
 
 DEMO_SEED = 7  # the demo: the scripted expert on this seed's nominal scene
-FIRST_SEED, EPISODES = 51, 3  # DR scenes (target slot and layout drawn by seed) where the replayed demo succeeds on some and fails on others
+FIRST_SEED, EPISODES = (
+    51,
+    3,
+)  # DR scenes (target slot and layout drawn by seed) where the replayed demo succeeds on some and fails on others
 
 
 def start_lerobot_eval(*args: str, out: Path) -> subprocess.Popen[str]:
