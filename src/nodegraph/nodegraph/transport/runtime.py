@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodegraph.graph.api import GraphError, Node
+from nodegraph.transport import shutdown
 from nodegraph.transport.log import node_logger
 
 ENV = "SO101_TRANSPORT"
@@ -72,12 +73,9 @@ def create_node(name: str, args: list[str] | None = None, **kwargs: Any) -> Node
 
 
 def install_signal_handlers() -> None:
-    """Make SIGINT/SIGTERM shut the process's nodes down cleanly (selected backend; main thread only)."""
-    if backend_name() == "rclpy":
-        from nodegraph.transport.rclpy.context import install_signal_handlers as install
-    else:
-        from nodegraph.transport.zenoh.context import install_signal_handlers as install
-    install()
+    """Make SIGINT/SIGTERM shut the process's nodes down, within a deadline (``nodegraph.transport.shutdown``;
+    the same for both backends; main thread only)."""
+    shutdown.install_signal_handlers()
 
 
 def run_node(factory: Callable[[Node], object], name: str, args: list[str] | None = None) -> int:
@@ -88,6 +86,7 @@ def run_node(factory: Callable[[Node], object], name: str, args: list[str] | Non
     a ``close()`` method it is called after the node has shut down (no callback runs any more by then).
     """
     try:
+        shutdown.deadline_s()  # a bad $SO101_SHUTDOWN_DEADLINE_S is reported before anything starts
         node = create_node(name, args)
     except Exception as exc:
         node_logger(name).error(f"cannot create node {name!r}: {type(exc).__name__}: {exc}")

@@ -13,6 +13,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.msg import SetParametersResult as RclSetParametersResult
 from rclpy.action import ActionClient as RosActionClient
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.context import Context
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node as RosNode
@@ -43,7 +44,9 @@ class RclpyNode:
 
     ``args`` are the process's arguments without the program name (``--ros-args ...``), as for ``ZenohNode``;
     ``sys.argv`` when ``None``. The first node of the process initializes rclpy with them; later nodes get
-    them as their own ``cli_args``.
+    them as their own ``cli_args``. ``context``: an initialized ``rclpy.Context`` of the caller's (a DDS
+    participant of its own, as ``ZenohNode``'s ``context`` is a session of its own); the node then gets
+    ``args`` as its ``cli_args`` and leaves the context to its owner.
     """
 
     def __init__(
@@ -55,11 +58,14 @@ class RclpyNode:
         parameter_overrides: dict[str, Any] | None = None,
         start_parameter_services: bool = True,
         enable_rosout: bool = True,
+        context: Context | None = None,
     ) -> None:
-        first = PROCESS.acquire(args)
+        self._owns_context = context is None
+        first = PROCESS.acquire(args) if context is None else False
         try:
             self._node = RosNode(
                 name,
+                context=context,
                 namespace=namespace or None,
                 cli_args=None if first else args,
                 parameter_overrides=[Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()],
@@ -67,7 +73,8 @@ class RclpyNode:
                 enable_rosout=enable_rosout,
             )
         except BaseException:
-            PROCESS.release()
+            if self._owns_context:
+                PROCESS.release()
             raise
         self._logger = RclpyLogger(self._node.get_logger())
         self._serial = MutuallyExclusiveCallbackGroup()  # subscriptions, services, timers: one at a time
@@ -77,7 +84,7 @@ class RclpyNode:
         self._stopping = threading.Event()
         self._closed = False
         self._close_lock = threading.Lock()
-        self._executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+        self._executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=self._node.context)
         self._executor.add_node(self._node)
         self._node.context.on_shutdown(self.request_shutdown)
         self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
@@ -385,7 +392,8 @@ class RclpyNode:
         for action in reversed(self._actions):
             action.destroy()
         self._node.destroy_node()
-        PROCESS.release()
+        if self._owns_context:
+            PROCESS.release()
 
     def __enter__(self) -> RclpyNode:
         return self
