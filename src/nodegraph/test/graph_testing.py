@@ -239,6 +239,18 @@ def graph_backend(request: pytest.FixtureRequest) -> Iterator[GraphBackend]:
         yield backend
 
 
+@pytest.fixture(params=BACKENDS)
+def own_graph_backend(request: pytest.FixtureRequest) -> Iterator[GraphBackend]:
+    """A graph of the test's own (a fresh router or ROS domain), on each backend in turn."""
+    with graph_backend_for(request.param) as backend:
+        yield backend
+
+
+def byte_value(field: int | bytes) -> int:
+    """A ``byte`` field (``DiagnosticStatus.level``) as an int: rclpy holds it as one byte, zenoh as an int."""
+    return field[0] if isinstance(field, bytes) else int(field)
+
+
 def wait_until(predicate: Callable[[], object], timeout_s: float, period_s: float = 0.05) -> bool:
     """True as soon as ``predicate()`` is truthy; False when it still is not after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s

@@ -29,7 +29,8 @@ class BackendUnavailableError(GraphError):
     """The requested transport backend cannot be used in this environment."""
 
 
-def _rclpy_import_error() -> ImportError | None:
+def rclpy_import_error() -> ImportError | None:
+    """Why ``import rclpy`` fails here, or None when it works."""
     try:
         import rclpy  # noqa: F401
     except ImportError as exc:
@@ -39,7 +40,7 @@ def _rclpy_import_error() -> ImportError | None:
 
 def rclpy_available() -> bool:
     """True when ``import rclpy`` succeeds (a ROS 2 environment is sourced)."""
-    return _rclpy_import_error() is None
+    return rclpy_import_error() is None
 
 
 def backend_name() -> str:
@@ -50,10 +51,10 @@ def backend_name() -> str:
         raise ValueError(f"{ENV}={raw!r} is not a transport backend; use one of {', '.join(BACKENDS)}")
     if value == "auto":
         return "rclpy" if rclpy_available() else "zenoh"
-    if value == "rclpy" and (error := _rclpy_import_error()) is not None:
+    if value == "rclpy" and (error := rclpy_import_error()) is not None:
         raise BackendUnavailableError(
             f"{ENV}=rclpy, but rclpy does not import ({error}); source a ROS 2 Jazzy environment "
-            f"(source /opt/ros/jazzy/setup.bash) or use {ENV}=zenoh (or auto)"
+            f"(source /opt/ros/jazzy/setup.bash) or run scripts/setup (Jazzy's wheels), or use {ENV}=zenoh (or auto)"
         )
     return value
 

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
+
+from rclpy.impl import rcutils_logger
 
 from nodegraph.graph.api import ServiceTimeout
 from nodegraph.transport.rclpy.context import wait_future
 
+# rclpy keys a log call's filters (once, throttle, skip_first) and its reported location on the calling frame
+# outside rclpy; its list of internal files is open to wrappers like this one, so the caller of RclpyLogger
+# is the call site (else every log line of a node would be one call site, and a `once` would silence all).
+rcutils_logger._internal_callers.append(os.path.realpath(__file__))
+
 
 class RclpyLogger:
     """``node.get_logger()`` with the interface's ``debug/info/warning/error(str, throttle_duration_sec=...,
-    once=..., skip_first=...)`` (rclpy's own keyword arguments, passed through)."""
+    once=..., skip_first=...)`` (rclpy's own keyword arguments, passed through; the call site is the caller's)."""
 
     def __init__(self, logger: Any) -> None:
         self._logger = logger

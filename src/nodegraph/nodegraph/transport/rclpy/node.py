@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -36,7 +37,39 @@ from nodegraph.transport.rclpy.entities import (
 from nodegraph.transport.rclpy.fields import element_type, field_value, is_nested
 
 EXECUTOR_THREADS = 8  # concurrent callbacks per node: running goals + waiting callers + deliveries
-SHUTDOWN_TIMEOUT_S = 5.0
+SHUTDOWN_TIMEOUT_S = 5.0  # the whole of RclpyNode.shutdown(), below the process's deadline (transport.shutdown)
+_SPIN_PERIOD_S = 0.1
+
+
+class _Counter:
+    """How many of something are running (``with counter:``), and waiting until none is."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.count = 0
+
+    def __enter__(self) -> None:
+        with self._changed:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._changed:
+            self.count -= 1
+            self._changed.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self.count == 0, max(timeout_s, 0.0))
+
+
+class _Budget:
+    """Seconds left of one timeout shared by several waits."""
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(self._end - time.monotonic(), 0.0)
 
 
 class RclpyNode:
@@ -81,7 +114,9 @@ class RclpyNode:
         self._concurrent = ReentrantCallbackGroup()  # goal execution, replies to our clients
         self._declared: dict[str, Any] = {}
         self._actions: list[Any] = []
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # shutdown requested: running goals see a cancel request
+        self._halted = threading.Event()  # the executor thread stops spinning
+        self._goals = _Counter()  # execute callbacks running
         self._closed = False
         self._close_lock = threading.Lock()
         self._executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=self._node.context)
@@ -243,6 +278,10 @@ class RclpyNode:
             return CancelResponse.ACCEPT if accepted else CancelResponse.REJECT
 
         def execute(handle: Any) -> Any:
+            with self._goals:
+                return run(handle)
+
+        def run(handle: Any) -> Any:
             try:
                 result = execute_callback(RclpyServerGoal(handle, self._stopping))
             except Exception:
@@ -353,14 +392,15 @@ class RclpyNode:
 
     # lifecycle
     def _spin(self) -> None:
-        """``executor.spin()``, but a callback error surfacing here is logged instead of ending the loop."""
-        while not self._stopping.is_set() and self._node.context.ok():
+        """``executor.spin()``, but a callback error surfacing here is logged instead of ending the loop; runs
+        until ``shutdown()`` halts it (after a shutdown request, so that running goals can still end)."""
+        while not self._halted.is_set() and self._node.context.ok():
             try:
-                self._executor.spin_once()
+                self._executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
             except ExternalShutdownException:
                 break
             except Exception:
-                if not self._stopping.is_set():
+                if not self._halted.is_set():
                     self._logger.error(f"executor: {traceback.format_exc()}")
         self._stopping.set()
 
@@ -379,16 +419,31 @@ class RclpyNode:
         self.shutdown()
 
     def shutdown(self) -> None:
-        """Stop the executor (running goals see a cancel request), destroy the node, shut rclpy down if last.
+        """Stop the node within ``SHUTDOWN_TIMEOUT_S``: running goals see a cancel request and end (their
+        clients get the result while the executor still spins), the executor stops and its running callbacks
+        finish, then the node is destroyed and rclpy shut down if this was its last node. What is still
+        running after the timeout is logged and left behind (the process-level deadline bounds the rest).
 
         Not from a callback (the executor would wait for it): call ``request_shutdown()`` there."""
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
+        budget = _Budget(SHUTDOWN_TIMEOUT_S)
         self._stopping.set()
-        self._executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT_S)
-        self._thread.join(SHUTDOWN_TIMEOUT_S)
+        if not self._goals.wait_idle(budget.left()):
+            self._logger.warning(f"shutdown: {self._goals.count} goal(s) still executing; stopping anyway")
+        self._halted.set()  # no new callbacks: the executor thread stops spinning
+        self._thread.join(budget.left())
+        # Let the callbacks already handed to the thread pool finish before Executor.shutdown(): rclpy 7.1's does
+        # not wait for them (it tests _is_shutdown after setting it) and destroys the guard condition they trigger.
+        pending = [task for task in getattr(self._executor, "_futures", []) if not task.done()]
+        while pending and budget.left() > 0:
+            time.sleep(0.01)
+            pending = [task for task in pending if not task.done()]
+        if pending:
+            self._logger.warning(f"shutdown: {len(pending)} callback(s) still running; destroying the node anyway")
+        self._executor.shutdown(timeout_sec=budget.left())
         for action in reversed(self._actions):
             action.destroy()
         self._node.destroy_node()
