@@ -22,7 +22,15 @@ from rclpy.parameter import Parameter
 
 from nodegraph.graph import qos as qos_profiles
 from nodegraph.graph.api import EndpointInfo, ExecuteCallback, ServerGoalHandle
-from nodegraph.graph.parameters import OnSetParametersCallback, ParameterStore, SetParametersResult
+from nodegraph.graph.parameters import (
+    NOT_SET,
+    OnSetParametersCallback,
+    ParameterError,
+    ParameterStore,
+    SetParametersResult,
+    coerce_to_type,
+    type_of,
+)
 from nodegraph.graph.qos import QoS
 from nodegraph.transport.rclpy.actions import RclpyActionClient, RclpyServerGoal
 from nodegraph.transport.rclpy.context import PROCESS, SHUTDOWN, install_signal_handlers
@@ -60,6 +68,11 @@ class _Counter:
     def wait_idle(self, timeout_s: float) -> bool:
         with self._changed:
             return self._changed.wait_for(lambda: self.count == 0, max(timeout_s, 0.0))
+
+
+def _plain(value: Any) -> Any:
+    """A parameter value as the interface gives it: arrays (rclpy's array.array or tuple) as lists."""
+    return list(value) if isinstance(value, array.array | tuple) else value
 
 
 class _Budget:
@@ -112,7 +125,8 @@ class RclpyNode:
         self._logger = RclpyLogger(self._node.get_logger())
         self._serial = MutuallyExclusiveCallbackGroup()  # subscriptions, services, timers: one at a time
         self._concurrent = ReentrantCallbackGroup()  # goal execution, replies to our clients
-        self._declared: dict[str, Any] = {}
+        self._types: dict[str, int] = {}  # declared parameters' ParameterType codes (nodegraph.graph.parameters)
+        self._node.add_on_set_parameters_callback(self._check_types)
         self._actions: list[Any] = []
         self._stopping = threading.Event()  # shutdown requested: running goals see a cancel request
         self._halted = threading.Event()  # the executor thread stops spinning
@@ -326,19 +340,36 @@ class RclpyNode:
 
     # parameters
     def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
-        """Declare with ``default``; an override must keep its type (an int may widen to a float): the rules
-        of ``ZenohNode``, where rclpy's static typing would reject ``-p rate:=30`` for a 30.0 default."""
-        descriptor = ParameterDescriptor(dynamic_typing=True, read_only=read_only, description=description)
-        value = self._node.declare_parameter(name, default, descriptor).value
-        if isinstance(value, array.array | tuple):  # rclpy may hand arrays back as array.array
-            value = list(value)
-        self._declared[name] = ParameterStore({name: value}).declare(name, default)
-        return self._declared[name]
+        """Declare with ``default``; an override must keep its type (an int may widen to a float): the rules of
+        ``ZenohNode``, where rclpy's static typing would reject ``-p rate:=30`` for a 30.0 default. The
+        parameter is declared dynamically typed (so rclpy takes the override), a widened or read-only one
+        declared again with its final value, and a later set of another type is refused (``_check_types``)."""
+        descriptor = ParameterDescriptor(dynamic_typing=True, description=description)
+        given = _plain(self._node.declare_parameter(name, default, descriptor).value)
+        value = ParameterStore({name: given}).declare(name, default)  # ParameterError when the type differs
+        if read_only or type(value) is not type(given):
+            self._node.undeclare_parameter(name)
+            final = ParameterDescriptor(dynamic_typing=True, read_only=read_only, description=description)
+            self._node.declare_parameter(name, value, final, ignore_override=True)
+        hint = type_of(default) if default is not None else NOT_SET
+        self._types[name] = type_of(value, hint)
+        return value
+
+    def _check_types(self, params: list[Any]) -> RclSetParametersResult:
+        """rclpy's on-set callback refusing a change of a declared parameter's type (ZenohNode's rule and reason)."""
+        for param in params:
+            if param.name in self._types:
+                try:
+                    coerce_to_type(param.name, _plain(param.value), self._types[param.name])
+                except ParameterError as exc:
+                    return RclSetParametersResult(successful=False, reason=str(exc))
+        return RclSetParametersResult(successful=True)
 
     def get_parameter(self, name: str) -> Any:
-        """The current value (rclpy's, so a ``ros2 param set`` is seen)."""
-        value = self._node.get_parameter(name).value
-        return list(value) if isinstance(value, array.array | tuple) else value
+        """The current value (rclpy's, so a ``ros2 param set`` is seen; an int set on a double reads as float)."""
+        value = _plain(self._node.get_parameter(name).value)
+        declared = self._types.get(name, NOT_SET)
+        return coerce_to_type(name, value, declared) if value is not None else value
 
     def set_parameters(self, values: Mapping[str, Any]) -> list[SetParametersResult]:
         """Set each parameter through rclpy (its callbacks asked, ``/parameter_events`` published)."""
