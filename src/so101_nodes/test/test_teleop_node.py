@@ -48,7 +48,14 @@ def test_teleop_maps_forwards_and_stops_when_stale(
     stack: contextlib.ExitStack,
 ) -> None:
     teleop = start(
-        stack, Teleop, "teleop", own_graph_backend, scale=SCALE, offset_rad=OFFSET, stale_timeout_s=STALE_S, rate_hz=50.0
+        stack,
+        Teleop,
+        "teleop",
+        own_graph_backend,
+        scale=SCALE,
+        offset_rad=OFFSET,
+        stale_timeout_s=STALE_S,
+        rate_hz=50.0,
     )
     client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
@@ -130,7 +137,9 @@ def test_teleop_reports_a_silent_leader_on_diagnostics(
     stack: contextlib.ExitStack,
 ) -> None:
     """Defect 12 of issue 13: a silent leader is told on /diagnostics, not only by the follower's watchdog."""
-    start(stack, Teleop, "teleop", own_graph_backend, stale_timeout_s=STALE_S, diagnostics_period_s=0.1, check_stamp=False)
+    start(
+        stack, Teleop, "teleop", own_graph_backend, stale_timeout_s=STALE_S, diagnostics_period_s=0.1, check_stamp=False
+    )
     client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     statuses: list[Any] = []

@@ -1,6 +1,6 @@
-"""The policy node on both backends (a real zenoh router; rclpy over DDS): with the twin (in-process sim node, one tiny camera) and a fake
-policy server on a real ZMQ socket that returns NaN, out-of-range, late and no replies → hold + diagnostics, then
-recovery; and without the twin, stale inputs and the horizon."""
+"""The policy node on both backends (a real zenoh router; rclpy over DDS): with the twin (in-process sim node, one
+tiny camera) and a fake policy server on a real ZMQ socket that returns NaN, out-of-range, late and no replies →
+hold + diagnostics, then recovery; and without the twin, stale inputs and the horizon."""
 
 from __future__ import annotations
 
@@ -180,7 +180,9 @@ def publish_inputs(node: Node, q: np.ndarray, image: bool = True) -> None:
         )
 
 
-def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(own_graph_backend: GraphBackend, stack: contextlib.ExitStack) -> None:
+def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(
+    own_graph_backend: GraphBackend, stack: contextlib.ExitStack
+) -> None:
     backend = ScriptedBackend(("top",), horizon=40)
     backend.ramp = 0.5  # degrees per row: row t of a chunk is the observed shoulder_pan + 0.5 t
     server = FakeServer(backend)
@@ -250,7 +252,9 @@ class _SlowFirstReply(ScriptedBackend):
         return super().get_action(observation, options)
 
 
-def test_steps_count_from_the_first_action_not_from_start(own_graph_backend: GraphBackend, stack: contextlib.ExitStack) -> None:
+def test_steps_count_from_the_first_action_not_from_start(
+    own_graph_backend: GraphBackend, stack: contextlib.ExitStack
+) -> None:
     """A slow first reply must not move a step-indexed policy (a replay) ahead of the arm: the step sent with
     each query counts control periods from the run's first action."""
     backend = _SlowFirstReply(("top",), horizon=16)

@@ -1,5 +1,6 @@
-"""/so101/solve_ik and /so101/plan_motion on both backends (a real zenoh router; rclpy over DDS): FK → IK → FK, unreachable targets answered
-cleanly, and a planned trajectory executed by the twin's FollowJointTrajectory reaching its goal untouched."""
+"""/so101/solve_ik and /so101/plan_motion on both backends (a real zenoh router; rclpy over DDS): FK → IK → FK,
+unreachable targets answered cleanly, and a planned trajectory executed by the twin's FollowJointTrajectory
+reaching its goal untouched."""
 
 # ruff: noqa: N803, N806  (math notation: T pose)
 

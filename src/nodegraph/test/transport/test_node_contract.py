@@ -145,10 +145,18 @@ def test_type_hashes_and_descriptions_are_jazzys(graph_backend: GraphBackend) ->
         "type_description_interfaces/srv/GetTypeDescription", "/talker_types/get_type_description"
     )
     assert describe.wait_for_service(20.0)
-    used = ("so101_msgs/srv/ResetSim", "tf2_msgs/msg/TFMessage", "control_msgs/action/FollowJointTrajectory_FeedbackMessage")
+    used = (
+        "so101_msgs/srv/ResetSim",
+        "tf2_msgs/msg/TFMessage",
+        "control_msgs/action/FollowJointTrajectory_FeedbackMessage",
+    )
     for type_name in used:
-        request = observer.message("type_description_interfaces/srv/GetTypeDescription_Request",
-                                   type_name=type_name, type_hash=type_hash(type_name), include_type_sources=False)  # fmt: skip
+        request = observer.message(
+            "type_description_interfaces/srv/GetTypeDescription_Request",
+            type_name=type_name,
+            type_hash=type_hash(type_name),
+            include_type_sources=False,
+        )
         response = describe.call(request, 10.0)
         assert response.successful, (type_name, response.failure_reason)
         assert response.type_description.type_description.type_name == type_name

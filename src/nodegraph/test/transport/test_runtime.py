@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from graph_testing import GraphBackend
+from nodegraph.transport.rclpy.node import RclpyNode
 from nodegraph.transport.runtime import (
     ENV,
     BackendUnavailableError,
@@ -19,8 +21,6 @@ from nodegraph.transport.runtime import (
     rclpy_available,
     run_node,
 )
-from graph_testing import GraphBackend
-from nodegraph.transport.rclpy.node import RclpyNode
 from nodegraph.transport.zenoh.node import ZenohNode
 
 # A node process: parameter ``mode:=fail`` makes its logic raise at construction, as a bad parameter would.

@@ -250,7 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LaunchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return run_launch(ns.name, ns.args, RunnerOptions(transport=transport, router=not ns.no_router, endpoint=ns.endpoint))
+    return run_launch(
+        ns.name, ns.args, RunnerOptions(transport=transport, router=not ns.no_router, endpoint=ns.endpoint)
+    )
 
 
 if __name__ == "__main__":

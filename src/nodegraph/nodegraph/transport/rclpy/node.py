@@ -14,8 +14,8 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rcl_interfaces.msg import SetParametersResult as RclSetParametersResult
 from rclpy.action import ActionClient as RosActionClient
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.context import Context
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node as RosNode
 from rclpy.parameter import Parameter
