@@ -346,6 +346,8 @@ class RclpyNode:
         declared again with its final value, and a later set of another type is refused (``_check_types``)."""
         descriptor = ParameterDescriptor(dynamic_typing=True, description=description)
         given = _plain(self._node.declare_parameter(name, default, descriptor).value)
+        if given is None and isinstance(default, list | tuple):  # rcl reads `-p name:=[]` as not set: an empty list
+            given = []
         value = ParameterStore({name: given}).declare(name, default)  # ParameterError when the type differs
         if read_only or type(value) is not type(given):
             self._node.undeclare_parameter(name)
