@@ -9,12 +9,13 @@ once it accepts requests.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.transport.shutdown import install_signal_handlers
 
 from .backend import PolicyBackend
 from .errors import PolicyError
@@ -61,8 +62,9 @@ def parser() -> argparse.ArgumentParser:
 def serve(args: argparse.Namespace, announce: Any = print) -> int:
     backend = build_backend(args)
     server = PolicyServer(backend, ServerConfig(args.host, args.port, args.token, args.max_message_bytes))
-    signal.signal(signal.SIGTERM, lambda *_: server.stop())
-    signal.signal(signal.SIGINT, lambda *_: server.stop())
+    stop = threading.Event()
+    install_signal_handlers(stop)  # SIGINT/SIGTERM stop the server; a second one or the deadline ends the process
+    threading.Thread(target=lambda: (stop.wait(), server.stop()), name="serve-stop", daemon=True).start()
     announce(f"serving on {server.endpoint} (cameras {list(backend.cameras)}, horizon {backend.horizon})")
     sys.stdout.flush()
     server.serve_forever()
