@@ -32,10 +32,11 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
-from so101_msgs.action import GenerateDemos
-from so101_msgs.srv import ResetSim
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from so101_msgs.action import GenerateDemos
+from so101_msgs.srv import ResetSim
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]

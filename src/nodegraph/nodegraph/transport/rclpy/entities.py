@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rclpy.impl import rcutils_logger
@@ -66,6 +67,23 @@ class RclpyPublisher:
     def publish_raw(self, cdr: bytes) -> None:
         """Publish an already serialized message (CDR with its 4-byte header)."""
         self._publisher.publish(cdr)
+
+
+@dataclass(frozen=True)
+class ReceivedInfo:
+    """What rmw tells about a received message (rclpy's MessageInfo), under the zenoh attachment's field names:
+    given to raw subscriptions with the CDR bytes."""
+
+    source_timestamp_ns: int
+    """When the publisher sent it (system clock, ns)."""
+    received_timestamp_ns: int
+    sequence_number: int
+    """The publisher's sequence number of the message."""
+
+    @classmethod
+    def from_rclpy(cls, info: Mapping[str, int]) -> ReceivedInfo:
+        return cls(int(info["source_timestamp"]), int(info["received_timestamp"]),
+                   int(info["publication_sequence_number"]))  # fmt: skip
 
 
 class RclpySubscription:

@@ -16,7 +16,7 @@ from rclpy.action import ActionClient as RosActionClient
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node as RosNode
 from rclpy.parameter import Parameter
 
@@ -41,10 +41,12 @@ from nodegraph.transport.rclpy.entities import (
     RclpyPublisher,
     RclpySubscription,
     RclpyTimer,
+    ReceivedInfo,
 )
+from nodegraph.transport.rclpy.executor import NodeExecutor
 from nodegraph.transport.rclpy.fields import element_type, field_value, is_nested
 
-EXECUTOR_THREADS = 8  # concurrent callbacks per node: running goals + waiting callers + deliveries
+POOL_THREADS = 8  # besides the serial thread: running goals, replies to our clients, the parameter services
 SHUTDOWN_TIMEOUT_S = 5.0  # the whole of RclpyNode.shutdown(), below the process's deadline (transport.shutdown)
 _SPIN_PERIOD_S = 0.1
 
@@ -133,7 +135,7 @@ class RclpyNode:
         self._goals = _Counter()  # execute callbacks running
         self._closed = False
         self._close_lock = threading.Lock()
-        self._executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=self._node.context)
+        self._executor = NodeExecutor(self._serial, POOL_THREADS, context=self._node.context, name=name)
         self._executor.add_node(self._node)
         self._node.context.on_shutdown(self.request_shutdown)
         self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
@@ -222,16 +224,19 @@ class RclpyNode:
         *,
         raw: bool = False,
     ) -> RclpySubscription:
-        """Subscribe; with ``raw=True`` the callback gets ``(cdr_bytes, None)`` instead of a message."""
+        """Subscribe; with ``raw=True`` the callback gets ``(cdr_bytes, ReceivedInfo)`` instead of a message."""
         deliver = self._guard(topic, callback)
 
         def on_message(msg: Any) -> None:  # one parameter: rclpy then passes no MessageInfo
-            deliver((bytes(msg), None) if raw else msg)
+            deliver(msg)
+
+        def on_raw(msg: Any, info: Any) -> None:  # two: rclpy passes its MessageInfo too
+            deliver((bytes(msg), ReceivedInfo.from_rclpy(info)))
 
         subscription = self._node.create_subscription(
             interface_type(type_name),
             topic,
-            on_message,
+            on_raw if raw else on_message,
             to_qos_profile(qos),
             callback_group=self._serial,
             raw=raw,
@@ -468,14 +473,9 @@ class RclpyNode:
             self._logger.warning(f"shutdown: {self._goals.count} goal(s) still executing; stopping anyway")
         self._halted.set()  # no new callbacks: the executor thread stops spinning
         self._thread.join(budget.left())
-        # Let the callbacks already handed to the thread pool finish before Executor.shutdown(): rclpy 7.1's does
-        # not wait for them (it tests _is_shutdown after setting it) and destroys the guard condition they trigger.
-        pending = [task for task in getattr(self._executor, "_futures", []) if not task.done()]
-        while pending and budget.left() > 0:
-            time.sleep(0.01)
-            pending = [task for task in pending if not task.done()]
-        if pending:
-            self._logger.warning(f"shutdown: {len(pending)} callback(s) still running; destroying the node anyway")
+        # the callbacks already handed out end before Executor.shutdown() destroys what they use
+        if running := self._executor.wait_idle(budget.left()):
+            self._logger.warning(f"shutdown: {running} callback(s) still running; destroying the node anyway")
         self._executor.shutdown(timeout_sec=budget.left())
         for action in reversed(self._actions):
             action.destroy()
