@@ -64,7 +64,12 @@ def serve(args: argparse.Namespace, announce: Any = print) -> int:
     server = PolicyServer(backend, ServerConfig(args.host, args.port, args.token, args.max_message_bytes))
     stop = threading.Event()
     install_signal_handlers(stop)  # SIGINT/SIGTERM stop the server; a second one or the deadline ends the process
-    threading.Thread(target=lambda: (stop.wait(), server.stop()), name="serve-stop", daemon=True).start()
+
+    def stop_on_signal() -> None:
+        stop.wait()
+        server.stop()
+
+    threading.Thread(target=stop_on_signal, name="serve-stop", daemon=True).start()
     announce(f"serving on {server.endpoint} (cameras {list(backend.cameras)}, horizon {backend.horizon})")
     sys.stdout.flush()
     server.serve_forever()

@@ -22,7 +22,7 @@ from typing import Any
 
 from rclpy.callback_groups import CallbackGroup
 from rclpy.context import Context
-from rclpy.executors import ConditionReachedException, Executor, ShutdownException, TimeoutException
+from rclpy.executors import ConditionReachedException, Executor, ShutdownException, TimeoutException, TimeoutObject
 
 
 class NodeExecutor(Executor):
@@ -35,11 +35,14 @@ class NodeExecutor(Executor):
         self._pool = ThreadPoolExecutor(max_workers=pool_threads, thread_name_prefix=f"pool:{name}")
         self._submitted: list[PoolFuture[None]] = []
 
-    def _spin_once_impl(self, timeout_sec: float | None, wait_condition: Callable[[], bool] = lambda: False) -> None:
+    def _spin_once_impl(
+        self, timeout_sec: float | TimeoutObject | None, wait_condition: Callable[[], bool] = lambda: False
+    ) -> None:
         try:
-            handler, entity, _node = self.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
+            ready: tuple[Any, Any, Any] = self.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
         except (ShutdownException, TimeoutException, ConditionReachedException):
             return
+        handler, entity, _node = ready
         serial = entity is not None and getattr(entity, "callback_group", None) is self._serial_group
         self._submitted = [f for f in self._submitted if not f.done()]
         self._submitted.append((self._serial if serial else self._pool).submit(handler))
@@ -47,7 +50,7 @@ class NodeExecutor(Executor):
     def spin_once(self, timeout_sec: float | None = None) -> None:
         self._spin_once_impl(timeout_sec)
 
-    def spin_once_until_future_complete(self, future: Any, timeout_sec: float | None = None) -> None:
+    def spin_once_until_future_complete(self, future: Any, timeout_sec: float | TimeoutObject | None = None) -> None:
         future.add_done_callback(lambda _: self.wake())
         self._spin_once_impl(timeout_sec, future.done)
 

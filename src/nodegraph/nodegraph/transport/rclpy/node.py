@@ -233,10 +233,12 @@ class RclpyNode:
         def on_raw(msg: Any, info: Any) -> None:  # two: rclpy passes its MessageInfo too
             deliver((bytes(msg), ReceivedInfo.from_rclpy(info)))
 
+        callback_for_rclpy: Callable[..., None] = on_raw if raw else on_message
+
         subscription = self._node.create_subscription(
             interface_type(type_name),
             topic,
-            on_raw if raw else on_message,
+            callback_for_rclpy,
             to_qos_profile(qos),
             callback_group=self._serial,
             raw=raw,
