@@ -250,7 +250,8 @@ class ZenohActionServer:
 
     def close(self) -> None:
         """Running goals see a cancel request and get up to ``GOAL_STOP_TIMEOUT_S`` together to end (their clients
-        then get the result), as on rclpy; then the server's entities close."""
+        then get the result, also those whose result request still waits for the executor), as on rclpy; then
+        the server's entities close."""
         self.stopping.set()
         with self._lock:
             running = [g for g in self._goals.values() if not g.finished.is_set()]
@@ -259,6 +260,8 @@ class ZenohActionServer:
             if not goal.finished.wait(max(deadline - time.monotonic(), 0.0)):
                 self.node.logger.warning(f"{self.name}: a goal still executing at shutdown; closing anyway")
                 break
+        while self._result.pending:  # result requests still queued behind a busy executor: answer them now
+            self._result.dispatch()
         for entity in (self._send_goal, self._cancel_service, self._result, self._feedback, self._status):
             entity.close()
 
