@@ -1,9 +1,9 @@
 """Sim and real answer a large command step the same way (issue 13, defect 11): the driver (over the Feetech
-emulator) and the sim node (MuJoCo twin, namespace ``twin``) share one graph (on each backend) and one
-robot.yaml and get the same command at the same time; both arms move at the configured step limit
-(``max_step_rad`` x ``rate_hz``) instead of the twin jumping to the target. Observed: the emulator's present position (wall clock: a loaded
-machine can only slow the driver's 100 Hz cycle, never speed it up) and the twin's ``joint_states`` on their
-own stamps (sim clock: exact whatever the load)."""
+emulator) and the sim node (MuJoCo twin, namespace ``twin``) share one graph (on each backend) and one robot.yaml
+and get the same command at the same time; both arms move at the configured step limit (``max_step_rad`` x
+``rate_hz``) instead of the twin jumping to the target. Observed: the emulator's present position (wall clock: a
+loaded machine can only slow the driver's 100 Hz cycle, never speed it up) and the twin's ``joint_states`` on
+their own stamps (sim clock: exact whatever the load)."""
 
 from __future__ import annotations
 
