@@ -134,7 +134,14 @@ RigFactory = Callable[..., Rig]
 
 
 @pytest.fixture
-def rig_factory(own_graph_backend: GraphBackend, tmp_path: Path) -> Iterator[RigFactory]:
+def rig_backend(own_graph_backend: GraphBackend) -> GraphBackend:
+    """The graph of a rig: each backend in turn (a module that tests the driver's logic, not its transport,
+    overrides this with one backend)."""
+    return own_graph_backend
+
+
+@pytest.fixture
+def rig_factory(rig_backend: GraphBackend, tmp_path: Path) -> Iterator[RigFactory]:
     """``rig_factory(port=None, config_extra="", park=True, safety=None, port_link=None, servo_speed=3000,
     **parameters)``: a rig whose driver has these parameter overrides; ``config_extra`` lines go into robot.yaml's
     follower section, ``safety`` entries into its safety section; ``park=False`` leaves the emulated servos at raw
@@ -179,9 +186,9 @@ def rig_factory(own_graph_backend: GraphBackend, tmp_path: Path) -> Iterator[Rig
                 "max_consecutive_failures": 3,
                 **parameters,
             }
-            client = own_graph_backend.node("client")
+            client = rig_backend.node("client")
             stack.callback(client.shutdown)
-            node = own_graph_backend.node("driver", parameter_overrides=overrides)
+            node = rig_backend.node("driver", parameter_overrides=overrides)
             stack.callback(node.shutdown)
             driver = Driver(node)
             stack.callback(driver.close)  # after the node has shut down, as run_node does
