@@ -16,9 +16,9 @@ from so101_cli.common import interrupt_event
 with interrupt_event() as stop:
     print("waiting", flush=True)
     stop.wait()
-print("cleaning up", flush=True)
 
 def clean_up():
+    print("cleaning up", flush=True)
     threading.Event().wait()  # never returns
 
 clean_up()

@@ -18,7 +18,7 @@ import pytest
 from arm_testing import wait_until
 from graph_testing import GraphBackend
 from so101_nodes.sim_node import SimNode
-from test_driver_node import MAX_STEP_RAD, RigFactory, rig_factory  # noqa: F401
+from test_driver_node import MAX_STEP_RAD, RigFactory, rig_backend, rig_factory  # noqa: F401
 
 SPEED = MAX_STEP_RAD * 100.0  # rad/s: the driver's 100 Hz cycle
 PAN = 0

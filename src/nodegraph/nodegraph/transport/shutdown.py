@@ -54,8 +54,10 @@ def _bound_the_shutdown() -> None:
 
 def _handler(event: threading.Event) -> Callable[[int, FrameType | None], None]:
     def handle(signum: int, frame: FrameType | None) -> None:
-        event.set()
         _bound_the_shutdown()
+        # Not event.set() here: the handler runs on the main thread, which may be inside event.wait() holding
+        # the event's lock (Event.set would then wait for it forever); a thread sets it once the lock is free.
+        threading.Thread(target=event.set, name="shutdown-signal", daemon=True).start()
 
     return handle
 

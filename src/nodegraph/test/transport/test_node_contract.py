@@ -207,10 +207,10 @@ def test_request_shutdown_from_a_callback_ends_spin(graph_backend: GraphBackend)
 
 def test_shutdown_waits_for_a_running_callback_and_ends_a_running_goal(graph_backend: GraphBackend) -> None:
     node = graph_backend.node("contract_stopper")
-    inside, finished, after = threading.Event(), threading.Event(), []
+    inside, finished, returned, after = threading.Event(), threading.Event(), threading.Event(), []
 
     def slow(_: Any) -> None:
-        if node.is_shutdown:
+        if returned.is_set():
             after.append(1)
             return
         inside.set()
@@ -235,7 +235,13 @@ def test_shutdown_waits_for_a_running_callback_and_ends_a_running_goal(graph_bac
     assert wait_until(lambda: (publisher.publish(client_node.message("std_msgs/msg/String")), inside.is_set())[1],
                       20.0)  # fmt: skip
     node.shutdown()  # returns once the running callback has finished and the goal has ended
-    assert finished.is_set() and not after
+    returned.set()
+    assert finished.is_set()
+    for _ in range(10):  # nothing reaches a node that has shut down
+        publisher.publish(client_node.message("std_msgs/msg/String"))
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert not after
     status, _ = goal.result(20.0)
     assert status in (GoalStatus.CANCELED, GoalStatus.ABORTED)
 

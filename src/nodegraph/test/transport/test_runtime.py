@@ -200,3 +200,22 @@ def test_a_bad_deadline_setting_is_refused_at_startup(graph_backend: GraphBacken
     code, out, err = finish(start_node(script=STUCK_SCRIPT, SO101_SHUTDOWN_DEADLINE_S="soon"))
     assert code != 0 and "ready" not in out
     assert "SO101_SHUTDOWN_DEADLINE_S='soon' must be a number of seconds > 0" in err
+
+
+SIGNAL_IN_WAIT_SCRIPT = """
+import os, signal, threading
+from nodegraph.transport.shutdown import install_signal_handlers
+
+stop = threading.Event()
+install_signal_handlers(stop)
+with stop._cond:  # what the main thread holds inside stop.wait(): the handler runs right here, on this thread
+    os.kill(os.getpid(), signal.SIGINT)
+print("set" if stop.wait(20.0) else "not set", flush=True)
+"""
+
+
+def test_a_signal_arriving_inside_event_wait_still_sets_the_event() -> None:
+    """A handler calling Event.set() on the main thread deadlocks when the signal lands while that thread holds
+    the event's lock (inside wait()); the signal here lands exactly there."""
+    code, out, err = finish(start_node(script=SIGNAL_IN_WAIT_SCRIPT, SO101_SHUTDOWN_DEADLINE_S="60"), 30.0)
+    assert (code, out.strip()) == (0, "set"), err[-2000:]

@@ -203,7 +203,8 @@ def _signals_to(callback: Callable[[], None]) -> Iterator[None]:
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        callback()
+        # on a thread: the main thread may be inside an Event.wait() of the callback's events, holding its lock
+        threading.Thread(target=callback, name="launch-signal", daemon=True).start()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import signal
 import struct
 import sys
 import threading
@@ -98,9 +97,10 @@ def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
 
 
 def probe(topics: list[str], raw: bool) -> dict[str, Any]:
+    from nodegraph.transport.shutdown import install_signal_handlers
+
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    install_signal_handlers(stop)
     latencies: dict[str, list[float]] = {t: [] for t in topics}
     lock = threading.Lock()
 

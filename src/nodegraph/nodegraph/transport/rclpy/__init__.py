@@ -12,11 +12,13 @@ How the interface maps onto rclpy, written the way ros2/examples and ros2/demos 
   ``RclpyNode`` this module started it for shuts down. Signals are ours (``SignalHandlerOptions.NO``):
   ``spin()`` turns SIGINT/SIGTERM into a clean shutdown of every node, as ``ZenohNode.spin`` does.
 - One ``NodeExecutor`` per node (``executor``), spun on a background thread. Subscriptions, services and timers
-  share one ``MutuallyExclusiveCallbackGroup`` whose callbacks run in order on one thread (one at a time, like
-  the zenoh executor); action servers, action clients and service clients use a ``ReentrantCallbackGroup`` on a
-  pool (``POOL_THREADS``), so goals execute concurrently and a callback may wait on a service or action reply.
-- Shutdown is bounded (``SHUTDOWN_TIMEOUT_S``): running goals see a cancel request and end while the executor
-  still spins, then the executor stops and the node is destroyed.
+  share one ``MutuallyExclusiveCallbackGroup`` whose callbacks run in that thread, one at a time (like rclpy's
+  single-threaded executor and the zenoh executor); goal execution and the node's parameter services run on a
+  pool (``POOL_THREADS``), so goals execute concurrently. The node's service and action clients live on a hidden
+  companion node ``_<name>_clients`` with a thread of its own, so a callback may wait for a reply (the way
+  tf2_ros keeps its listener on a hidden node); ``ros2 node info`` lists them there.
+- Shutdown is bounded (``SHUTDOWN_TIMEOUT_S``): running goals see a cancel request and end, and their results
+  reach their clients, while the executor still spins; then the executor stops and the node is destroyed.
 - Callback exceptions are logged and the node keeps running (as in ``ZenohNode``); a failing service
   callback answers the default response (rclpy cannot leave a request unanswered).
 - ``use_sim_time`` is rclpy's own parameter; with it, ``now_ns``/``stamp`` and timers follow ``/clock``.

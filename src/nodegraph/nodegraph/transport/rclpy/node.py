@@ -16,7 +16,7 @@ from rclpy.action import ActionClient as RosActionClient
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node as RosNode
 from rclpy.parameter import Parameter
 
@@ -70,6 +70,35 @@ class _Counter:
     def wait_idle(self, timeout_s: float) -> bool:
         with self._changed:
             return self._changed.wait_for(lambda: self.count == 0, max(timeout_s, 0.0))
+
+
+class _CompanionNode:
+    """A hidden node beside ``main`` (its context and namespace, no global arguments, no rosout or parameter
+    services), on a single-threaded executor of its own thread."""
+
+    def __init__(self, main: RosNode, name: str) -> None:
+        self.node = RosNode(name, context=main.context, namespace=main.get_namespace(), use_global_arguments=False,
+                            enable_rosout=False, start_parameter_services=False)  # fmt: skip
+        self._executor = SingleThreadedExecutor(context=main.context)
+        self._executor.add_node(self.node)
+        self._halted = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._halted.is_set() and self.node.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
+            except ExternalShutdownException:
+                break
+            except Exception:
+                if not self._halted.is_set():
+                    self.node.get_logger().error(f"executor: {traceback.format_exc()}")
+
+    def stop(self, timeout_s: float) -> None:
+        self._halted.set()
+        self._thread.join(timeout_s)
+        self._executor.shutdown(timeout_sec=0.0)
 
 
 def _plain(value: Any) -> Any:
@@ -138,6 +167,7 @@ class RclpyNode:
         self._executor = NodeExecutor(self._serial, POOL_THREADS, context=self._node.context, name=name)
         self._executor.add_node(self._node)
         self._node.context.on_shutdown(self.request_shutdown)
+        self._clients: _CompanionNode | None = None
         self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
         self._thread.start()
 
@@ -264,11 +294,21 @@ class RclpyNode:
             callback_group=self._serial,
         )
 
+    def _client_node(self) -> RosNode:
+        """The hidden companion node ``_<name>_clients`` (created on first use) holding this node's service and
+        action clients, spun by its own executor thread: a callback of this node waiting for a reply does not
+        hold up the reply (as tf2_ros' listener keeps its subscription on a hidden node of its own)."""
+        with self._close_lock:
+            if self._clients is None:
+                self._clients = _CompanionNode(self._node, f"_{self.name}_clients")
+            return self._clients.node
+
     def create_client(self, type_name: str, name: str, qos: QoS = qos_profiles.SERVICES) -> RclpyClient:
-        client = self._node.create_client(
-            interface_type(type_name), name, qos_profile=to_qos_profile(qos), callback_group=self._concurrent
+        resolved = self.resolve(name)
+        client = self._client_node().create_client(
+            interface_type(type_name), resolved, qos_profile=to_qos_profile(qos), callback_group=self._concurrent
         )
-        return RclpyClient(client, self.resolve(name))
+        return RclpyClient(client, resolved)
 
     def create_action_server(
         self,
@@ -328,8 +368,9 @@ class RclpyNode:
         return server
 
     def create_action_client(self, type_name: str, name: str) -> RclpyActionClient:
-        client = RosActionClient(self._node, interface_type(type_name), name, callback_group=self._concurrent)
-        wrapper = RclpyActionClient(client, self.resolve(name), self._guard)
+        resolved = self.resolve(name)
+        client = RosActionClient(self._client_node(), interface_type(type_name), resolved)
+        wrapper = RclpyActionClient(client, resolved, self._guard)
         self._actions.append(wrapper)
         return wrapper
 
@@ -473,15 +514,21 @@ class RclpyNode:
         self._stopping.set()
         if not self._goals.wait_idle(budget.left()):
             self._logger.warning(f"shutdown: {self._goals.count} goal(s) still executing; stopping anyway")
+        elif self._actions:
+            self._executor.settle(budget.left())  # the ended goals' results reach their clients
         self._halted.set()  # no new callbacks: the executor thread stops spinning
         self._thread.join(budget.left())
         # the callbacks already handed out end before Executor.shutdown() destroys what they use
         if running := self._executor.wait_idle(budget.left()):
             self._logger.warning(f"shutdown: {running} callback(s) still running; destroying the node anyway")
         self._executor.shutdown(timeout_sec=budget.left())
+        if self._clients is not None:
+            self._clients.stop(budget.left())
         for action in reversed(self._actions):
             action.destroy()
         self._node.destroy_node()
+        if self._clients is not None:
+            self._clients.node.destroy_node()
         if self._owns_context:
             PROCESS.release()
 
