@@ -2,7 +2,12 @@
 
 Each test module is one work unit, so a module-scoped fixture is built once, by one worker. On the workers, tests
 marked ``slow`` come first: no long run starts last while the other workers sit idle (a plain ``pytest`` keeps
-the collection order). Tests that start a local Ray instance take :func:`one_ray_instance`."""
+the collection order). Tests that start a local Ray instance take :func:`one_ray_instance`.
+
+Transports: node processes of a test run on zenoh (``SO101_TRANSPORT=zenoh``) unless the test picks a backend;
+``graph_backend`` (``graph_testing``) runs a module's tests on zenoh and on rclpy (``own_graph_backend``: a
+test's own graph on each). Every test process holds a ROS
+domain of its own with discovery on this host only, so that no test joins a graph of another run."""
 
 from __future__ import annotations
 
@@ -10,6 +15,10 @@ import fcntl
 from collections.abc import Iterator
 
 import pytest
+from graph_testing import graph_backend, own_graph_backend, reserved_ros_domain, ros_environment
+from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
+
+__all__ = ["graph_backend", "own_graph_backend"]  # the fixtures, for every test module
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -28,3 +37,14 @@ def one_ray_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _graph_isolation() -> Iterator[None]:
+    """Node processes default to zenoh (the backend the tests were written for), and anything on rclpy stays in
+    this process's own ROS domain on this host."""
+    with reserved_ros_domain() as domain, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(TRANSPORT_ENV, "zenoh")
+        for key, value in ros_environment(domain).items():
+            patch.setenv(key, value)
+        yield

@@ -1,18 +1,26 @@
-"""Shared test fixtures (imported by conftest.py files): a real zenoh router on a free loopback port, and
-peer processes talking through it."""
+"""Shared test fixtures (imported by conftest.py files): a real zenoh router on a free loopback port, peer
+processes talking through it, a ROS domain of its own for rclpy, and ``graph_backend``: the nodes of a test
+module on either backend (the module's tests run once per backend)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from nodegraph.graph.api import Node
+from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.router import RouterProcess
@@ -98,3 +106,156 @@ def peers() -> Iterator[list[Peer]]:
         if peer.process.poll() is None:
             peer.process.kill()
             peer.process.wait()
+
+
+# ROS domains. Several engineers and CI run tests on one host at once: each rclpy test module takes a domain no
+# other process holds (a lock file per id), and discovery stays on this host.
+
+ROS_DOMAINS = range(1, 233)  # Fast DDS' valid ids with the default port mapping; 0 is left to people
+DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "so101-ros-domains"
+
+
+@contextlib.contextmanager
+def reserved_ros_domain() -> Iterator[int]:
+    """A ROS_DOMAIN_ID held by no other process of this host while the block runs (released on exit or crash)."""
+    DOMAIN_LOCKS.mkdir(mode=0o1777, exist_ok=True)
+    start = random.randrange(len(ROS_DOMAINS))
+    for offset in range(len(ROS_DOMAINS)):
+        domain = ROS_DOMAINS[(start + offset) % len(ROS_DOMAINS)]
+        lock = open(DOMAIN_LOCKS / f"{domain}.lock", "a")  # noqa: SIM115 (held for the block)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        try:
+            yield domain
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
+        return
+    raise RuntimeError(f"every ROS domain in {ROS_DOMAINS} is held by another test process")
+
+
+def ros_environment(domain: int) -> dict[str, str]:
+    """The environment of rclpy processes in ``domain``, discovering peers on this host only."""
+    return {"ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+
+
+# Both backends.
+
+BACKENDS = ("zenoh", "rclpy")
+
+
+class GraphBackend:
+    """The nodes of a test on one backend. ``node()`` makes one: on zenoh each on a session of its own to the
+    router, on rclpy each on a context (DDS participant) of its own, so the wire between them is real. ``env``
+    is what node processes started by the test need (already in ``os.environ`` while the fixture lives)."""
+
+    def __init__(self, name: str, env: dict[str, str], domain: int | None = None) -> None:
+        self.name = name
+        self.env = env
+        self.domain = domain
+        self._nodes: list[Any] = []
+        self._closers: list[Callable[[], None]] = []
+
+    def node(
+        self,
+        name: str,
+        *,
+        namespace: str = "",
+        parameter_overrides: dict[str, Any] | None = None,
+        args: list[str] | None = None,
+        **options: Any,
+    ) -> Node:
+        """A node named ``name`` on this backend (``options``: ``enable_rosout``, ``start_parameter_services``)."""
+        node: Any
+        if self.name == "zenoh":
+            from nodegraph.transport.zenoh.node import ZenohNode
+
+            context = Context(self.env[ENDPOINT_ENV])
+            self._closers.append(context.close)
+            assert context.wait_for_router(10.0), "no zenoh router"
+            node = ZenohNode(name, namespace=namespace, args=args or [], parameter_overrides=parameter_overrides,
+                             context=context, **options)  # fmt: skip
+        else:
+            import rclpy
+            from nodegraph.transport.rclpy.node import RclpyNode
+
+            context = rclpy.Context()
+            rclpy.init(args=[], context=context, domain_id=self.domain)
+            self._closers.append(lambda: rclpy.try_shutdown(context=context))
+            node = RclpyNode(name, namespace=namespace, args=args or [], parameter_overrides=parameter_overrides,
+                             context=context, **options)  # fmt: skip
+        self._nodes.append(node)
+        return node
+
+    def close(self) -> None:
+        """Shut every node down, then close their sessions/contexts."""
+        for node in reversed(self._nodes):
+            node.shutdown()
+        for close in reversed(self._closers):
+            close()
+        self._nodes.clear()
+        self._closers.clear()
+
+
+@contextlib.contextmanager
+def graph_backend_for(name: str) -> Iterator[GraphBackend]:
+    """Set up ``name``'s graph (a router, or a reserved ROS domain), exported to this process and its children."""
+    with pytest.MonkeyPatch.context() as patch:
+        if name == "zenoh":
+            endpoint = f"tcp/127.0.0.1:{free_port()}"
+            env = {TRANSPORT_ENV: "zenoh", ENDPOINT_ENV: endpoint}
+            for key, value in env.items():
+                patch.setenv(key, value)
+            with RouterProcess(endpoint):
+                backend = GraphBackend(name, env)
+                try:
+                    yield backend
+                finally:
+                    backend.close()
+            return
+        try:
+            import rclpy  # noqa: F401
+        except ImportError as exc:
+            raise AssertionError(f"the rclpy backend is part of the suite: rclpy does not import ({exc}); "
+                                 "run scripts/setup") from exc  # fmt: skip
+        with reserved_ros_domain() as domain:
+            env = {TRANSPORT_ENV: "rclpy", **ros_environment(domain)}
+            for key, value in env.items():
+                patch.setenv(key, value)
+            backend = GraphBackend(name, env, domain)
+            try:
+                yield backend
+            finally:
+                backend.close()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def graph_backend(request: pytest.FixtureRequest) -> Iterator[GraphBackend]:
+    """The module's graph on each backend in turn (tests are reported as ``test_x[zenoh]``, ``test_x[rclpy]``)."""
+    with graph_backend_for(request.param) as backend:
+        yield backend
+
+
+@pytest.fixture(params=BACKENDS)
+def own_graph_backend(request: pytest.FixtureRequest) -> Iterator[GraphBackend]:
+    """A graph of the test's own (a fresh router or ROS domain), on each backend in turn."""
+    with graph_backend_for(request.param) as backend:
+        yield backend
+
+
+def byte_value(field: int | bytes) -> int:
+    """A ``byte`` field (``DiagnosticStatus.level``) as an int: rclpy holds it as one byte, zenoh as an int."""
+    return field[0] if isinstance(field, bytes) else int(field)
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float, period_s: float = 0.05) -> bool:
+    """True as soon as ``predicate()`` is truthy; False when it still is not after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(period_s)
+    return bool(predicate())

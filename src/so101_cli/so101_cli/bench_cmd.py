@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import typer
 from so101_core.robot_spec import JOINT_NAMES
 
-from so101_cli.benchmarks.results import write_result
+from so101_cli.benchmarks.results import machine, read_result, write_result
 
 app = typer.Typer(help="Benchmarks (results recorded in bench/results/).", no_args_is_help=True)
 
@@ -28,14 +29,30 @@ def _report(name: str, result: dict[str, Any], as_json: bool, save: bool) -> Non
 @app.command()
 def transport(
     seconds: float = typer.Option(10.0, "--seconds", help="duration of each load, s"),
-    port: int = typer.Option(17447, "--port", help="router port on 127.0.0.1 for the run"),
+    port: int = typer.Option(17447, "--port", help="router port on 127.0.0.1 for the run (zenoh)"),
+    transport: str = typer.Option("zenoh", "--transport", help="zenoh (vs raw zenoh) or rclpy (in $ROS_DOMAIN_ID)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/transport.json"),
 ) -> None:
-    """3 × 640×480 rgb8 @ 30 Hz + JointState @ 100 Hz, recorded to MCAP; vs raw zenoh."""
-    from so101_cli.benchmarks.transport import run_transport_benchmark
+    """3 × 640×480 rgb8 @ 30 Hz + JointState @ 100 Hz, recorded to MCAP; on zenoh vs raw zenoh, or on rclpy.
 
-    _report("transport", run_transport_benchmark(seconds, port), as_json, save)
+    One file holds both: a zenoh run keeps the file's ``rclpy`` section, an rclpy run replaces only it."""
+    from so101_cli.benchmarks.transport import run_rclpy_transport_benchmark, run_transport_benchmark
+
+    if transport not in ("zenoh", "rclpy"):
+        raise typer.BadParameter(f"--transport must be zenoh or rclpy, got {transport!r}")
+    previous = read_result("transport") or {}
+    if transport == "zenoh":
+        result = run_transport_benchmark(seconds, port)
+        if "rclpy" in previous:
+            result["rclpy"] = previous["rclpy"]
+    else:
+        section = run_rclpy_transport_benchmark(seconds)
+        section["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        section["machine"] = machine()
+        result = {k: v for k, v in previous.items() if k != "benchmark"}  # the zenoh run, as recorded
+        result["rclpy"] = section
+    _report("transport", result, as_json, save)
 
 
 @app.command()

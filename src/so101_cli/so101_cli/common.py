@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +10,7 @@ from typing import Any
 
 import typer
 import yaml
+from nodegraph.transport.shutdown import signals_set
 from nodegraph.transport.zenoh.node import ZenohNode
 
 
@@ -27,14 +27,11 @@ def cli_node(purpose: str, parameters: dict[str, Any] | None = None) -> Iterator
 
 @contextmanager
 def interrupt_event() -> Iterator[threading.Event]:
-    """An event set by SIGINT/SIGTERM while the block runs (the previous handlers are restored after)."""
-    stop = threading.Event()
-    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    """An event set by SIGINT/SIGTERM while the block runs. The exit is bounded from the first signal on
+    (``nodegraph.transport.shutdown``: a second signal or the deadline ends the process); without a signal
+    the previous handlers are restored after the block."""
+    with signals_set(threading.Event()) as stop:
         yield stop
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def parse_yaml_fields(text: str, what: str) -> dict[str, Any]:

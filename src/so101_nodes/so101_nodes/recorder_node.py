@@ -102,7 +102,7 @@ class Recorder:
 
     def on_message(self, topic: str, raw: tuple[bytes, Any]) -> None:
         attachment = raw[1]
-        sent = getattr(attachment, "source_timestamp_ns", None)  # None under rclpy (no message info)
+        sent = getattr(attachment, "source_timestamp_ns", None)  # the publisher's send time, both backends
         try:
             self.writer.write(topic, self.node.now_ns(), raw[0], sent)
         except BagClosedError:  # arrived while close() drains the queue: after the end of the recording

@@ -1,7 +1,7 @@
-"""The driver node against a Feetech emulator on a pty, through a real zenoh router.
+"""The driver node against a Feetech emulator on a pty, on both backends (a real zenoh router; rclpy over DDS).
 
-The driver runs in-process on its own zenoh session; the test talks to it from a second session (topics,
-service, action) and reads servo registers straight from the emulator.
+The driver runs in-process on its own zenoh session or DDS participant; the test talks to it from a second one
+(topics, service, action) and reads servo registers straight from the emulator.
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, wait_until, write_calibration
-from graph_testing import endpoint, router  # noqa: F401
-from nodegraph.transport.zenoh.actions import ABORTED, CANCELED, SUCCEEDED
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
+from graph_testing import GraphBackend, byte_value
+from nodegraph.graph.api import GoalStatus, Node
 from so101_cli.benchmarks.driver import run_driver_benchmark
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration
@@ -42,14 +39,15 @@ from so101_nodes.trajectory import (
     TrajectoryError,
 )
 
+SUCCEEDED, CANCELED, ABORTED = GoalStatus.SUCCEEDED, GoalStatus.CANCELED, GoalStatus.ABORTED
 MAX_STEP_RAD = 0.02  # per 10 ms cycle: at most 2 rad/s, slow enough to observe holds and cancels
 WATCHDOG_S = 0.3
 
 
 class Rig:
-    """Emulator + driver node + a client node on a second zenoh session."""
+    """Emulator + driver node + a client node (a second session or participant)."""
 
-    def __init__(self, emu: FeetechEmulator, cal: ArmCalibration, driver: Driver, client: ZenohNode) -> None:
+    def __init__(self, emu: FeetechEmulator, cal: ArmCalibration, driver: Driver, client: Node) -> None:
         self.emu, self.cal, self.driver, self.client = emu, cal, driver, client
         self.lock = threading.Lock()
         self.states: list[Any] = []
@@ -137,7 +135,14 @@ RigFactory = Callable[..., Rig]
 
 
 @pytest.fixture
-def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]:  # noqa: F811
+def rig_backend(own_graph_backend: GraphBackend) -> GraphBackend:
+    """The graph of a rig: each backend in turn (a module that tests the driver's logic, not its transport,
+    overrides this with one backend)."""
+    return own_graph_backend
+
+
+@pytest.fixture
+def rig_factory(rig_backend: GraphBackend, tmp_path: Path) -> Iterator[RigFactory]:
     """``rig_factory(port=None, config_extra="", park=True, safety=None, port_link=None, servo_speed=3000,
     before_start=None, **parameters)``: a rig whose driver has these parameter overrides; ``config_extra`` lines go
     into robot.yaml's follower section, ``safety`` entries into its safety section; ``park=False`` leaves the
@@ -179,10 +184,6 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
             if port_link is not None:  # a stable path to replug behind (the pty's name changes on restart)
                 port_link.symlink_to(emu.port)
                 port = str(port_link)
-            contexts = [Context(router.endpoint), Context(router.endpoint)]
-            for ctx in contexts:
-                stack.callback(ctx.close)
-            assert all(ctx.wait_for_router(10.0) for ctx in contexts)
             overrides = {
                 "robot_config": str(config),
                 "port": port or emu.port,
@@ -190,9 +191,9 @@ def rig_factory(router: RouterProcess, tmp_path: Path) -> Iterator[RigFactory]: 
                 "max_consecutive_failures": 3,
                 **parameters,
             }
-            client = ZenohNode("client", context=contexts[1])
+            client = rig_backend.node("client")
             stack.callback(client.shutdown)
-            node = ZenohNode("driver", context=contexts[0], parameter_overrides=overrides)
+            node = rig_backend.node("driver", parameter_overrides=overrides)
             stack.callback(node.shutdown)
             driver = Driver(node)
             stack.callback(driver.close)  # after the node has shut down, as run_node does
@@ -218,10 +219,10 @@ def test_joint_states_names_rate_and_pose(rig: Rig) -> None:
     msg = rig.latest()
     assert list(msg.name) == list(JOINT_NAMES)
     assert np.allclose(msg.position[:5], 0.0, atol=2 * RAD_PER_COUNT)  # parked at the middle pose
-    arm = rig.wait_status("arm", lambda s: s.level == 0)
+    arm = rig.wait_status("arm", lambda s: byte_value(s.level) == 0)
     assert "no command yet" in arm.message
     servos = [rig.status(j) for j in JOINT_NAMES]
-    assert all(s is not None and s.level == 0 for s in servos)
+    assert all(s is not None and byte_value(s.level) == 0 for s in servos)
     values = {kv.key: kv.value for kv in servos[0].values}
     assert values["temperature_c"] == "30" and values["voltage_v"] == "12.0"
 
@@ -295,7 +296,7 @@ def test_estop_service_holds_until_released(rig: Rig) -> None:
     assert estop.call(rig.client.message("std_srvs/srv/SetBool_Request", data=True), 5.0).success
     rig.command([0.6], ["shoulder_pan"], seconds=0.5)
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT
-    assert rig.wait_status("arm", lambda s: s.level == 1).message.startswith("e-stop engaged")
+    assert rig.wait_status("arm", lambda s: byte_value(s.level) == 1).message.startswith("e-stop engaged")
     estop.call(rig.client.message("std_srvs/srv/SetBool_Request", data=False), 5.0)
     rig.drive("shoulder_pan", 0.6)
 
@@ -339,32 +340,32 @@ def test_follow_joint_trajectory_succeeds_cancels_and_rejects(rig: Rig) -> None:
 def test_faults_reported_node_survives_and_recovers(rig: Rig) -> None:
     rig.emu.set_error_bits(6, 0x04)  # gripper overheats
     rig.emu.set_temperature(6, 80)
-    gripper = rig.wait_status("gripper", lambda s: s.level == 2)
+    gripper = rig.wait_status("gripper", lambda s: byte_value(s.level) == 2)
     assert "overheat" in gripper.message and "hot (80 °C)" in gripper.message
-    assert "overheat" in rig.wait_status("arm", lambda s: s.level == 2).message
+    assert "overheat" in rig.wait_status("arm", lambda s: byte_value(s.level) == 2).message
     rig.command([0.5], ["shoulder_pan"], seconds=0.4)  # held while faulted
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT
     rig.emu.clear_faults()
-    rig.wait_status("gripper", lambda s: s.level == 0)
-    rig.wait_status("arm", lambda s: s.level == 0)
+    rig.wait_status("gripper", lambda s: byte_value(s.level) == 0)
+    rig.wait_status("arm", lambda s: byte_value(s.level) == 0)
 
     rig.emu.set_gone(4)  # wrist_flex unplugged: the others are still read and published, the arm holds
-    wrist = rig.wait_status("wrist_flex", lambda s: s.level == 2)
+    wrist = rig.wait_status("wrist_flex", lambda s: byte_value(s.level) == 2)
     assert "not answering" in wrist.message and "servo 4" in wrist.message
-    arm = rig.wait_status("arm", lambda s: s.level == 2)
+    arm = rig.wait_status("arm", lambda s: byte_value(s.level) == 2)
     assert "wrist_flex not answering" in arm.message
     wait_until(lambda: "wrist_flex" not in list(rig.latest().name), 5.0, "joint_states without wrist_flex")
     assert list(rig.latest().name) == [j for j in JOINT_NAMES if j != "wrist_flex"]
-    assert rig.status("shoulder_pan").level == 0  # the others: read fresh
+    assert byte_value(rig.status("shoulder_pan").level) == 0  # the others: read fresh
     rig.emu.set_gone(4, False)
-    rig.wait_status("arm", lambda s: s.level == 0)
+    rig.wait_status("arm", lambda s: byte_value(s.level) == 0)
     wait_until(lambda: list(rig.latest().name) == list(JOINT_NAMES), 5.0, "all joints again")
     rig.drive("shoulder_pan", 0.3)
 
 
 def test_missing_port_reports_and_keeps_retrying(rig_factory: RigFactory) -> None:
     rig = rig_factory(port="/dev/so101-no-such-port", reconnect_period_s=0.2)
-    arm = rig.wait_status("arm", lambda s: s.level == 2)
+    arm = rig.wait_status("arm", lambda s: byte_value(s.level) == 2)
     assert "not connected on /dev/so101-no-such-port" in arm.message and "cannot open" in arm.message
     assert rig.latest() is None  # no made-up joint states
     count = len(rig.diagnostics)
@@ -457,7 +458,7 @@ def test_config_without_leader_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_port_failure_reports_and_keeps_running(rig: Rig) -> None:
     rig.emu.stop()  # the USB adapter is unplugged
-    arm = rig.wait_status("arm", lambda s: s.level == 2 and "not connected" in s.message)
+    arm = rig.wait_status("arm", lambda s: byte_value(s.level) == 2 and "not connected" in s.message)
     assert rig.driver.link.total_failures >= 1 and not rig.driver.link.connected
     count = len(rig.diagnostics)
     wait_until(lambda: len(rig.diagnostics) > count + 2, 5.0, "diagnostics keep coming")

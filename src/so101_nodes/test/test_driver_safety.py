@@ -6,16 +6,25 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from arm_testing import RAD_PER_COUNT, move_by_hand, wait_until
-from graph_testing import endpoint, router  # noqa: F401
+from graph_testing import GraphBackend, graph_backend_for
 from nodegraph.transport.zenoh.actions import ABORTED, SUCCEEDED
 from so101_hardware.feetech import protocol as p
 from so101_nodes.trajectory import INVALID_GOAL, SUCCESSFUL
 from test_driver_node import MAX_STEP_RAD, Rig, RigFactory, rig_factory  # noqa: F401
+
+
+@pytest.fixture
+def rig_backend() -> Iterator[GraphBackend]:
+    """The driver's safety logic, on zenoh (the rig on both backends: test_driver_node.py)."""
+    with graph_backend_for("zenoh") as backend:
+        yield backend
+
 
 STEP_COUNTS = math.floor(MAX_STEP_RAD / RAD_PER_COUNT)  # the step limit in whole counts, rounded down
 ERROR, WARN = 2, 1

@@ -1,5 +1,6 @@
-"""The sim node through a real zenoh router: the twin runs in-process as a ZenohNode on its own context, the
-client side on another context (the wire between them is real); the error exits run as real processes."""
+"""The sim node on both backends: the twin runs in-process as a node on a session (zenoh, through a real router)
+or a DDS participant (rclpy) of its own, the client side on another (the wire between them is real); the error
+exits run as real processes."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ import graph_testing
 import numpy as np
 import pytest
 import yaml
-from nodegraph.transport.zenoh.actions import ABORTED, CANCELED, SUCCEEDED
+from graph_testing import GraphBackend
+from nodegraph.graph.api import GoalStatus
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
 from so101_core.sim import JOINT_NAMES
 from so101_core.sim.config import default_config_dir
 from so101_core.sim.errors import ConfigError
@@ -32,19 +33,17 @@ context = graph_testing.context
 
 FJT = "control_msgs/action/FollowJointTrajectory"
 INVALID_JOINTS = -2
+SUCCEEDED, CANCELED, ABORTED = GoalStatus.SUCCEEDED, GoalStatus.CANCELED, GoalStatus.ABORTED
 
 
 class Graph:
-    """A sim node and a client node on two contexts of one router."""
+    """A sim node and a client node of one backend."""
 
-    def __init__(self, process: RouterProcess, **overrides: Any) -> None:
-        self.contexts = [Context(process.endpoint), Context(process.endpoint)]
-        for ctx in self.contexts:
-            assert ctx.wait_for_router(10.0)
+    def __init__(self, backend: GraphBackend, **overrides: Any) -> None:
         params = {"cameras": [], **overrides}
-        self.sim_node = ZenohNode("sim", args=[], context=self.contexts[0], parameter_overrides=params)
+        self.sim_node = backend.node("sim", parameter_overrides=params)
         self.sim = SimNode(self.sim_node)
-        self.client = ZenohNode("client", args=[], context=self.contexts[1])
+        self.client = backend.node("client")
 
     def latest(self, type_name: str, topic: str) -> Callable[[], Any]:
         """Subscribe; the returned function gives the latest message (waits up to 10 s for the first)."""
@@ -72,17 +71,14 @@ class Graph:
         self.sim_node.shutdown()
         self.sim.close()
         self.client.shutdown()
-        for ctx in self.contexts:
-            ctx.close()
 
 
 @pytest.fixture(scope="module")
-def graph() -> Iterator[Graph]:
-    """One router and one sim (no cameras) shared by the tests that do not need their own parameters."""
-    with RouterProcess(f"tcp/127.0.0.1:{graph_testing.free_port()}") as process:
-        g = Graph(process)
-        yield g
-        g.close()
+def graph(graph_backend: GraphBackend) -> Iterator[Graph]:
+    """One sim (no cameras) per backend, shared by the tests that do not need their own parameters."""
+    g = Graph(graph_backend)
+    yield g
+    g.close()
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
@@ -276,17 +272,13 @@ def test_set_object_pose(graph: Graph) -> None:
     assert not response.success and "beaker" in response.message and "vial" in response.message
 
 
-def test_one_small_camera_publishes_image_and_camera_info(context: Context) -> None:
-    router_endpoint = context.endpoint
-    sim_node = ZenohNode(
+def test_one_small_camera_publishes_image_and_camera_info(own_graph_backend: GraphBackend) -> None:
+    sim_node = own_graph_backend.node(
         "sim",
-        args=[],
-        context=context,
         parameter_overrides={"cameras": ["side"], "width": 64, "height": 48, "camera_rate_hz": 5.0, "depth": True},
     )
     sim = SimNode(sim_node)
-    client_ctx = Context(router_endpoint)
-    client = ZenohNode("viewer", args=[], context=client_ctx)
+    client = own_graph_backend.node("viewer")
     try:
         got: dict[str, list[Any]] = {"image": [], "info": [], "depth": []}
         client.create_subscription("sensor_msgs/msg/Image", "/cameras/side/image_raw", got["image"].append)
@@ -311,7 +303,6 @@ def test_one_small_camera_publishes_image_and_camera_info(context: Context) -> N
         sim_node.shutdown()
         sim.close()
         client.shutdown()
-        client_ctx.close()
 
 
 def test_bad_camera_name_is_a_clear_error(context: Context) -> None:

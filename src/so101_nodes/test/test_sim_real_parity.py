@@ -1,9 +1,9 @@
 """Sim and real answer a large command step the same way (issue 13, defect 11): the driver (over the Feetech
-emulator) and the sim node (MuJoCo twin, namespace ``twin``) share one router and one robot.yaml and get the
-same command at the same time; both arms move at the configured step limit (``max_step_rad`` x ``rate_hz``)
-instead of the twin jumping to the target. Observed: the emulator's present position (wall clock: a loaded
-machine can only slow the driver's 100 Hz cycle, never speed it up) and the twin's ``joint_states`` on their
-own stamps (sim clock: exact whatever the load)."""
+emulator) and the sim node (MuJoCo twin, namespace ``twin``) share one graph (on each backend) and one robot.yaml
+and get the same command at the same time; both arms move at the configured step limit (``max_step_rad`` x
+``rate_hz``) instead of the twin jumping to the target. Observed: the emulator's present position (wall clock: a
+loaded machine can only slow the driver's 100 Hz cycle, never speed it up) and the twin's ``joint_states`` on
+their own stamps (sim clock: exact whatever the load)."""
 
 from __future__ import annotations
 
@@ -16,27 +16,22 @@ from typing import Any
 import numpy as np
 import pytest
 from arm_testing import wait_until
-from graph_testing import endpoint, router  # noqa: F401
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
+from graph_testing import GraphBackend
 from so101_nodes.sim_node import SimNode
-from test_driver_node import MAX_STEP_RAD, RigFactory, rig_factory  # noqa: F401
+from test_driver_node import MAX_STEP_RAD, RigFactory, rig_backend, rig_factory  # noqa: F401
 
 SPEED = MAX_STEP_RAD * 100.0  # rad/s: the driver's 100 Hz cycle
 PAN = 0
 
 
 @pytest.fixture
-def sim(router: RouterProcess) -> Iterator[Any]:  # noqa: F811
+def sim(own_graph_backend: GraphBackend) -> Iterator[Any]:
+    """``sim(robot_config)``: a sim node on the graph of the test's rig (``rig_factory``'s backend)."""
     with contextlib.ExitStack() as stack:
 
         def make(robot_config: str) -> SimNode:
-            ctx = Context(router.endpoint)
-            stack.callback(ctx.close)
-            assert ctx.wait_for_router(10.0)
             overrides = {"cameras": [], "randomize": False, "robot_config": robot_config}
-            node = ZenohNode("sim", namespace="twin", args=[], context=ctx, parameter_overrides=overrides)
+            node = own_graph_backend.node("sim", namespace="twin", parameter_overrides=overrides)
             stack.callback(node.shutdown)
             sim = SimNode(node)
             stack.callback(sim.close)

@@ -1,4 +1,5 @@
-"""The teleop node through a real zenoh router: mapping, staleness, and leader -> teleop -> driver end to end."""
+"""The teleop node on both backends (a real zenoh router; rclpy over DDS): mapping, staleness, and leader ->
+teleop -> driver end to end."""
 
 from __future__ import annotations
 
@@ -12,10 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from arm_testing import joint_position, move_by_hand, park_at_middle, wait_until, write_calibration
-from graph_testing import endpoint, router  # noqa: F401
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
+from graph_testing import GraphBackend, byte_value
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.feetech.emulator import FeetechEmulator
 from so101_nodes.driver_node import Driver
@@ -34,17 +32,9 @@ def stack() -> Iterator[contextlib.ExitStack]:
         yield s
 
 
-def connected_contexts(stack: contextlib.ExitStack, router_endpoint: str, n: int) -> list[Context]:
-    contexts = [Context(router_endpoint) for _ in range(n)]
-    for ctx in contexts:
-        stack.callback(ctx.close)
-    assert all(ctx.wait_for_router(10.0) for ctx in contexts)
-    return contexts
-
-
-def start(stack: contextlib.ExitStack, factory: Any, name: str, ctx: Context, **parameters: Any) -> Any:
+def start(stack: contextlib.ExitStack, factory: Any, name: str, backend: GraphBackend, **parameters: Any) -> Any:
     """A node running ``factory``'s logic; shut down (then its ``close()``, as run_node does) at teardown."""
-    node = ZenohNode(name, context=ctx, parameter_overrides=parameters)
+    node = backend.node(name, parameter_overrides=parameters)
     stack.callback(node.shutdown)
     logic = factory(node)
     if hasattr(logic, "close"):
@@ -54,14 +44,20 @@ def start(stack: contextlib.ExitStack, factory: Any, name: str, ctx: Context, **
 
 
 def test_teleop_maps_forwards_and_stops_when_stale(
-    router: RouterProcess,  # noqa: F811
+    own_graph_backend: GraphBackend,
     stack: contextlib.ExitStack,
 ) -> None:
-    ctx_teleop, ctx_client = connected_contexts(stack, router.endpoint, 2)
     teleop = start(
-        stack, Teleop, "teleop", ctx_teleop, scale=SCALE, offset_rad=OFFSET, stale_timeout_s=STALE_S, rate_hz=50.0
+        stack,
+        Teleop,
+        "teleop",
+        own_graph_backend,
+        scale=SCALE,
+        offset_rad=OFFSET,
+        stale_timeout_s=STALE_S,
+        rate_hz=50.0,
     )
-    client = ZenohNode("client", context=ctx_client)
+    client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     lock = threading.Lock()
     commands: list[tuple[float, Any]] = []
@@ -109,7 +105,7 @@ def test_teleop_maps_forwards_and_stops_when_stale(
 
 
 def test_leader_drives_follower_end_to_end(
-    router: RouterProcess,  # noqa: F811
+    own_graph_backend: GraphBackend,
     stack: contextlib.ExitStack,
     tmp_path: Path,
 ) -> None:
@@ -125,10 +121,9 @@ def test_leader_drives_follower_end_to_end(
         f"  follower: {{id: follower, calibration: {follower_cal_path}, bus: {{port: {follower_emu.port}}}}}\n"
         f"  leader: {{id: leader, calibration: {leader_cal_path}, bus: {{port: {leader_emu.port}}}}}\n"
     )
-    (ctx,) = connected_contexts(stack, router.endpoint, 1)
-    driver = start(stack, Driver, "driver", ctx, robot_config=str(config))
-    start(stack, Leader, "leader", ctx, robot_config=str(config))
-    start(stack, Teleop, "teleop", ctx)
+    driver = start(stack, Driver, "driver", own_graph_backend, robot_config=str(config))
+    start(stack, Leader, "leader", own_graph_backend, robot_config=str(config))
+    start(stack, Teleop, "teleop", own_graph_backend)
     wait_until(lambda: driver.latest_state() is not None, 10.0, "driver running")
 
     move_by_hand(leader_emu, cal, "shoulder_pan", 0.6)
@@ -138,13 +133,14 @@ def test_leader_drives_follower_end_to_end(
 
 
 def test_teleop_reports_a_silent_leader_on_diagnostics(
-    router: RouterProcess,  # noqa: F811
+    own_graph_backend: GraphBackend,
     stack: contextlib.ExitStack,
 ) -> None:
     """Defect 12 of issue 13: a silent leader is told on /diagnostics, not only by the follower's watchdog."""
-    ctx_teleop, ctx_client = connected_contexts(stack, router.endpoint, 2)
-    start(stack, Teleop, "teleop", ctx_teleop, stale_timeout_s=STALE_S, diagnostics_period_s=0.1, check_stamp=False)
-    client = ZenohNode("client", context=ctx_client)
+    start(
+        stack, Teleop, "teleop", own_graph_backend, stale_timeout_s=STALE_S, diagnostics_period_s=0.1, check_stamp=False
+    )
+    client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     statuses: list[Any] = []
     client.create_subscription(
@@ -155,14 +151,14 @@ def test_teleop_reports_a_silent_leader_on_diagnostics(
     def latest() -> Any:
         return statuses[-1] if statuses else None
 
-    wait_until(lambda: latest() is not None and latest().level == 2, 5.0, "ERROR before any leader message")
+    wait_until(lambda: latest() is not None and byte_value(latest().level) == 2, 5.0, "ERROR before any leader message")
     assert "no leader message" in latest().message and latest().name == "teleop: leader"
     end = time.monotonic() + 0.5
     while time.monotonic() < end:
         leader.publish(client.message("sensor_msgs/msg/JointState", name=list(JOINT_NAMES), position=LEADER))
         time.sleep(0.02)
-        if latest() is not None and latest().level == 0:
+        if latest() is not None and byte_value(latest().level) == 0:
             break
     assert latest().message == "forwarding"
-    wait_until(lambda: latest().level == 1, 5.0, "WARN once the leader is silent")
+    wait_until(lambda: byte_value(latest().level) == 1, 5.0, "WARN once the leader is silent")
     assert "leader stale" in latest().message

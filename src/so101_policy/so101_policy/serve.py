@@ -13,12 +13,13 @@ then it prints ``serving on <address> (..., warm-up N inferences in S s, last M 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.transport.shutdown import install_signal_handlers
 
 from .backend import PolicyBackend, warmup_observation
 from .errors import PolicyError
@@ -74,7 +75,14 @@ def serve(args: argparse.Namespace, announce: Any = print) -> int:
         raise ValueError(f"--warmup must be >= 0, got {args.warmup}")
     backend = build_backend(args)
     server = PolicyServer(backend, server_config(args))
-    previous = {sig: signal.signal(sig, lambda *_: server.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    stop = threading.Event()
+    install_signal_handlers(stop)  # SIGINT/SIGTERM stop the server; a second one or the deadline ends the process
+
+    def stop_on_signal() -> None:
+        stop.wait()
+        server.stop()
+
+    threading.Thread(target=stop_on_signal, name="serve-stop", daemon=True).start()
     try:
         warm = server.warm_up(warmup_observation(backend), args.warmup)
         if server.stopped:
@@ -88,8 +96,6 @@ def serve(args: argparse.Namespace, announce: Any = print) -> int:
         server.serve_forever()
     finally:
         server.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     return 0
 
 

@@ -1,7 +1,7 @@
-"""The policy node through a real zenoh router: with the twin (in-process sim node, one tiny camera) and a fake
-policy server on a real ZMQ socket that returns NaN, out-of-range, late and no replies → hold + diagnostics, then
-recovery (after a refusal loop, on ~/start); and without the twin, stale inputs and the horizon. The chunk rule
-itself, ticked directly: test_policy_node_chunks.py."""
+"""The policy node on both backends (a real zenoh router; rclpy over DDS): with the twin (in-process sim node, one
+tiny camera) and a fake policy server on a real ZMQ socket that returns NaN, out-of-range, late and no replies →
+hold + diagnostics, then recovery (after a refusal loop, on ~/start); and without the twin, stale inputs and the
+horizon. The chunk rule itself, ticked directly: test_policy_node_chunks.py."""
 
 from __future__ import annotations
 
@@ -11,18 +11,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
 from fake_server import FakeServer, ScriptedBackend
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
+from graph_testing import GraphBackend, byte_value
+from nodegraph.graph.api import Node
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode
-
-endpoint = graph_testing.endpoint
-router = graph_testing.router
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -36,7 +31,7 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> No
 class Watch:
     """The client side: latest commands and the policy node's diagnostics."""
 
-    def __init__(self, node: ZenohNode) -> None:
+    def __init__(self, node: Node) -> None:
         self.node = node
         self.lock = threading.Lock()
         self.commands: list[tuple[float, np.ndarray]] = []
@@ -52,7 +47,7 @@ class Watch:
         for s in msg.status:
             if str(s.name).startswith("policy: "):
                 with self.lock:
-                    self.status.append((int(s.level), str(s.message)))
+                    self.status.append((byte_value(s.level), str(s.message)))
 
     def last_status(self) -> tuple[int, str]:
         with self.lock:
@@ -81,30 +76,19 @@ def stack() -> Iterator[contextlib.ExitStack]:
         yield s
 
 
-def contexts(stack: contextlib.ExitStack, process: RouterProcess, n: int) -> list[Context]:
-    out = [Context(process.endpoint) for _ in range(n)]
-    for ctx in out:
-        stack.callback(ctx.close)
-        assert ctx.wait_for_router(10.0)
-    return out
-
-
-def start_policy(stack: contextlib.ExitStack, ctx: Context, **params: Any) -> PolicyNode:
-    node = ZenohNode("policy", args=[], context=ctx, parameter_overrides=params)
+def start_policy(stack: contextlib.ExitStack, backend: GraphBackend, **params: Any) -> PolicyNode:
+    node = backend.node("policy", parameter_overrides=params)
     logic = PolicyNode(node)
     stack.callback(logic.close)
     stack.callback(node.shutdown)
     return logic
 
 
-def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib.ExitStack) -> None:
+def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: contextlib.ExitStack) -> None:
     from so101_nodes.sim_node import SimNode
 
-    c_sim, c_policy, c_client = contexts(stack, router, 3)
-    sim_node = ZenohNode(
+    sim_node = own_graph_backend.node(
         "sim",
-        args=[],
-        context=c_sim,
         parameter_overrides={"cameras": ["top"], "width": 32, "height": 24, "camera_rate_hz": 15.0, "randomize": False},
     )
     sim = SimNode(sim_node)
@@ -116,7 +100,7 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
     stack.callback(server.stop)
     policy = start_policy(
         stack,
-        c_policy,
+        own_graph_backend,
         cameras=["top"],
         server_port=server.port,
         server_timeout_ms=300,
@@ -124,7 +108,7 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
         horizon_sim=16,
         diagnostics_period_s=0.3,
     )
-    client = ZenohNode("client", args=[], context=c_client)
+    client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     watch = Watch(client)
     time.sleep(1.0)
@@ -180,7 +164,7 @@ def test_hold_and_recover_with_the_twin(router: RouterProcess, stack: contextlib
     assert watch.commands_since(t) == []  # stopped: nothing published
 
 
-def publish_inputs(node: ZenohNode, q: np.ndarray, image: bool = True) -> None:
+def publish_inputs(node: Node, q: np.ndarray, image: bool = True) -> None:
     stamp = node.stamp()
     header = node.message("std_msgs/msg/Header", stamp=stamp)
     node_pub = publish_inputs.pubs  # type: ignore[attr-defined]
@@ -201,15 +185,16 @@ def publish_inputs(node: ZenohNode, q: np.ndarray, image: bool = True) -> None:
         )
 
 
-def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(router: RouterProcess, stack: contextlib.ExitStack) -> None:
-    c_policy, c_client = contexts(stack, router, 2)
+def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(
+    own_graph_backend: GraphBackend, stack: contextlib.ExitStack
+) -> None:
     backend = ScriptedBackend(("top",), horizon=40)
     backend.ramp = 0.5  # degrees per row: row t of a chunk is the observed shoulder_pan + 0.5 t
     server = FakeServer(backend)
     stack.callback(server.stop)
     start_policy(
         stack,
-        c_policy,
+        own_graph_backend,
         cameras=["top"],
         server_port=server.port,
         server_timeout_ms=300,
@@ -220,7 +205,7 @@ def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(router: RouterProcess,
         diagnostics_period_s=0.3,
         stale_camera_s=0.3,
     )
-    client = ZenohNode("client", args=[], context=c_client)
+    client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     publish_inputs.pubs = {  # type: ignore[attr-defined]
         "joints": client.create_publisher("sensor_msgs/msg/JointState", "/joint_states"),
@@ -272,18 +257,19 @@ class _SlowFirstReply(ScriptedBackend):
         return super().get_action(observation, options)
 
 
-def test_steps_count_from_the_first_action_not_from_start(router: RouterProcess, stack: contextlib.ExitStack) -> None:
+def test_steps_count_from_the_first_action_not_from_start(
+    own_graph_backend: GraphBackend, stack: contextlib.ExitStack
+) -> None:
     """A slow first reply must not move a step-indexed policy (a replay) ahead of the arm: the step sent with
     each query counts control periods from the run's first action."""
-    c_policy, c_client = contexts(stack, router, 2)
     backend = _SlowFirstReply(("top",), horizon=16)
     server = FakeServer(backend)
     stack.callback(server.stop)
     start_policy(
-        stack, c_policy, cameras=["top"], server_port=server.port, server_timeout_ms=5000, horizon=16,
+        stack, own_graph_backend, cameras=["top"], server_port=server.port, server_timeout_ms=5000, horizon=16,
         replan_steps=8, autostart=True, stale_camera_s=5.0, stale_joint_s=5.0,
     )  # fmt: skip
-    client = ZenohNode("client", args=[], context=c_client)
+    client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     publish_inputs.pubs = {  # type: ignore[attr-defined]
         "joints": client.create_publisher("sensor_msgs/msg/JointState", "/joint_states"),

@@ -1,11 +1,11 @@
-"""/so101/solve_ik and /so101/plan_motion through a real zenoh router: FK → IK → FK, unreachable targets answered
-cleanly, and a planned trajectory executed by the twin's FollowJointTrajectory reaching its goal untouched."""
+"""/so101/solve_ik and /so101/plan_motion on both backends (a real zenoh router; rclpy over DDS): FK → IK → FK,
+unreachable targets answered cleanly, and a planned trajectory executed by the twin's FollowJointTrajectory
+reaching its goal untouched."""
 
 # ruff: noqa: N803, N806  (math notation: T pose)
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,37 +14,26 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from nodegraph.transport.zenoh.actions import SUCCEEDED
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
+from graph_testing import GraphBackend
+from nodegraph.graph.api import GoalStatus
 from so101_core.sim.geometry import mat_to_quat
 from so101_nodes.sim_node import SimNode
 from so101_skillgen.ik_service_node import IKServiceNode
 from so101_skillgen.kinematics import ArmKinematics
 
 FJT = "control_msgs/action/FollowJointTrajectory"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+SUCCEEDED = GoalStatus.SUCCEEDED
 
 
 class Graph:
-    """The sim, the IK service node and a client, each on its own zenoh context of one router."""
+    """The sim, the IK service node and a client, each on its own session or DDS participant."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.contexts = [Context(endpoint) for _ in range(3)]
-        for ctx in self.contexts:
-            assert ctx.wait_for_router(10.0)
-        self.sim_node = ZenohNode("sim", args=[], context=self.contexts[0],
-                                  parameter_overrides={"cameras": [], "randomize": False})  # fmt: skip
+    def __init__(self, backend: GraphBackend) -> None:
+        self.sim_node = backend.node("sim", parameter_overrides={"cameras": [], "randomize": False})
         self.sim = SimNode(self.sim_node)
-        self.ik_node = ZenohNode("so101_ik", args=[], context=self.contexts[1])
+        self.ik_node = backend.node("so101_ik")
         self.ik = IKServiceNode(self.ik_node)
-        self.client = ZenohNode("client", args=[], context=self.contexts[2])
+        self.client = backend.node("client")
         self.msg = self.client.message
 
     def latest(self, type_name: str, topic: str) -> Any:
@@ -72,16 +61,13 @@ class Graph:
         for n in (self.client, self.ik_node, self.sim_node):
             n.shutdown()
         self.sim.close()
-        for ctx in self.contexts:
-            ctx.close()
 
 
 @pytest.fixture(scope="module")
-def graph() -> Iterator[Graph]:
-    with RouterProcess(f"tcp/127.0.0.1:{_free_port()}") as router:
-        g = Graph(router.endpoint)
-        yield g
-        g.close()
+def graph(graph_backend: GraphBackend) -> Iterator[Graph]:
+    g = Graph(graph_backend)
+    yield g
+    g.close()
 
 
 def test_fk_ik_fk_and_unreachable_targets(graph: Graph) -> None:

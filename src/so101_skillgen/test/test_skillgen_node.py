@@ -1,11 +1,11 @@
-"""The /skillgen/generate action server as its own process, driven through a real zenoh router by this process:
-bad goals aborted with the field named, feedback, a second goal rejected, cancel within one attempt, resume."""
+"""The /skillgen/generate action server as its own process, driven by this process on both backends (through a
+real zenoh router; rclpy over DDS): bad goals aborted with the field named, feedback, a second goal rejected,
+cancel within one attempt, resume."""
 
 from __future__ import annotations
 
 import itertools
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -15,22 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodegraph.transport.zenoh.actions import ABORTED, CANCELED, SUCCEEDED
-from nodegraph.transport.zenoh.config import ENDPOINT_ENV
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
+from graph_testing import GraphBackend
+from nodegraph.graph.api import GoalStatus, Node
 from so101_core.seeds.format import save_seed
 from so101_core.sim.twin import Twin
 from so101_skillgen.seeds_from_sim import scripted_seeds
 
 ACTION = "so101_msgs/action/GenerateDemos"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+SUCCEEDED, CANCELED, ABORTED = GoalStatus.SUCCEEDED, GoalStatus.CANCELED, GoalStatus.ABORTED
 
 
 @pytest.fixture(scope="module")
@@ -42,37 +34,32 @@ def seed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def graph() -> Iterator[tuple[ZenohNode, subprocess.Popen[str]]]:
-    endpoint = f"tcp/127.0.0.1:{_free_port()}"
-    env = {**os.environ, ENDPOINT_ENV: endpoint, "PYTHONUNBUFFERED": "1"}
-    with RouterProcess(endpoint) as router:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "so101_skillgen.skillgen_node"], env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        ctx = Context(router.endpoint)
-        assert ctx.wait_for_router(10.0)
-        client = ZenohNode("skillgen_test_client", args=[], context=ctx)
+def graph(graph_backend: GraphBackend) -> Iterator[tuple[Node, subprocess.Popen[str]]]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the backend's (graph_backend exported it)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "so101_skillgen.skillgen_node"], env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    client = graph_backend.node("skillgen_test_client")
+    try:
+        yield client, proc
+    finally:
+        client.shutdown()
+        proc.terminate()
         try:
-            yield client, proc
-        finally:
-            client.shutdown()
-            ctx.close()
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
-def _goal(client: ZenohNode, **fields: Any) -> Any:
+def _goal(client: Node, **fields: Any) -> Any:
     base = {"seeds_dir": "", "task": "", "num_demos": 3, "max_attempts": 0, "random_seed": 0, "render": False,
             "output_dir": ""}  # fmt: skip
     return client.message(f"{ACTION}_Goal", **{**base, **fields})
 
 
-Graph = tuple[ZenohNode, subprocess.Popen[str]]
+Graph = tuple[Node, subprocess.Popen[str]]
 
 
 def test_generate_action_end_to_end(graph: Graph, seed_dir: Path, tmp_path: Path) -> None:

@@ -225,7 +225,9 @@ class Node(Protocol):
         *,
         raw: bool = False,
     ) -> Subscription:
-        """Call ``callback(msg)`` for each message; with ``raw`` it gets ``(cdr bytes, attachment or None)``."""
+        """Call ``callback(msg)`` for each message; with ``raw`` it gets ``(cdr bytes, info)``: info has at least
+        ``source_timestamp_ns`` (when the publisher sent it; the rmw_zenoh attachment on zenoh, rclpy's
+        MessageInfo on rclpy) and ``sequence_number``, or is None when the sender attached nothing."""
 
     def create_service(self, type_name: str, name: str, callback: Callable[[Message, Message], Message]) -> object:
         """Serve ``name``: ``callback(request, response)`` returns the response; if it raises, the error is

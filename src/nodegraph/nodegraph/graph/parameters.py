@@ -202,7 +202,7 @@ class ParameterStore:
                 if descriptor.read_only:
                     return SetParametersResult(False, f"Trying to set a read-only parameter: {name}.")
                 try:
-                    coerced[name] = _coerce_set(name, value, descriptor.type)
+                    coerced[name] = coerce_to_type(name, value, descriptor.type)
                 except ParameterError as exc:
                     return SetParametersResult(False, str(exc))
             for callback in self._on_set:
@@ -216,8 +216,9 @@ class ParameterStore:
         return SetParametersResult(True)
 
 
-def _coerce_set(name: str, value: Any, declared: int) -> Any:
-    """``value`` for a parameter of type ``declared``; ParameterError on a change of type (int may widen)."""
+def coerce_to_type(name: str, value: Any, declared: int) -> Any:
+    """``value`` for a parameter of type ``declared`` (a ParameterType code); ParameterError on a change of type
+    (an int may widen to a float), with rclpy's reason."""
     if declared == NOT_SET:
         return value
     kind = type_of(value, declared)

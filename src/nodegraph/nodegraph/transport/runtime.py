@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodegraph.graph.api import GraphError, Node
+from nodegraph.transport import shutdown
 from nodegraph.transport.log import node_logger
 
 ENV = "SO101_TRANSPORT"
@@ -28,7 +29,8 @@ class BackendUnavailableError(GraphError):
     """The requested transport backend cannot be used in this environment."""
 
 
-def _rclpy_import_error() -> ImportError | None:
+def rclpy_import_error() -> ImportError | None:
+    """Why ``import rclpy`` fails here, or None when it works."""
     try:
         import rclpy  # noqa: F401
     except ImportError as exc:
@@ -38,7 +40,7 @@ def _rclpy_import_error() -> ImportError | None:
 
 def rclpy_available() -> bool:
     """True when ``import rclpy`` succeeds (a ROS 2 environment is sourced)."""
-    return _rclpy_import_error() is None
+    return rclpy_import_error() is None
 
 
 def backend_name() -> str:
@@ -49,10 +51,10 @@ def backend_name() -> str:
         raise ValueError(f"{ENV}={raw!r} is not a transport backend; use one of {', '.join(BACKENDS)}")
     if value == "auto":
         return "rclpy" if rclpy_available() else "zenoh"
-    if value == "rclpy" and (error := _rclpy_import_error()) is not None:
+    if value == "rclpy" and (error := rclpy_import_error()) is not None:
         raise BackendUnavailableError(
             f"{ENV}=rclpy, but rclpy does not import ({error}); source a ROS 2 Jazzy environment "
-            f"(source /opt/ros/jazzy/setup.bash) or use {ENV}=zenoh (or auto)"
+            f"(source /opt/ros/jazzy/setup.bash) or run scripts/setup (Jazzy's wheels), or use {ENV}=zenoh (or auto)"
         )
     return value
 
@@ -72,12 +74,9 @@ def create_node(name: str, args: list[str] | None = None, **kwargs: Any) -> Node
 
 
 def install_signal_handlers() -> None:
-    """Make SIGINT/SIGTERM shut the process's nodes down cleanly (selected backend; main thread only)."""
-    if backend_name() == "rclpy":
-        from nodegraph.transport.rclpy.context import install_signal_handlers as install
-    else:
-        from nodegraph.transport.zenoh.context import install_signal_handlers as install
-    install()
+    """Make SIGINT/SIGTERM shut the process's nodes down, within a deadline (``nodegraph.transport.shutdown``;
+    the same for both backends; main thread only)."""
+    shutdown.install_signal_handlers()
 
 
 def run_node(factory: Callable[[Node], object], name: str, args: list[str] | None = None) -> int:
@@ -88,6 +87,7 @@ def run_node(factory: Callable[[Node], object], name: str, args: list[str] | Non
     a ``close()`` method it is called after the node has shut down (no callback runs any more by then).
     """
     try:
+        shutdown.deadline_s()  # a bad $SO101_SHUTDOWN_DEADLINE_S is reported before anything starts
         node = create_node(name, args)
     except Exception as exc:
         node_logger(name).error(f"cannot create node {name!r}: {type(exc).__name__}: {exc}")

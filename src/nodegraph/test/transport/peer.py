@@ -3,7 +3,8 @@
 Roles: ``joint_states N`` and ``image N`` publish N messages once a subscriber is seen; ``add_server`` serves
 ``/add_two_ints``; ``action_server`` serves ``/skillgen/generate``; ``params`` prints its parameters as JSON;
 ``listen TOPIC`` prints each JointState position it gets; ``talker`` has parameters, /chatter at 20 Hz
-and a /boom service whose callback raises. Every role stops on SIGINT/SIGTERM.
+and a /boom service whose callback raises. Every role stops on SIGINT/SIGTERM. The backend is
+``$SO101_TRANSPORT``'s (the test's ``graph_backend``).
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ import time
 from typing import Any
 
 import numpy as np
-from nodegraph.transport.zenoh.context import install_signal_handlers
-from nodegraph.transport.zenoh.node import ZenohNode
+from nodegraph.graph.api import Node
+from nodegraph.transport.runtime import create_node, install_signal_handlers
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
 
-def wait_for_subscriber(node: ZenohNode, topic: str, timeout_s: float = 20.0) -> None:
-    node.context.graph.wait_for(lambda ts: any(t.kind == "MS" and t.name == topic for t in ts), timeout_s)
+def wait_for_subscriber(node: Node, topic: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not node.subscriptions_info_by_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(0.3)
 
 
-def image(node: ZenohNode, index: int) -> Any:
+def image(node: Node, index: int) -> Any:
     data = (np.arange(480 * 640 * 3, dtype=np.uint32) * (index + 1) % 251).astype(np.uint8)
     return node.message("sensor_msgs/msg/Image", height=480, width=640, encoding="rgb8", step=1920, data=data)
 
@@ -35,7 +38,7 @@ def main() -> int:
     role, rest = sys.argv[1], sys.argv[2:]
     split = rest.index("--ros-args") if "--ros-args" in rest else len(rest)
     positional = rest[:split]
-    node = ZenohNode(f"peer_{role}", args=rest[split:])
+    node = create_node(f"peer_{role}", rest[split:])
     if role in ("joint_states", "image"):
         count = int(positional[0])
         topic = "/joint_states" if role == "joint_states" else "/cameras/side/image_raw"

@@ -1,4 +1,5 @@
-"""Pub/sub, services and actions between real processes through a real zenoh router on loopback."""
+"""Pub/sub, services and actions between real processes, on both backends: through a real zenoh router on
+loopback, and through rclpy (Fast DDS) in a ROS domain of the module's own."""
 
 from __future__ import annotations
 
@@ -7,13 +8,11 @@ import time
 from typing import Any
 
 import numpy as np
-from graph_testing import Peer
-from nodegraph.transport.zenoh.actions import CANCELED, SUCCEEDED
-from nodegraph.transport.zenoh.context import Context
-from nodegraph.transport.zenoh.node import ZenohNode
+from graph_testing import GraphBackend, Peer, wait_until
+from nodegraph.graph.api import GoalStatus, Node
 
 
-def collect(node: ZenohNode, type_name: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:
+def collect(node: Node, type_name: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:
     got: list[Any] = []
     done = threading.Event()
 
@@ -27,8 +26,8 @@ def collect(node: ZenohNode, type_name: str, topic: str, count: int, timeout_s: 
     return got
 
 
-def test_joint_states_across_processes(context: Context, peers: list[Peer]) -> None:
-    node = ZenohNode("listener", args=[], context=context)
+def test_joint_states_across_processes(graph_backend: GraphBackend, peers: list[Peer]) -> None:
+    node = graph_backend.node("listener")
     peers.append(Peer("joint_states", "20"))
     got = collect(node, "sensor_msgs/msg/JointState", "/joint_states", 20)
     assert len(got) == 20
@@ -45,8 +44,8 @@ def test_joint_states_across_processes(context: Context, peers: list[Peer]) -> N
     assert peers[0].process.wait(timeout=20) == 0
 
 
-def test_image_640x480_across_processes(context: Context, peers: list[Peer]) -> None:
-    node = ZenohNode("viewer", args=[], context=context)
+def test_image_640x480_across_processes(graph_backend: GraphBackend, peers: list[Peer]) -> None:
+    node = graph_backend.node("viewer")
     peers.append(Peer("image", "5"))
     got = collect(node, "sensor_msgs/msg/Image", "/cameras/side/image_raw", 5)
     assert len(got) == 5
@@ -56,10 +55,10 @@ def test_image_640x480_across_processes(context: Context, peers: list[Peer]) -> 
         np.testing.assert_array_equal(msg.data, expected)
 
 
-def test_service_call_across_processes(context: Context, peers: list[Peer]) -> None:
+def test_service_call_across_processes(graph_backend: GraphBackend, peers: list[Peer]) -> None:
     peers.append(Peer("add_server"))
     peers[-1].wait_line("READY")
-    node = ZenohNode("caller", args=[], context=context)
+    node = graph_backend.node("caller")
     client = node.create_client("example_interfaces/srv/AddTwoInts", "/add_two_ints")
     assert client.wait_for_service(10.0)
     for a, b in ((2, 40), (-5, 5), (2**40, 1)):
@@ -67,10 +66,10 @@ def test_service_call_across_processes(context: Context, peers: list[Peer]) -> N
         assert response.sum == a + b
 
 
-def test_action_feedback_result_and_cancel(context: Context, peers: list[Peer]) -> None:
+def test_action_feedback_result_and_cancel(graph_backend: GraphBackend, peers: list[Peer]) -> None:
     peers.append(Peer("action_server"))
     peers[-1].wait_line("READY")
-    node = ZenohNode("commander", args=[], context=context)
+    node = graph_backend.node("commander")
     client = node.create_action_client("so101_msgs/action/GenerateDemos", "/skillgen/generate")
     assert client.wait_for_server(10.0)
 
@@ -79,7 +78,7 @@ def test_action_feedback_result_and_cancel(context: Context, peers: list[Peer]) 
     handle = client.send_goal(goal, feedback.append)
     assert handle.accepted
     status, result = handle.result(timeout_s=20.0)
-    assert status == SUCCEEDED
+    assert status == GoalStatus.SUCCEEDED
     assert (result.succeeded, result.message) == (5, "done")
     assert [f.attempted for f in feedback] == [0, 1, 2, 3, 4]
 
@@ -89,7 +88,7 @@ def test_action_feedback_result_and_cancel(context: Context, peers: list[Peer]) 
     time.sleep(0.5)
     assert handle.cancel()
     status, result = handle.result(timeout_s=20.0)
-    assert status == CANCELED
+    assert status == GoalStatus.CANCELED
     assert result.message == "canceled"
     assert 0 < result.attempted < 100
 
@@ -97,13 +96,14 @@ def test_action_feedback_result_and_cancel(context: Context, peers: list[Peer]) 
     assert not rejected.accepted
 
 
-def test_sigint_stops_a_node_and_removes_it_from_the_graph(context: Context, peers: list[Peer]) -> None:
+def test_sigint_stops_a_node_and_removes_it_from_the_graph(graph_backend: GraphBackend, peers: list[Peer]) -> None:
     peers.append(Peer("add_server"))
     peers[-1].wait_line("READY")
+    node = graph_backend.node("observer")
 
-    def server_alive(tokens: list[Any]) -> bool:
-        return any(t.kind == "SS" and t.name == "/add_two_ints" for t in tokens)
+    def peer_on_graph() -> bool:  # its /rosout publisher, which every node has
+        return any(info.node_name == "peer_add_server" for info in node.publishers_info_by_topic("/rosout"))
 
-    assert context.graph.wait_for(server_alive, 10.0)
+    assert wait_until(peer_on_graph, 10.0)
     assert peers[-1].stop() == 0
-    assert context.graph.wait_for(lambda tokens: not server_alive(tokens), 10.0)
+    assert wait_until(lambda: not peer_on_graph(), 10.0)

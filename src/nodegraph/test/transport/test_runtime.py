@@ -1,7 +1,6 @@
-"""Backend selection (``$SO101_TRANSPORT``) and ``run_node``'s exit codes, on the zenoh backend.
+"""Backend selection (``$SO101_TRANSPORT``), and ``run_node``'s exit codes and bounded shutdown on both backends.
 
-The rclpy backend cannot run here (no ROS 2); these tests make rclpy unimportable where they need its
-absence to be certain, so they hold in a sourced ROS 2 environment too.
+The selection tests make rclpy unimportable where they need its absence to be certain.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from graph_testing import GraphBackend
+from nodegraph.transport.rclpy.node import RclpyNode
 from nodegraph.transport.runtime import (
     ENV,
     BackendUnavailableError,
@@ -21,7 +22,6 @@ from nodegraph.transport.runtime import (
     run_node,
 )
 from nodegraph.transport.zenoh.node import ZenohNode
-from nodegraph.transport.zenoh.router import RouterProcess
 
 # A node process: parameter ``mode:=fail`` makes its logic raise at construction, as a bad parameter would.
 NODE_SCRIPT = """
@@ -47,13 +47,14 @@ def no_rclpy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rclpy", None)
 
 
-def start_node(*ros_args: str) -> subprocess.Popen[str]:
+def start_node(*ros_args: str, script: str = NODE_SCRIPT, **env: str) -> subprocess.Popen[str]:
+    """The node script as a process on the backend of ``$SO101_TRANSPORT`` (the test's ``graph_backend``)."""
     return subprocess.Popen(
-        [sys.executable, "-c", NODE_SCRIPT, *ros_args],
+        [sys.executable, "-c", script, *ros_args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, ENV: "zenoh", "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
 
 
@@ -114,11 +115,10 @@ def test_an_unknown_backend_is_an_error(monkeypatch: pytest.MonkeyPatch, value: 
 # nodes
 
 
-def test_create_node_builds_a_zenoh_node(monkeypatch: pytest.MonkeyPatch, router: RouterProcess) -> None:
-    monkeypatch.setenv(ENV, "zenoh")
+def test_create_node_builds_a_node_of_the_selected_backend(graph_backend: GraphBackend) -> None:
     node = create_node("probe", ["--ros-args", "-r", "__ns:=/arm", "-p", "rate:=30"])
     try:
-        assert isinstance(node, ZenohNode)
+        assert isinstance(node, ZenohNode if graph_backend.name == "zenoh" else RclpyNode)
         assert (node.name, node.namespace) == ("probe", "/arm")
         assert node.declare_parameter("rate", 1.0) == 30.0
     finally:
@@ -126,7 +126,7 @@ def test_create_node_builds_a_zenoh_node(monkeypatch: pytest.MonkeyPatch, router
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_run_node_exits_0_on_a_signal_after_closing_the_logic(router: RouterProcess, signum: int) -> None:
+def test_run_node_exits_0_on_a_signal_after_closing_the_logic(graph_backend: GraphBackend, signum: int) -> None:
     process = start_node("--ros-args", "-p", "rate:=30")
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -137,14 +137,85 @@ def test_run_node_exits_0_on_a_signal_after_closing_the_logic(router: RouterProc
     assert out.split() == ["closed"]
 
 
-def test_run_node_exits_1_with_a_logged_error_when_the_logic_fails(router: RouterProcess) -> None:
+def test_run_node_exits_1_with_a_logged_error_when_the_logic_fails(graph_backend: GraphBackend) -> None:
     code, out, err = finish(start_node("--ros-args", "-p", "mode:=fail"))
     assert code == 1
     assert "ready" not in out and "closed" not in out
     assert "[ERROR]" in err and "[probe]: failed to start: ValueError: mode 'fail' is not a valid mode" in err
 
 
-def test_run_node_exits_1_on_bad_ros_arguments(router: RouterProcess) -> None:
+def test_run_node_exits_1_on_bad_ros_arguments(graph_backend: GraphBackend) -> None:
     code, _out, err = finish(start_node("--ros-args", "--no-such-flag"))
     assert code == 1
     assert "cannot create node 'probe'" in err and "--no-such-flag" in err
+
+
+# bounded shutdown: a node whose close() never returns still ends, at the deadline or at a second signal
+
+STUCK_SCRIPT = """
+import sys, threading
+from nodegraph.transport.runtime import run_node
+
+class Logic:
+    def __init__(self, node):
+        print("ready", flush=True)
+
+    def close(self):
+        print("closing", flush=True)
+        threading.Event().wait()  # never returns
+
+sys.exit(run_node(Logic, "stuck", sys.argv[1:]))
+"""
+
+
+def start_stuck_node(deadline_s: float) -> subprocess.Popen[str]:
+    process = start_node(script=STUCK_SCRIPT, SO101_SHUTDOWN_DEADLINE_S=str(deadline_s))
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready", finish(process, 5.0)
+    return process
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_hanging_shutdown_ends_at_the_deadline_with_the_stacks(graph_backend: GraphBackend, signum: int) -> None:
+    process = start_stuck_node(deadline_s=2.0)
+    process.send_signal(signum)
+    code, out, err = finish(process, timeout_s=60.0)
+    assert out.split() == ["closing"]
+    assert code == 1, err[-2000:]
+    assert "Timeout (0:00:02)!" in err and "in close" in err  # the stack names what hung
+
+
+def test_a_second_signal_ends_a_hanging_shutdown_at_once(graph_backend: GraphBackend) -> None:
+    process = start_stuck_node(deadline_s=3600.0)
+    process.send_signal(signal.SIGINT)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "closing"
+    process.send_signal(signal.SIGTERM)
+    code, _out, err = finish(process, timeout_s=60.0)
+    assert code == -signal.SIGTERM, err[-2000:]
+    assert "in close" in err
+
+
+def test_a_bad_deadline_setting_is_refused_at_startup(graph_backend: GraphBackend) -> None:
+    code, out, err = finish(start_node(script=STUCK_SCRIPT, SO101_SHUTDOWN_DEADLINE_S="soon"))
+    assert code != 0 and "ready" not in out
+    assert "SO101_SHUTDOWN_DEADLINE_S='soon' must be a number of seconds > 0" in err
+
+
+SIGNAL_IN_WAIT_SCRIPT = """
+import os, signal, threading
+from nodegraph.transport.shutdown import install_signal_handlers
+
+stop = threading.Event()
+install_signal_handlers(stop)
+with stop._cond:  # what the main thread holds inside stop.wait(): the handler runs right here, on this thread
+    os.kill(os.getpid(), signal.SIGINT)
+print("set" if stop.wait(20.0) else "not set", flush=True)
+"""
+
+
+def test_a_signal_arriving_inside_event_wait_still_sets_the_event() -> None:
+    """A handler calling Event.set() on the main thread deadlocks when the signal lands while that thread holds
+    the event's lock (inside wait()); the signal here lands exactly there."""
+    code, out, err = finish(start_node(script=SIGNAL_IN_WAIT_SCRIPT, SO101_SHUTDOWN_DEADLINE_S="60"), 30.0)
+    assert (code, out.strip()) == (0, "set"), err[-2000:]

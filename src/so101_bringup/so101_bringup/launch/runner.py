@@ -1,8 +1,9 @@
-"""``so101 launch NAME [arg:=value ...]`` without ROS: a zenoh router plus one process per node.
+"""``so101 launch NAME [arg:=value ...] [--transport zenoh|rclpy]``: one process per node, on one backend.
 
-The router is started on ``$SO101_ZENOH_ENDPOINT`` (default ``tcp/127.0.0.1:7447``) unless ``router=False``
-or something already listens there; nodes get the endpoint in ``SO101_ZENOH_ENDPOINT``. Output lines are
-prefixed ``[node]``. Ctrl-C/SIGTERM stops every node (SIGINT, then SIGTERM, then SIGKILL), then the router.
+On zenoh (the default) a router is started on ``$SO101_ZENOH_ENDPOINT`` (default ``tcp/127.0.0.1:7447``) unless
+``router=False`` or something already listens there; nodes get the endpoint in ``SO101_ZENOH_ENDPOINT``. On
+rclpy the nodes are rclpy nodes in ``$ROS_DOMAIN_ID`` (DDS discovery; no router). Output lines are prefixed
+``[node]``. Ctrl-C/SIGTERM stops every node (SIGINT, then SIGTERM, then SIGKILL), then the router.
 
 Exit status: 0 when every node exits 0 on its own, or on Ctrl-C/SIGTERM; when a *required* node exits, the
 others are stopped and its exit code is returned (1 if it was killed by a signal; 0 if it exited 0); a
@@ -25,6 +26,7 @@ from types import FrameType
 from typing import TextIO
 
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
+from nodegraph.transport.runtime import rclpy_import_error
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
 from nodegraph.transport.zenoh.router import RouterError, RouterProcess
 
@@ -37,14 +39,30 @@ from so101_bringup.launch.process import ManagedProcess, describe_exit, stop_pro
 from so101_bringup.launch.resolve import ResolvedLaunch, resolve_launch
 
 ROUTER_NAME = "zenoh_router"
+TRANSPORTS = ("zenoh", "rclpy")
+
+
+def launch_transport(requested: str | None = None) -> str:
+    """The backend of a launch's nodes: ``requested`` (``--transport``), else ``$SO101_TRANSPORT`` when it says
+    ``zenoh`` or ``rclpy``; ``auto`` or unset is zenoh, the transport of the ``so101`` CLI verbs, whatever is
+    installed. Raises LaunchError for another value."""
+    value = (requested if requested is not None else os.environ.get(TRANSPORT_ENV, "")).strip().lower()
+    if value in ("", "auto"):
+        return "zenoh"
+    if value not in TRANSPORTS:
+        source = "--transport" if requested is not None else TRANSPORT_ENV
+        raise LaunchError(f"{source}={value!r}: a launch runs on zenoh or rclpy")
+    return value
 
 
 @dataclass
 class RunnerOptions:
     """How to run a launch; the defaults are what ``so101 launch`` does."""
 
+    transport: str = "zenoh"
+    """The nodes' backend: ``zenoh`` or ``rclpy`` (:func:`launch_transport`)."""
     router: bool = True
-    """Start a router unless one already listens on the endpoint."""
+    """Start a router unless one already listens on the endpoint (zenoh only)."""
     endpoint: str | None = None
     """Router endpoint; default ``$SO101_ZENOH_ENDPOINT`` or ``tcp/127.0.0.1:7447``."""
     sigint_timeout_s: float = 5.0
@@ -84,11 +102,9 @@ class LaunchRunner:
                 if not commands:
                     self.output.info("no nodes to launch")
                     return 0
-                self._start_router()
+                env = self._node_environment()
                 if self._shutdown.is_set():
                     return 0
-                # the runner brings up a zenoh graph: its nodes speak zenoh even in a sourced ROS 2 shell
-                env = dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint, TRANSPORT_ENV: "zenoh"})
                 for node, command in commands:
                     process = ManagedProcess(
                         node.name, [*command, *node.ros_arguments()], env, self.output, required=node.required
@@ -102,6 +118,18 @@ class LaunchRunner:
                 return 1
             finally:
                 self._stop_all()
+
+    def _node_environment(self) -> dict[str, str]:
+        """The nodes' environment, with the backend set explicitly (a zenoh launch stays on zenoh in a shell
+        where rclpy imports); starts the router of a zenoh launch."""
+        if self.options.transport == "rclpy":
+            if (error := rclpy_import_error()) is not None:
+                raise LaunchError(f"--transport rclpy: rclpy does not import here ({error}); run scripts/setup")
+            domain = os.environ.get("ROS_DOMAIN_ID", "0") or "0"
+            self.output.info(f"nodes on rclpy (ROS_DOMAIN_ID={domain}); no zenoh router")
+            return dict(os.environ, PYTHONUNBUFFERED="1", **{TRANSPORT_ENV: "rclpy"})
+        self._start_router()
+        return dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint, TRANSPORT_ENV: "zenoh"})
 
     def _start_router(self) -> None:
         if not self.options.router:
@@ -175,7 +203,8 @@ def _signals_to(callback: Callable[[], None]) -> Iterator[None]:
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        callback()
+        # on a thread: the main thread may be inside an Event.wait() of the callback's events, holding its lock
+        threading.Thread(target=callback, name="launch-signal", daemon=True).start()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -215,8 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("args", nargs="*", help="launch arguments, name:=value")
     parser.add_argument("--no-router", action="store_true", help="do not start a zenoh router")
     parser.add_argument("--endpoint", help="zenoh router endpoint")
+    parser.add_argument("--transport", choices=TRANSPORTS, help="the nodes' backend (default: zenoh)")
     ns = parser.parse_args(argv)
-    return run_launch(ns.name, ns.args, RunnerOptions(router=not ns.no_router, endpoint=ns.endpoint))
+    try:
+        transport = launch_transport(ns.transport)
+    except LaunchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run_launch(
+        ns.name, ns.args, RunnerOptions(transport=transport, router=not ns.no_router, endpoint=ns.endpoint)
+    )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ import pytest
 from launch_test_support import RunnerProcess, wait_gone
 from nodegraph.transport.zenoh.config import endpoint_accepts_connections
 from nodegraph.transport.zenoh.router import RouterProcess
+from so101_bringup.launch.errors import LaunchError
 from so101_bringup.launch.output import PrefixedOutput
-from so101_bringup.launch.runner import run_launch
+from so101_bringup.launch.runner import launch_transport, run_launch
 
 pytestmark = pytest.mark.timeout(60)
 READY = r"\] ready .*pid=(\d+)"
@@ -52,6 +53,43 @@ def test_nodes_die_with_a_sigkilled_runner_and_speak_zenoh(
     runner.process.kill()
     runner.process.wait()
     assert not wait_gone(node_pids, timeout_s=30.0)  # each node gets SIGTERM and shuts down gracefully
+
+
+def test_transport_rclpy_starts_no_router_and_its_nodes_speak_rclpy(
+    run_fixture: type[RunnerProcess], endpoint: str
+) -> None:
+    runner = run_fixture("three", "--transport", "rclpy", "--endpoint", endpoint)
+    ready = runner.wait_for(READY, count=3)
+    assert all("transport=rclpy " in m.string for m in ready)
+    out = runner.output()
+    assert "nodes on rclpy (ROS_DOMAIN_ID=" in out and "no zenoh router" in out
+    assert "started zenoh router" not in out and not endpoint_accepts_connections(endpoint)
+    runner.process.send_signal(signal.SIGINT)
+    assert runner.wait() == 0
+    assert runner.output().count("] bye") == 3
+
+
+@pytest.mark.parametrize(
+    ("requested", "env", "expected"),
+    [(None, None, "zenoh"), (None, "auto", "zenoh"), (None, "rclpy", "rclpy"), (None, " Zenoh ", "zenoh"),
+     ("rclpy", "zenoh", "rclpy"), ("zenoh", "rclpy", "zenoh")],
+)  # fmt: skip
+def test_the_launch_transport_is_zenoh_unless_rclpy_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch, requested: str | None, env: str | None, expected: str
+) -> None:
+    if env is None:
+        monkeypatch.delenv("SO101_TRANSPORT", raising=False)
+    else:
+        monkeypatch.setenv("SO101_TRANSPORT", env)
+    assert launch_transport(requested) == expected
+
+
+def test_an_unknown_launch_transport_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(LaunchError, match=r"--transport='dds': a launch runs on zenoh or rclpy"):
+        launch_transport("dds")
+    monkeypatch.setenv("SO101_TRANSPORT", "ros2")
+    with pytest.raises(LaunchError, match=r"SO101_TRANSPORT='ros2': a launch runs on zenoh or rclpy"):
+        launch_transport()
 
 
 def test_required_node_crash_stops_the_others(run_fixture: type[RunnerProcess]) -> None:

@@ -53,3 +53,12 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
+
+
+def read_result(name: str) -> dict[str, Any] | None:
+    """The recorded ``bench/results/<name>.json``, or None when there is none."""
+    path = results_dir() / f"{name}.json"
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data

@@ -1,10 +1,12 @@
-"""``so101 bench transport``: three 640×480 rgb8 streams at 30 Hz plus JointState at 100 Hz, each publisher in
-its own process, received by a latency probe and recorded to MCAP by the recorder node; then the same load
-through raw eclipse-zenoh put/subscribe as the baseline.
+"""``so101 bench transport [--transport zenoh|rclpy]``: three 640×480 rgb8 streams at 30 Hz plus JointState at
+100 Hz, each publisher in its own process, received by a latency probe and recorded to MCAP by the recorder node;
+on zenoh, then the same load through raw eclipse-zenoh put/subscribe as the baseline.
 
 Reported: ``drops`` (sent − received by the probe, per topic and total), ``recorded_drops`` (sent − messages
-in the bag), latency percentiles (ms, receive time − source timestamp of the rmw_zenoh attachment) and
-``baseline_latency_ms_p99``.
+in the bag), latency percentiles (ms, receive time − the publisher's source timestamp: the rmw_zenoh
+attachment's on zenoh, DDS's on rclpy) and, on zenoh, ``baseline_latency_ms_p99``. The rclpy run uses
+``$ROS_DOMAIN_ID`` with discovery on this host (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` unless set) and
+Fast DDS (rmw_fastrtps_cpp, the wheels' middleware); its figures go under the key ``rclpy`` of the result file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV
 from nodegraph.transport.zenoh.router import RouterProcess
 
@@ -107,10 +110,38 @@ def _recorded_counts(bag_dir: Path) -> dict[str, int]:
     return {topic.name: topic.message_count for topic in info(bag_dir).topics}
 
 
+LOAD = "3 x 640x480 rgb8 @ 30 Hz + JointState @ 100 Hz, one process per publisher"
+
+
+def run_rclpy_transport_benchmark(seconds: float = 10.0) -> dict[str, Any]:
+    """The graph load on rclpy nodes (no baseline); returns the result dict (the ``rclpy`` section)."""
+    env = {**os.environ, TRANSPORT_ENV: "rclpy", "PYTHONUNBUFFERED": "1"}
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    with tempfile.TemporaryDirectory() as tmp:
+        bag_dir = Path(tmp) / "bench_bag"
+        graph = _run_load(seconds, env, raw=False, bag_dir=bag_dir)
+        recorded = _recorded_counts(bag_dir)
+    recorded_drops = {t: graph["sent"].get(t, 0) - recorded.get(t, 0) for t in graph["sent"]}
+    return {
+        "rmw": env.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp"),
+        "ros_domain_id": int(env.get("ROS_DOMAIN_ID", "0") or 0),
+        "seconds": seconds,
+        "load": LOAD,
+        "sent": graph["sent"],
+        "drops": graph["drops"],
+        "recorded": recorded,
+        "recorded_drops": {**recorded_drops, "total": sum(recorded_drops.values())},
+        "latency_ms_p50": graph["latency_ms"]["p50"],
+        "latency_ms_p99": graph["latency_ms"]["p99"],
+        "latency_ms_max": graph["latency_ms"]["max"],
+        "latency_ms_per_topic": graph["latency_ms_per_topic"],
+    }
+
+
 def run_transport_benchmark(seconds: float = 10.0, port: int = 17447) -> dict[str, Any]:
     """Run both loads against a fresh router on 127.0.0.1:``port``; returns the result dict."""
     endpoint = f"tcp/127.0.0.1:{port}"
-    env = {**os.environ, ENDPOINT_ENV: endpoint, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, ENDPOINT_ENV: endpoint, TRANSPORT_ENV: "zenoh", "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory() as tmp, RouterProcess(endpoint):
         bag_dir = Path(tmp) / "bench_bag"
         graph = _run_load(seconds, env, raw=False, bag_dir=bag_dir)
@@ -120,7 +151,7 @@ def run_transport_benchmark(seconds: float = 10.0, port: int = 17447) -> dict[st
     p99, base_p99 = graph["latency_ms"]["p99"], baseline["latency_ms"]["p99"]
     return {
         "seconds": seconds,
-        "load": "3 x 640x480 rgb8 @ 30 Hz + JointState @ 100 Hz, one process per publisher",
+        "load": LOAD,
         "sent": graph["sent"],
         "drops": graph["drops"],
         "recorded": recorded,

@@ -2,15 +2,16 @@
 
 ``python -m so101_cli.benchmarks.transport_worker ROLE ...`` prints one JSON line when done:
 - ``image NAME SECONDS`` / ``joints SECONDS``: publish 640×480 rgb8 at 30 Hz / JointState at 100 Hz;
-- ``probe TOPIC...``: subscribe until SIGINT; counts and latencies (receive time − source timestamp);
+- ``probe TOPIC...``: subscribe until SIGINT; counts and latencies (receive time − the publisher's source
+  timestamp: the rmw_zenoh attachment's on zenoh, DDS's on rclpy);
 - ``--raw`` before the role: the same load with plain zenoh put/subscribe (the baseline).
+Nodes are on ``$SO101_TRANSPORT``'s backend.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import signal
 import struct
 import sys
 import threading
@@ -67,9 +68,9 @@ def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
         raw_publisher.undeclare()
         ctx.close()
         return {"topic": topic, "sent": sent}
-    from nodegraph.transport.zenoh.node import ZenohNode
+    from nodegraph.transport.runtime import create_node
 
-    node = ZenohNode(f"bench_{role}_{name}", args=[])
+    node = create_node(f"bench_{role}_{name}", [])
     type_name = "sensor_msgs/msg/Image" if role == "image" else "sensor_msgs/msg/JointState"
     publisher = node.create_publisher(type_name, topic)
     template = _image_msg(node, name) if role == "image" else None
@@ -96,9 +97,10 @@ def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
 
 
 def probe(topics: list[str], raw: bool) -> dict[str, Any]:
+    from nodegraph.transport.shutdown import install_signal_handlers
+
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    install_signal_handlers(stop)
     latencies: dict[str, list[float]] = {t: [] for t in topics}
     lock = threading.Lock()
 
@@ -130,9 +132,9 @@ def probe(topics: list[str], raw: bool) -> dict[str, Any]:
         ctx.close()
     else:
         from nodegraph.graph.qos import QoS
-        from nodegraph.transport.zenoh.node import ZenohNode
+        from nodegraph.transport.runtime import create_node
 
-        node = ZenohNode("bench_probe", args=[])
+        node = create_node("bench_probe", [])
         for topic in topics:
             type_name = "sensor_msgs/msg/Image" if "image" in topic else "sensor_msgs/msg/JointState"
             node.create_subscription(

@@ -1,6 +1,6 @@
-"""The seed recorder node in teleop mode through a real zenoh router: the sim node, the recorder and a stand-in
-leader arm run in this process on three contexts (the wire between them is real); episode boundaries come from
-the recorder's ``~/next_episode`` and ``~/stop`` services."""
+"""The seed recorder node in teleop mode on both backends (a real zenoh router; rclpy over DDS): the sim node, the
+recorder and a stand-in leader arm run in this process on three sessions or DDS participants (the wire between
+them is real); episode boundaries come from the recorder's ``~/next_episode`` and ``~/stop`` services."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from graph_testing import GraphBackend
 from nodegraph.bag import info
+from nodegraph.graph.api import Node
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
@@ -36,7 +38,7 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
 class Leader:
     """A stand-in leader arm: publishes ``leader/joint_states`` (a slow sine on the shoulder) at 50 Hz."""
 
-    def __init__(self, node: ZenohNode) -> None:
+    def __init__(self, node: Node) -> None:
         self.node = node
         self.published: list[np.ndarray] = []
         self.lock = threading.Lock()
@@ -65,24 +67,20 @@ def contexts(router: RouterProcess) -> Iterator[list[Context]]:
         ctx.close()
 
 
-def call_trigger(node: ZenohNode, service: str) -> Any:
+def call_trigger(node: Node, service: str) -> Any:
     client = node.create_client("std_srvs/srv/Trigger", service)
     assert client.wait_for_service(10.0)
     return client.call(node.message("std_srvs/srv/Trigger_Request"), 10.0)
 
 
-def test_teleop_episodes_end_on_services(contexts: list[Context], tmp_path: Path) -> None:
+def test_teleop_episodes_end_on_services(own_graph_backend: GraphBackend, tmp_path: Path) -> None:
     out = tmp_path / "seeds"
-    sim_node = ZenohNode(
-        "sim", args=[], context=contexts[0], parameter_overrides={"cameras": [], "real_time_factor": 4.0}
-    )
+    sim_node = own_graph_backend.node("sim", parameter_overrides={"cameras": [], "real_time_factor": 4.0})
     sim = SimNode(sim_node)
-    leader_node = ZenohNode("leader", args=[], context=contexts[1])
+    leader_node = own_graph_backend.node("leader")
     leader = Leader(leader_node)
-    rec_node = ZenohNode(
+    rec_node = own_graph_backend.node(
         "seed_recorder",
-        args=[],
-        context=contexts[2],
         parameter_overrides={"output": str(out), "mode": "teleop", "episodes": 0, "seed": 3},
     )
     recorder = SeedRecorder(rec_node)

@@ -3,7 +3,6 @@ and waiting on rclpy futures off the executor."""
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
@@ -11,6 +10,10 @@ from typing import Any
 
 import rclpy
 from rclpy.signals import SignalHandlerOptions
+
+from nodegraph.transport.shutdown import SHUTDOWN, install_signal_handlers
+
+__all__ = ["PROCESS", "SHUTDOWN", "install_signal_handlers", "wait_future"]
 
 _POLL_S = 0.05
 
@@ -58,13 +61,3 @@ class _ProcessContext:
 
 
 PROCESS = _ProcessContext()
-
-SHUTDOWN = threading.Event()
-"""Set by SIGINT/SIGTERM once ``install_signal_handlers`` ran; every ``RclpyNode.spin`` then returns."""
-
-
-def install_signal_handlers() -> None:
-    """Make SIGINT/SIGTERM request a clean shutdown of the process's nodes; main thread only, idempotent."""
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: SHUTDOWN.set())

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import array
 import functools
+import importlib
 from typing import Any
 
 import numpy as np
 from rclpy.duration import Duration
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rosidl_runtime_py.utilities import get_action, get_message, get_service
 
 from nodegraph.graph.qos import QoS
 
@@ -21,11 +21,32 @@ _ACTION_PARTS = {
     "Result": ("Result",),
     "Feedback": ("Feedback",),
     "FeedbackMessage": ("Impl", "FeedbackMessage"),
+    "SendGoal": ("Impl", "SendGoalService"),
     "SendGoal_Request": ("Impl", "SendGoalService", "Request"),
     "SendGoal_Response": ("Impl", "SendGoalService", "Response"),
+    "GetResult": ("Impl", "GetResultService"),
     "GetResult_Request": ("Impl", "GetResultService", "Request"),
     "GetResult_Response": ("Impl", "GetResultService", "Response"),
 }
+
+
+class InterfaceNotInstalledError(LookupError):
+    """No generated Python class for an interface name (its package is not installed for rclpy)."""
+
+
+def _generated(pkg: str, kind: str, name: str) -> Any:
+    """``pkg.kind.Name`` of a rosidl-generated package (what rosidl_runtime_py's get_message/service/action do)."""
+    try:
+        module = importlib.import_module(f"{pkg}.{kind}")
+    except ImportError as exc:
+        raise InterfaceNotInstalledError(
+            f"{pkg}/{kind}/{name}: package {pkg!r} has no generated Python interfaces here ({exc}); on the rclpy "
+            "backend every interface package must be installed (scripts/setup generates the ones no wheel has)"
+        ) from exc
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise InterfaceNotInstalledError(f"{pkg}/{kind}/{name}: {pkg}.{kind} has no {name!r}")
+    return cls
 
 
 @functools.cache
@@ -39,14 +60,14 @@ def interface_type(type_name: str) -> Any:
         raise ValueError(f"malformed interface name {type_name!r}: expected pkg/msg|srv|action/Name")
     pkg, kind, name = parts
     if kind == "msg":
-        return get_message(f"{pkg}/msg/{name}")
+        return _generated(pkg, "msg", name)
     base, _, suffix = name.partition("_")
     if kind == "srv":
-        service = get_service(f"{pkg}/srv/{base}")
+        service = _generated(pkg, "srv", base)
         if suffix in ("", "Request", "Response"):
             return getattr(service, suffix) if suffix else service
     else:
-        action = get_action(f"{pkg}/action/{base}")
+        action = _generated(pkg, "action", base)
         if not suffix:
             return action
         if suffix in _ACTION_PARTS:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from rclpy.impl import rcutils_logger
 
 from nodegraph.graph.api import ServiceTimeout
 from nodegraph.transport.rclpy.context import wait_future
 
+# rclpy keys a log call's filters (once, throttle, skip_first) and its reported location on the calling frame
+# outside rclpy; its list of internal files is open to wrappers like this one, so the caller of RclpyLogger
+# is the call site (else every log line of a node would be one call site, and a `once` would silence all).
+rcutils_logger._internal_callers.append(os.path.realpath(__file__))
+
 
 class RclpyLogger:
     """``node.get_logger()`` with the interface's ``debug/info/warning/error(str, throttle_duration_sec=...,
-    once=..., skip_first=...)`` (rclpy's own keyword arguments, passed through)."""
+    once=..., skip_first=...)`` (rclpy's own keyword arguments, passed through; the call site is the caller's)."""
 
     def __init__(self, logger: Any) -> None:
         self._logger = logger
@@ -58,6 +67,23 @@ class RclpyPublisher:
     def publish_raw(self, cdr: bytes) -> None:
         """Publish an already serialized message (CDR with its 4-byte header)."""
         self._publisher.publish(cdr)
+
+
+@dataclass(frozen=True)
+class ReceivedInfo:
+    """What rmw tells about a received message (rclpy's MessageInfo), under the zenoh attachment's field names:
+    given to raw subscriptions with the CDR bytes."""
+
+    source_timestamp_ns: int
+    """When the publisher sent it (system clock, ns)."""
+    received_timestamp_ns: int
+    sequence_number: int
+    """The publisher's sequence number of the message."""
+
+    @classmethod
+    def from_rclpy(cls, info: Mapping[str, int]) -> ReceivedInfo:
+        return cls(int(info["source_timestamp"]), int(info["received_timestamp"]),
+                   int(info["publication_sequence_number"]))  # fmt: skip
 
 
 class RclpySubscription:

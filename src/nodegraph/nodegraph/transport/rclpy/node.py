@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,13 +15,22 @@ from rcl_interfaces.msg import SetParametersResult as RclSetParametersResult
 from rclpy.action import ActionClient as RosActionClient
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.context import Context
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node as RosNode
 from rclpy.parameter import Parameter
 
 from nodegraph.graph import qos as qos_profiles
 from nodegraph.graph.api import EndpointInfo, ExecuteCallback, ServerGoalHandle
-from nodegraph.graph.parameters import OnSetParametersCallback, ParameterStore, SetParametersResult
+from nodegraph.graph.parameters import (
+    NOT_SET,
+    OnSetParametersCallback,
+    ParameterError,
+    ParameterStore,
+    SetParametersResult,
+    coerce_to_type,
+    type_of,
+)
 from nodegraph.graph.qos import QoS
 from nodegraph.transport.rclpy.actions import RclpyActionClient, RclpyServerGoal
 from nodegraph.transport.rclpy.context import PROCESS, SHUTDOWN, install_signal_handlers
@@ -31,11 +41,79 @@ from nodegraph.transport.rclpy.entities import (
     RclpyPublisher,
     RclpySubscription,
     RclpyTimer,
+    ReceivedInfo,
 )
+from nodegraph.transport.rclpy.executor import NodeExecutor
 from nodegraph.transport.rclpy.fields import element_type, field_value, is_nested
 
-EXECUTOR_THREADS = 8  # concurrent callbacks per node: running goals + waiting callers + deliveries
-SHUTDOWN_TIMEOUT_S = 5.0
+POOL_THREADS = 8  # besides the serial thread: running goals, replies to our clients, the parameter services
+SHUTDOWN_TIMEOUT_S = 5.0  # the whole of RclpyNode.shutdown(), below the process's deadline (transport.shutdown)
+_SPIN_PERIOD_S = 0.1
+
+
+class _Counter:
+    """How many of something are running (``with counter:``), and waiting until none is."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.count = 0
+
+    def __enter__(self) -> None:
+        with self._changed:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._changed:
+            self.count -= 1
+            self._changed.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self.count == 0, max(timeout_s, 0.0))
+
+
+class _CompanionNode:
+    """A hidden node beside ``main`` (its context and namespace, no global arguments, no rosout or parameter
+    services), on a single-threaded executor of its own thread."""
+
+    def __init__(self, main: RosNode, name: str) -> None:
+        self.node = RosNode(name, context=main.context, namespace=main.get_namespace(), use_global_arguments=False,
+                            enable_rosout=False, start_parameter_services=False)  # fmt: skip
+        self._executor = SingleThreadedExecutor(context=main.context)
+        self._executor.add_node(self.node)
+        self._halted = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._halted.is_set() and self.node.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
+            except ExternalShutdownException:
+                break
+            except Exception:
+                if not self._halted.is_set():
+                    self.node.get_logger().error(f"executor: {traceback.format_exc()}")
+
+    def stop(self, timeout_s: float) -> None:
+        self._halted.set()
+        self._thread.join(timeout_s)
+        self._executor.shutdown(timeout_sec=0.0)
+
+
+def _plain(value: Any) -> Any:
+    """A parameter value as the interface gives it: arrays (rclpy's array.array or tuple) as lists."""
+    return list(value) if isinstance(value, array.array | tuple) else value
+
+
+class _Budget:
+    """Seconds left of one timeout shared by several waits."""
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(self._end - time.monotonic(), 0.0)
 
 
 class RclpyNode:
@@ -43,7 +121,9 @@ class RclpyNode:
 
     ``args`` are the process's arguments without the program name (``--ros-args ...``), as for ``ZenohNode``;
     ``sys.argv`` when ``None``. The first node of the process initializes rclpy with them; later nodes get
-    them as their own ``cli_args``.
+    them as their own ``cli_args``. ``context``: an initialized ``rclpy.Context`` of the caller's (a DDS
+    participant of its own, as ``ZenohNode``'s ``context`` is a session of its own); the node then gets
+    ``args`` as its ``cli_args`` and leaves the context to its owner.
     """
 
     def __init__(
@@ -55,11 +135,14 @@ class RclpyNode:
         parameter_overrides: dict[str, Any] | None = None,
         start_parameter_services: bool = True,
         enable_rosout: bool = True,
+        context: Context | None = None,
     ) -> None:
-        first = PROCESS.acquire(args)
+        self._owns_context = context is None
+        first = PROCESS.acquire(args) if context is None else False
         try:
             self._node = RosNode(
                 name,
+                context=context,
                 namespace=namespace or None,
                 cli_args=None if first else args,
                 parameter_overrides=[Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()],
@@ -67,19 +150,24 @@ class RclpyNode:
                 enable_rosout=enable_rosout,
             )
         except BaseException:
-            PROCESS.release()
+            if self._owns_context:
+                PROCESS.release()
             raise
         self._logger = RclpyLogger(self._node.get_logger())
         self._serial = MutuallyExclusiveCallbackGroup()  # subscriptions, services, timers: one at a time
         self._concurrent = ReentrantCallbackGroup()  # goal execution, replies to our clients
-        self._declared: dict[str, Any] = {}
+        self._types: dict[str, int] = {}  # declared parameters' ParameterType codes (nodegraph.graph.parameters)
+        self._node.add_on_set_parameters_callback(self._check_types)
         self._actions: list[Any] = []
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # shutdown requested: running goals see a cancel request
+        self._halted = threading.Event()  # the executor thread stops spinning
+        self._goals = _Counter()  # execute callbacks running
         self._closed = False
         self._close_lock = threading.Lock()
-        self._executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
+        self._executor = NodeExecutor(self._serial, POOL_THREADS, context=self._node.context, name=name)
         self._executor.add_node(self._node)
         self._node.context.on_shutdown(self.request_shutdown)
+        self._clients: _CompanionNode | None = None
         self._thread = threading.Thread(target=self._spin, name=f"executor:{name}", daemon=True)
         self._thread.start()
 
@@ -166,16 +254,21 @@ class RclpyNode:
         *,
         raw: bool = False,
     ) -> RclpySubscription:
-        """Subscribe; with ``raw=True`` the callback gets ``(cdr_bytes, None)`` instead of a message."""
+        """Subscribe; with ``raw=True`` the callback gets ``(cdr_bytes, ReceivedInfo)`` instead of a message."""
         deliver = self._guard(topic, callback)
 
         def on_message(msg: Any) -> None:  # one parameter: rclpy then passes no MessageInfo
-            deliver((bytes(msg), None) if raw else msg)
+            deliver(msg)
+
+        def on_raw(msg: Any, info: Any) -> None:  # two: rclpy passes its MessageInfo too
+            deliver((bytes(msg), ReceivedInfo.from_rclpy(info)))
+
+        callback_for_rclpy: Callable[..., None] = on_raw if raw else on_message
 
         subscription = self._node.create_subscription(
             interface_type(type_name),
             topic,
-            on_message,
+            callback_for_rclpy,
             to_qos_profile(qos),
             callback_group=self._serial,
             raw=raw,
@@ -201,11 +294,21 @@ class RclpyNode:
             callback_group=self._serial,
         )
 
+    def _client_node(self) -> RosNode:
+        """The hidden companion node ``_<name>_clients`` (created on first use) holding this node's service and
+        action clients, spun by its own executor thread: a callback of this node waiting for a reply does not
+        hold up the reply (as tf2_ros' listener keeps its subscription on a hidden node of its own)."""
+        with self._close_lock:
+            if self._clients is None:
+                self._clients = _CompanionNode(self._node, f"_{self.name}_clients")
+            return self._clients.node
+
     def create_client(self, type_name: str, name: str, qos: QoS = qos_profiles.SERVICES) -> RclpyClient:
-        client = self._node.create_client(
-            interface_type(type_name), name, qos_profile=to_qos_profile(qos), callback_group=self._concurrent
+        resolved = self.resolve(name)
+        client = self._client_node().create_client(
+            interface_type(type_name), resolved, qos_profile=to_qos_profile(qos), callback_group=self._concurrent
         )
-        return RclpyClient(client, self.resolve(name))
+        return RclpyClient(client, resolved)
 
     def create_action_server(
         self,
@@ -236,6 +339,10 @@ class RclpyNode:
             return CancelResponse.ACCEPT if accepted else CancelResponse.REJECT
 
         def execute(handle: Any) -> Any:
+            with self._goals:
+                return run(handle)
+
+        def run(handle: Any) -> Any:
             try:
                 result = execute_callback(RclpyServerGoal(handle, self._stopping))
             except Exception:
@@ -261,8 +368,9 @@ class RclpyNode:
         return server
 
     def create_action_client(self, type_name: str, name: str) -> RclpyActionClient:
-        client = RosActionClient(self._node, interface_type(type_name), name, callback_group=self._concurrent)
-        wrapper = RclpyActionClient(client, self.resolve(name), self._guard)
+        resolved = self.resolve(name)
+        client = RosActionClient(self._client_node(), interface_type(type_name), resolved)
+        wrapper = RclpyActionClient(client, resolved, self._guard)
         self._actions.append(wrapper)
         return wrapper
 
@@ -280,19 +388,38 @@ class RclpyNode:
 
     # parameters
     def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
-        """Declare with ``default``; an override must keep its type (an int may widen to a float): the rules
-        of ``ZenohNode``, where rclpy's static typing would reject ``-p rate:=30`` for a 30.0 default."""
-        descriptor = ParameterDescriptor(dynamic_typing=True, read_only=read_only, description=description)
-        value = self._node.declare_parameter(name, default, descriptor).value
-        if isinstance(value, array.array | tuple):  # rclpy may hand arrays back as array.array
-            value = list(value)
-        self._declared[name] = ParameterStore({name: value}).declare(name, default)
-        return self._declared[name]
+        """Declare with ``default``; an override must keep its type (an int may widen to a float): the rules of
+        ``ZenohNode``, where rclpy's static typing would reject ``-p rate:=30`` for a 30.0 default. The
+        parameter is declared dynamically typed (so rclpy takes the override), a widened or read-only one
+        declared again with its final value, and a later set of another type is refused (``_check_types``)."""
+        descriptor = ParameterDescriptor(dynamic_typing=True, description=description)
+        given = _plain(self._node.declare_parameter(name, default, descriptor).value)
+        if given is None and isinstance(default, list | tuple):  # rcl reads `-p name:=[]` as not set: an empty list
+            given = []
+        value = ParameterStore({name: given}).declare(name, default)  # ParameterError when the type differs
+        if read_only or type(value) is not type(given):
+            self._node.undeclare_parameter(name)
+            final = ParameterDescriptor(dynamic_typing=True, read_only=read_only, description=description)
+            self._node.declare_parameter(name, value, final, ignore_override=True)
+        hint = type_of(default) if default is not None else NOT_SET
+        self._types[name] = type_of(value, hint)
+        return value
+
+    def _check_types(self, params: list[Any]) -> RclSetParametersResult:
+        """rclpy's on-set callback refusing a change of a declared parameter's type (ZenohNode's rule and reason)."""
+        for param in params:
+            if param.name in self._types:
+                try:
+                    coerce_to_type(param.name, _plain(param.value), self._types[param.name])
+                except ParameterError as exc:
+                    return RclSetParametersResult(successful=False, reason=str(exc))
+        return RclSetParametersResult(successful=True)
 
     def get_parameter(self, name: str) -> Any:
-        """The current value (rclpy's, so a ``ros2 param set`` is seen)."""
-        value = self._node.get_parameter(name).value
-        return list(value) if isinstance(value, array.array | tuple) else value
+        """The current value (rclpy's, so a ``ros2 param set`` is seen; an int set on a double reads as float)."""
+        value = _plain(self._node.get_parameter(name).value)
+        declared = self._types.get(name, NOT_SET)
+        return coerce_to_type(name, value, declared) if value is not None else value
 
     def set_parameters(self, values: Mapping[str, Any]) -> list[SetParametersResult]:
         """Set each parameter through rclpy (its callbacks asked, ``/parameter_events`` published)."""
@@ -346,14 +473,15 @@ class RclpyNode:
 
     # lifecycle
     def _spin(self) -> None:
-        """``executor.spin()``, but a callback error surfacing here is logged instead of ending the loop."""
-        while not self._stopping.is_set() and self._node.context.ok():
+        """``executor.spin()``, but a callback error surfacing here is logged instead of ending the loop; runs
+        until ``shutdown()`` halts it (after a shutdown request, so that running goals can still end)."""
+        while not self._halted.is_set() and self._node.context.ok():
             try:
-                self._executor.spin_once()
+                self._executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
             except ExternalShutdownException:
                 break
             except Exception:
-                if not self._stopping.is_set():
+                if not self._halted.is_set():
                     self._logger.error(f"executor: {traceback.format_exc()}")
         self._stopping.set()
 
@@ -372,20 +500,37 @@ class RclpyNode:
         self.shutdown()
 
     def shutdown(self) -> None:
-        """Stop the executor (running goals see a cancel request), destroy the node, shut rclpy down if last.
+        """Stop the node within ``SHUTDOWN_TIMEOUT_S``: running goals see a cancel request and end (their
+        clients get the result while the executor still spins), the executor stops and its running callbacks
+        finish, then the node is destroyed and rclpy shut down if this was its last node. What is still
+        running after the timeout is logged and left behind (the process-level deadline bounds the rest).
 
         Not from a callback (the executor would wait for it): call ``request_shutdown()`` there."""
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
+        budget = _Budget(SHUTDOWN_TIMEOUT_S)
         self._stopping.set()
-        self._executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT_S)
-        self._thread.join(SHUTDOWN_TIMEOUT_S)
+        if not self._goals.wait_idle(budget.left()):
+            self._logger.warning(f"shutdown: {self._goals.count} goal(s) still executing; stopping anyway")
+        elif self._actions:
+            self._executor.settle(budget.left())  # the ended goals' results reach their clients
+        self._halted.set()  # no new callbacks: the executor thread stops spinning
+        self._thread.join(budget.left())
+        # the callbacks already handed out end before Executor.shutdown() destroys what they use
+        if running := self._executor.wait_idle(budget.left()):
+            self._logger.warning(f"shutdown: {running} callback(s) still running; destroying the node anyway")
+        self._executor.shutdown(timeout_sec=budget.left())
+        if self._clients is not None:
+            self._clients.stop(budget.left())
         for action in reversed(self._actions):
             action.destroy()
         self._node.destroy_node()
-        PROCESS.release()
+        if self._clients is not None:
+            self._clients.node.destroy_node()
+        if self._owns_context:
+            PROCESS.release()
 
     def __enter__(self) -> RclpyNode:
         return self

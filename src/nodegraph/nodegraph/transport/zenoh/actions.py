@@ -5,6 +5,7 @@ services and ``<name>/_action/{feedback,status}`` topics.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ STATUS_NAMES = {int(s): s.name for s in GoalStatus}
 ERROR_NONE, ERROR_REJECTED, ERROR_UNKNOWN_GOAL_ID, ERROR_GOAL_TERMINATED = range(4)
 CANCEL_GOAL = "action_msgs/srv/CancelGoal"
 GET_RESULT_POLL_S = 30.0
+GOAL_STOP_TIMEOUT_S = 5.0  # at node shutdown, for the running goals of an action server to end
 
 
 def _uuid_bytes(msg: Any) -> bytes:
@@ -56,10 +58,12 @@ class _ServerGoal:
     status: int = ACCEPTED
     result: Any = None
     cancel_requested: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
 
     @property
     def is_cancel_requested(self) -> bool:
-        return self.cancel_requested.is_set()
+        """True once a client asked to cancel, or the node is shutting down."""
+        return self.cancel_requested.is_set() or self.server.stopping.is_set()
 
     def publish_feedback(self, feedback: Any) -> None:
         self.server.publish_feedback(self.goal_id, feedback)
@@ -125,6 +129,8 @@ class ZenohActionServer:
         self._goals: dict[bytes, _ServerGoal] = {}
         self._waiting: dict[bytes, list[tuple[zenoh.Query, Attachment]]] = {}
         self._lock = threading.RLock()
+        self.stopping = threading.Event()
+        """Set when the node shuts down: running goals see a cancel request."""
         prefix = f"{name}/_action"
         self._status = ZenohPublisher(
             node, "action_msgs/msg/GoalStatusArray", f"{prefix}/status", qos_profiles.ACTION_STATUS
@@ -225,6 +231,7 @@ class ZenohActionServer:
         for query, attachment in waiting:
             self._reply_result(goal, query, attachment)
         self.publish_status()
+        goal.finished.set()
 
     def publish_feedback(self, goal_id: bytes, feedback: Any) -> None:
         uid = make("unique_identifier_msgs/msg/UUID", uuid=list(goal_id))
@@ -242,6 +249,19 @@ class ZenohActionServer:
         self._status.publish(make("action_msgs/msg/GoalStatusArray", status_list=statuses))
 
     def close(self) -> None:
+        """Running goals see a cancel request and get up to ``GOAL_STOP_TIMEOUT_S`` together to end (their clients
+        then get the result, also those whose result request still waits for the executor), as on rclpy; then
+        the server's entities close."""
+        self.stopping.set()
+        with self._lock:
+            running = [g for g in self._goals.values() if not g.finished.is_set()]
+        deadline = time.monotonic() + GOAL_STOP_TIMEOUT_S
+        for goal in running:
+            if not goal.finished.wait(max(deadline - time.monotonic(), 0.0)):
+                self.node.logger.warning(f"{self.name}: a goal still executing at shutdown; closing anyway")
+                break
+        while self._result.pending:  # result requests still queued behind a busy executor: answer them now
+            self._result.dispatch()
         for entity in (self._send_goal, self._cancel_service, self._result, self._feedback, self._status):
             entity.close()
 

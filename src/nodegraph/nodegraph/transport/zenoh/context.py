@@ -13,7 +13,6 @@ import atexit
 import itertools
 import json
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from collections.abc import Callable
 import zenoh
 
 from nodegraph.transport.log import transport_logger
+from nodegraph.transport.shutdown import SHUTDOWN, install_signal_handlers
 from nodegraph.transport.zenoh.config import router_endpoint
 from nodegraph.transport.zenoh.keyexpr import ADMIN_SPACE, ParsedToken, parse_token
 
@@ -28,16 +28,7 @@ log = transport_logger
 ROUTER_CHECK_PERIOD_S = 0.5
 STOP_POLL_S = 0.1
 
-
-SHUTDOWN = threading.Event()
-"""Set by SIGINT/SIGTERM once ``install_signal_handlers`` ran; ``ZenohNode.spin`` returns when it is set."""
-
-
-def install_signal_handlers() -> None:
-    """Make SIGINT/SIGTERM request a clean shutdown (like ``rclpy.init``); main thread only, idempotent."""
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: SHUTDOWN.set())
+__all__ = ["SHUTDOWN", "Context", "install_signal_handlers"]  # the signal handling is nodegraph.transport.shutdown's
 
 
 def domain_id() -> int:

@@ -198,6 +198,12 @@ class ZenohService(Entity):
             query = self._pending.popleft()
         self.handle(query, self._callback)
 
+    @property
+    def pending(self) -> int:
+        """Requests received and not yet handed to the callback (the executor's queue)."""
+        with self._lock:
+            return len(self._pending)
+
     def handle(self, query: zenoh.Query, callback: Callable[[Any, Any], Any]) -> None:
         """Decode ``query``, run ``callback`` and reply; a raising callback is logged and answered with the
         default response; an undecodable request is logged and dropped (the client then times out)."""

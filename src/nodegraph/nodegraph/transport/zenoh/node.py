@@ -256,14 +256,22 @@ class ZenohNode:
         self._shutdown.set()
 
     def shutdown(self) -> None:
-        """Stop the executor, undeclare every entity and the node token; the process-wide context closes
-        with its last node (an explicitly given context is closed by its owner)."""
+        """End running goals (they see a cancel request), stop the executor, undeclare every entity and the node
+        token; the process-wide context closes with its last node (an explicitly given context is closed by its
+        owner)."""
         if self._closed:
             return
         self._closed = True
         self._shutdown.set()
+        servers = [e for e in self._entities if isinstance(e, ZenohActionServer)]
+        for server in servers:  # running goals see a cancel request and end while callbacks still run
+            server.stopping.set()
+        for server in servers:
+            server.close()
         self.executor.stop()
         for entity in reversed(self._entities):
+            if isinstance(entity, ZenohActionServer):
+                continue
             try:
                 entity.close()
             except Exception as exc:  # the session may already be gone

@@ -20,9 +20,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING
 
+from nodegraph.transport.shutdown import install_signal_handlers
 from nodegraph.transport.zenoh.config import endpoint_accepts_connections, router_endpoint, tcp_address
 
 if TYPE_CHECKING:
@@ -95,12 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--listen", default=None, help="endpoint to listen on (default: %(default)s)")
     ns = parser.parse_args(argv)
     stop = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    install_signal_handlers(stop)  # SIGINT/SIGTERM stop it; a second one or the deadline ends the process
     return serve(ns.listen or router_endpoint(), stop)
 
 
