@@ -6,9 +6,10 @@
 # Usage, from the repository root on the GPU machine, with the venv (or the wheels) in place:
 #   bench/gpu/pipeline_h200.sh [OUT_DIR]          # default out/pipeline_h200
 # With a per-command time limit shorter than the run (the device tool's is 10 minutes), set
-#   SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh  # stops after ~570 s; run it again on the same machine to resume
-# Every stage resumes after a kill, so repeated slices finish the pipeline; the wall times of the slices add up
-# (the summary's per-stage `produced_wall_s` is what each stage took in the invocation that finished it).
+#   SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh  # stops cleanly within ~570 s; run it again to go on
+# `so101 pipeline run` reads SO101_SLICE_S itself: training stops in time for its final checkpoint, the
+# evaluation starts no episode it cannot finish, other stages are stopped at the slice's end and resume; it
+# exits with 75 until the pipeline has finished. The summary's per-stage `produced_wall_s` adds up the slices.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/pipeline_h200}
@@ -20,9 +21,8 @@ export PYTHONPATH=${PYTHONPATH:-$(ls -d "$PWD"/src/*/ | paste -sd:)}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ -n "${SO101_SLICE_S:-}" ]; then
   status=0
-  timeout --signal=KILL "$SO101_SLICE_S" "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml \
-    --out "$OUT_DIR" || status=$?
-  if [ "$status" -eq 137 ]; then echo "slice ended after ${SO101_SLICE_S} s: run again to resume"; exit 0; fi
+  "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" || status=$?
+  if [ "$status" -eq 75 ]; then echo "slice ended: run again to go on"; exit 0; fi
   [ "$status" -eq 0 ] || exit "$status"
   "$PY" -m so101_cli bench pipeline --config config/pipeline_h200.yaml --out "$OUT_DIR" --keep --label h200
 else

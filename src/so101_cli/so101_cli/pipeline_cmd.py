@@ -13,6 +13,8 @@ from rich.table import Table
 app = typer.Typer(help="The whole pipeline as one resumable command.", no_args_is_help=True)
 
 CONFIG_HELP = "pipeline YAML (default config/pipeline.yaml)"
+SLICE_ENDED_EXIT = 75
+"""Exit status of an invocation whose slice ended before the pipeline finished (EX_TEMPFAIL: run it again)."""
 
 
 @app.callback()
@@ -62,8 +64,13 @@ def run(
         "", "--address", help="run generation on Ray: local (a Ray started here), auto or ray://HOST:10001"
     ),
     until: str = typer.Option("report", "--until", help="last stage: seeds, skillgen, dataset, train, eval"),
+    slice_s: float = typer.Option(
+        0.0, "--slice-s", envvar="SO101_SLICE_S", min=0, help="s this call may take (a time-limited job; 0 = none)"
+    ),
 ) -> None:
-    """Run the pipeline; unchanged stages are skipped, interrupted ones resumed. Writes summary.json."""
+    """Run the pipeline; unchanged stages are skipped, interrupted ones resumed. Writes summary.json. With
+    ``--slice-s`` the call stops in time, resumably, and exits with 75 until the pipeline has finished: run the
+    same command again."""
     from so101_pipeline.errors import PipelineError
     from so101_pipeline.pipeline import RunOptions, run_pipeline
     from so101_pipeline.progress import RichReporter
@@ -71,11 +78,18 @@ def run(
     console = Console()
     try:
         with RichReporter() as reporter:
-            summary = run_pipeline(config, RunOptions(out=out, until=until, address=address), reporter=reporter)
+            options = RunOptions(out=out, until=until, address=address, slice_s=slice_s)
+            summary = run_pipeline(config, options, reporter=reporter)
     except (PipelineError, ValueError) as exc:
         console.print(f"[red]so101 pipeline:[/red] {exc}")
         raise typer.Exit(2 if isinstance(exc, ValueError) else 1) from None
     print_summary(summary, console)
+    if not summary["complete"]:
+        console.print(
+            f"[bold]slice ended[/bold] in stage {summary['slice_ended']} (slice {summary['slices']}): "
+            "run the same command again to go on"
+        )
+        raise typer.Exit(SLICE_ENDED_EXIT)
 
 
 @app.command()

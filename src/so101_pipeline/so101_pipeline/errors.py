@@ -24,3 +24,12 @@ class StageError(PipelineError):
 
 class StageDependencyError(StageError):
     """A stage's library (``so101_dataset``, ``so101_policy``, ...) is not importable here."""
+
+
+class SliceEnded(PipelineError):  # noqa: N818 - the end of a time slice, not an error
+    """The invocation's time slice (``--slice-s`` / ``SO101_SLICE_S``) ended before ``stage`` could finish: its
+    partial output is kept and the next invocation resumes it. Not a failure."""
+
+    def __init__(self, stage: str, detail: str) -> None:
+        super().__init__(f"slice ended in stage {stage!r}: {detail}")
+        self.stage = stage

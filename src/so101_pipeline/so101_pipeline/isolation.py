@@ -5,7 +5,8 @@ is SIGKILLed, those would live on and keep writing into the stage's directory wh
 So an isolated stage runs in a spawned child that (1) asks the kernel for SIGTERM when its parent dies
 (``PR_SET_PDEATHSIG``), (2) leads its own process group, and (3) on SIGTERM signals that group (its workers)
 and unwinds (the library's ``finally`` blocks stop what they started). Progress and the result come back over
-a pipe; what the stage prints goes to its log.
+a pipe; what the stage prints goes to its log. A child still running at the slice's end (``ctx.deadline``) is
+stopped the same way, and the stage ends with :class:`~.errors.SliceEnded`.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .errors import StageError
+from .errors import SliceEnded, StageError
 
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
 JOIN_S = 60.0
+SLICE_STOP_S = 20.0
+"""At a slice's end, seconds a stage's process gets to unwind after SIGTERM before SIGKILL."""
 
 
 def _noop(completed: float, total: float | None, text: str) -> None:
@@ -62,6 +66,8 @@ def _host(run: Callable[[Any], dict[str, Any]], ctx: Any, conn: Connection, pare
 
     try:
         conn.send(("result", run(dataclasses.replace(ctx, progress=progress))))
+    except SliceEnded as exc:
+        conn.send(("sliced", str(exc).removeprefix(f"slice ended in stage {exc.stage!r}: ")))
     except StageError as exc:
         traceback.print_exc()
         conn.send(("error", str(exc).removeprefix(f"stage {exc.stage!r}: ")))
@@ -87,9 +93,17 @@ def run_isolated(run: Callable[[Any], dict[str, Any]], ctx: Any) -> dict[str, An
     sender.close()
     result: dict[str, Any] | None = None
     error: str | None = None
+    sliced: str | None = None
     try:
-        while result is None and error is None:
-            if receiver.poll(POLL_S):
+        while result is None and error is None and sliced is None:
+            if ctx.deadline is not None and time.time() >= ctx.deadline:
+                child.terminate()  # SIGTERM: it stops its workers and unwinds; the next slice resumes its work
+                child.join(SLICE_STOP_S)
+                if child.is_alive():
+                    os.killpg(child.pid, signal.SIGKILL)  # its group: the stage and its workers
+                    child.join()
+                sliced = "stopped at the slice's end; the next run resumes it"
+            elif receiver.poll(POLL_S):
                 try:
                     kind, value = receiver.recv()
                 except EOFError:
@@ -98,6 +112,8 @@ def run_isolated(run: Callable[[Any], dict[str, Any]], ctx: Any) -> dict[str, An
                     ctx.progress(*value)
                 elif kind == "result":
                     result = value
+                elif kind == "sliced":
+                    sliced = value
                 else:
                     error = value
             elif not child.is_alive():
@@ -109,6 +125,8 @@ def run_isolated(run: Callable[[Any], dict[str, Any]], ctx: Any) -> dict[str, An
         raise
     finally:
         receiver.close()
+    if sliced is not None:
+        raise SliceEnded(ctx.name, sliced)
     if error is not None:
         raise StageError(ctx.name, error)
     if result is None:

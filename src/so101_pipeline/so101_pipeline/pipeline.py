@@ -3,14 +3,19 @@
 ``summary.json`` (in the output directory, rewritten by every invocation): ``success_rate``, ``episodes``,
 ``successes``, ``wilson_low``/``wilson_high``, ``wall_s`` (this invocation), counts (``seeds``, ``demos``,
 ``attempts``, ``yield`` with its Wilson interval, ``frames``), per stage ``skipped``, ``reason``, ``resumed``,
-``wall_s`` (this invocation) and ``produced_wall_s`` (the run that made its output), and the output paths.
+``wall_s`` (this invocation) and ``produced_wall_s`` (the run that made its output, all its slices), and the
+output paths. In slices (``RunOptions.slice_s``): ``complete``, ``slice_ended`` (the stage the slice ended in,
+or null), ``slices`` (invocations since the last complete one) and ``pipeline_wall_s`` (the finished stages'
+``produced_wall_s`` added up).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib
+import json
 import platform
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +39,24 @@ PARSERS: dict[str, tuple[str, str, str]] = {
 """Stage → (module, config loader (YAML path → config), the loader's field prefix)."""
 
 
+SLICE_RESERVE_S = 30.0
+"""The last seconds of a slice, kept for stopping a stage and writing the summary."""
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """``out``: output directory ("" = the config's); ``until``: last stage; ``address``: Ray cluster
-    address for generation and rendering ("" = local processes)."""
+    address for generation and rendering ("" = local processes); ``slice_s``: seconds this invocation may take
+    (0 = no limit): the stages stop :data:`SLICE_RESERVE_S` before it, resumably (see :mod:`.runner`)."""
 
     out: str = ""
     until: str = "report"
     address: str = ""
+    slice_s: float = 0.0
+
+    def deadline(self, start: float) -> float | None:
+        """The stages' deadline (``time.time()``) of an invocation started at ``start``, or None."""
+        return start + self.slice_s - min(SLICE_RESERVE_S, self.slice_s / 4) if self.slice_s > 0 else None
 
 
 def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfig:
@@ -89,10 +104,13 @@ def run_pipeline(
 ) -> dict[str, Any]:
     """Run (or resume, or skip through) the pipeline; returns the summary written to ``summary.json``."""
     options = options or RunOptions()
+    start = time.time()
     cfg, runner = _prepare(config, options)
+    runner.deadline = options.deadline(start)
     if reporter is not None:
         runner.reporter = reporter
     root = runner.root
+    slices = _slices_so_far(root) + 1
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if cfg.tracking.mlflow:
         with MlflowTracker(root, uri=cfg.tracking.uri, experiment=cfg.tracking.experiment) as tracker:
@@ -103,18 +121,29 @@ def run_pipeline(
                 "run_id": tracker.run_id,
             }
             result = runner.run()
-            summary = build_summary(result, cfg, started, tracker.uri, tracker.run_id)
+            summary = build_summary(result, cfg, started, tracker.uri, tracker.run_id, slices)
             path = write_json(root / "summary.json", summary)
             metrics = {k: float(summary[k]) for k in ("wall_s", "success_rate") if summary.get(k) is not None}
             tracker.log_pipeline({"config": cfg.file, "until": options.until}, metrics, [path])
     else:
         result = runner.run()
-        summary = build_summary(result, cfg, started, "", "")
+        summary = build_summary(result, cfg, started, "", "", slices)
         write_json(root / "summary.json", summary)
     return summary
 
 
-def build_summary(run: PipelineRun, cfg: PipelineConfig, started: str, uri: str, run_id: str) -> dict[str, Any]:
+def _slices_so_far(root: Path) -> int:
+    """Invocations of an unfinished sliced run before this one (0 after a complete run or none)."""
+    try:
+        last = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    return int(last.get("slices", 1)) if last.get("complete") is False else 0
+
+
+def build_summary(
+    run: PipelineRun, cfg: PipelineConfig, started: str, uri: str, run_id: str, slices: int = 1
+) -> dict[str, Any]:
     """The summary of one invocation (see the module docstring)."""
     records = {s.name: s.record for s in run.stages}
     res = {name: rec.results for name, rec in records.items()}
@@ -129,7 +158,11 @@ def build_summary(run: PipelineRun, cfg: PipelineConfig, started: str, uri: str,
     return {
         "config": cfg.file,
         "started": started,
+        "complete": run.ended is None,
+        "slice_ended": run.ended,
+        "slices": slices,
         "wall_s": round(run.wall_s, 3),
+        "pipeline_wall_s": round(sum(s.record.wall_s for s in run.stages), 3),
         "success_rate": ev.get("success_rate"),
         "successes": ev.get("successes"),
         "episodes": ev.get("episodes"),

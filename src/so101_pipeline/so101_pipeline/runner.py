@@ -17,6 +17,12 @@ So a SIGKILL at any point leaves either a finished stage (``done.json``) or a di
 or wipes: never a stage counted done with partial output. A stage that re-runs makes every downstream stage
 re-run (its fingerprint changes with the new output hash, and the ``upstream ran`` rule covers a byte-identical
 rebuild).
+
+**Slices.** With a ``deadline`` (a time-limited job: ``SO101_SLICE_S``) no stage starts within
+:data:`MIN_STAGE_S` of it, a stage sees it in ``ctx.deadline`` and may stop early by raising
+:class:`~.errors.SliceEnded`, and an isolated stage still running at the deadline is stopped (SIGTERM; its work
+is resumable like after a kill). Either way the stage stays unfinished, the invocation ends with
+``PipelineRun.ended`` naming it, and the next invocation resumes it; a stage's ``wall_s`` adds up its slices.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .atomic import read_json, write_json
-from .errors import PipelineError, StageError
+from .errors import PipelineError, SliceEnded, StageError
 from .fingerprint import hash_json, intact, manifest, manifest_hash
 from .isolation import run_isolated
 
@@ -48,6 +54,9 @@ INTERRUPTED = "interrupted earlier"
 """An unfinished run of the same fingerprint left the directory: a resumable stage resumes it."""
 UNFINISHED = "unfinished output of other inputs"
 CHANGED = "inputs or config changed"
+
+MIN_STAGE_S = 10.0
+"""A slice's last seconds in which no stage starts."""
 
 ProgressFn = Callable[[float, float | None, str], None]
 """``progress(completed, total, text)``: ``total`` None when unknown."""
@@ -111,6 +120,13 @@ class StageContext:
     progress: ProgressFn
     log_path: Path
     options: Mapping[str, Any] = field(default_factory=dict)
+    deadline: float | None = None
+    """The slice's end (``time.time()``), or None: a stage that can stop cleanly before it does so and raises
+    :class:`~.errors.SliceEnded`."""
+
+    def seconds_left(self) -> float:
+        """Seconds until the slice's end (infinite without one)."""
+        return float("inf") if self.deadline is None else self.deadline - time.time()
 
 
 @dataclass(frozen=True)
@@ -148,11 +164,13 @@ class StageRun:
 
 @dataclass(frozen=True)
 class PipelineRun:
-    """The outcome of one invocation: every stage in order, total wall time (s)."""
+    """The outcome of one invocation: the stages it reached in order, total wall time (s); ``ended``: the stage
+    in (or before) which the slice ended, None when the pipeline finished."""
 
     root: Path
     stages: list[StageRun]
     wall_s: float
+    ended: str | None = None
 
     def record(self, name: str) -> StageRecord:
         for s in self.stages:
@@ -241,6 +259,7 @@ class Runner:
         tracker: Tracker | None = None,
         options: Mapping[str, Any] | None = None,
         capture: bool = False,
+        deadline: float | None = None,
     ) -> None:
         _check(stages)
         self.root = Path(root)
@@ -250,6 +269,7 @@ class Runner:
         self.tracker: Tracker = tracker or NullTracker()
         self.options = dict(options or {})
         self.capture = capture
+        self.deadline = deadline
 
     def fingerprint(self, stage: Stage, records: Mapping[str, StageRecord]) -> str:
         section = self.sections.get(stage.name)
@@ -310,9 +330,11 @@ class Runner:
         ran: set[str] = set()
         runs: list[StageRun] = []
         for stage in self.stages:
+            fp = self.fingerprint(stage, records)
+            reason = self._why(stage, fp, ran)
+            if reason is not None and self.deadline is not None and time.time() + MIN_STAGE_S > self.deadline:
+                return PipelineRun(self.root, runs, time.perf_counter() - t0, ended=stage.name)
             with self.tracker.stage(stage.name) as track:
-                fp = self.fingerprint(stage, records)
-                reason = self._why(stage, fp, ran)
                 s0 = time.perf_counter()
                 if reason is None:
                     rec = StageRecord.load(self.root / stage.name)
@@ -320,7 +342,12 @@ class Runner:
                     self.reporter.stage_started(stage.name, "skip", False)
                     run = StageRun(stage.name, True, UNCHANGED, False, time.perf_counter() - s0, rec)
                 else:
-                    rec, resumed = self._execute(stage, fp, reason, records)
+                    try:
+                        rec, resumed = self._execute(stage, fp, reason, records)
+                    except SliceEnded as ended:
+                        self.reporter.stage_finished(stage.name, False, time.perf_counter() - s0, str(ended))
+                        track.log({"fingerprint": fp}, {"wall_s": time.perf_counter() - s0}, {"slice_ended": "true"})
+                        return PipelineRun(self.root, runs, time.perf_counter() - t0, ended=stage.name)
                     ran.add(stage.name)
                     run = StageRun(stage.name, False, reason, resumed, time.perf_counter() - s0, rec)
                 self.reporter.stage_finished(stage.name, run.skipped, run.wall_s, run.reason)
@@ -338,7 +365,9 @@ class Runner:
         if not resume and sdir.exists():
             shutil.rmtree(sdir)
         sdir.mkdir(parents=True, exist_ok=True)
-        write_json(sdir / MARKER, {"stage": stage.name, "fingerprint": fp, "started": _now()})
+        earlier = read_json(sdir / MARKER) if resume else None
+        earlier_s = float(earlier.get("elapsed_s", 0.0)) if isinstance(earlier, dict) else 0.0  # earlier slices
+        write_json(sdir / MARKER, {"stage": stage.name, "fingerprint": fp, "started": _now(), "elapsed_s": earlier_s})
         progress = self.reporter.stage_started(stage.name, reason, resume)
         ctx = StageContext(
             name=stage.name,
@@ -350,6 +379,7 @@ class Runner:
             progress=progress,
             log_path=self.root / "logs" / f"{stage.name}.log",
             options=self.options,
+            deadline=self.deadline,
         )
         t0 = time.perf_counter()
         try:
@@ -358,12 +388,16 @@ class Runner:
             else:
                 with capture_output(ctx.log_path) if self.capture else contextlib.nullcontext():
                     results = stage.run(ctx)
+        except SliceEnded:  # unfinished: the marker stays, with this slice's time added
+            marker = {"stage": stage.name, "fingerprint": fp, "started": _now()}
+            write_json(sdir / MARKER, {**marker, "elapsed_s": earlier_s + time.perf_counter() - t0})
+            raise
         except StageError:
             raise
         except Exception as exc:  # the directory stays as it is: the next run resumes or wipes it
             detail = str(exc) if isinstance(exc, PipelineError) else f"{type(exc).__name__}: {exc}"
             raise StageError(stage.name, f"{detail} (log: {ctx.log_path})") from exc
-        wall = time.perf_counter() - t0
+        wall = earlier_s + time.perf_counter() - t0
         files = manifest(sdir, exclude=BOOKKEEPING)
         rec = StageRecord(
             stage=stage.name,

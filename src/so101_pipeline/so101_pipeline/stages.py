@@ -12,10 +12,16 @@ need the later ones): results hold counts and paths relative to the output root.
 - ``eval``: ``so101_policy.evaluate.evaluate_policy`` (episodes in the twin; Wilson interval).
 - ``report``: ``report/index.html`` (:mod:`.report`), with the run's options ``profile`` (the config file) and
   ``mlflow`` (the pipeline run's ``uri``, ``experiment_id``, ``run_id``).
+
+In a slice (``ctx.deadline``) training stops in time for its final checkpoint and the evaluation starts no
+episode it cannot finish; both then end with :class:`~.errors.SliceEnded` and resume in the next slice. The
+other stages are stopped at the deadline by the runner; their work is resumable at any point.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import shutil
 import subprocess
@@ -27,13 +33,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import PipelineConfig, SeedsSection
-from .errors import StageDependencyError, StageError
+from .errors import SliceEnded, StageDependencyError, StageError
 from .fingerprint import hash_file, hash_json
 from .isolation import die_with_parent
 from .report import ReportContext, write_report
 from .runner import ProgressFn, Stage, StageContext, StageRecord
 
 POLL_S = 0.5
+EXIT_RESERVE_S = 15.0
+"""Seconds a slice-aware stage keeps before the deadline for its process to return its result."""
 RECORD_ATTEMPTS = 2
 CLI_MODULE = "so101_cli"
 """The ``so101`` command, run as ``python -m`` (a process boundary: never imported from here)."""
@@ -253,9 +261,17 @@ def run_train(ctx: StageContext) -> dict[str, Any]:
     dataset = ctx.inputs["dataset"]
     dataset_dir = resolve(dataset, "train_dir" if "train_dir" in dataset.results else "v3_dir")
     progress = progress_adapter(ctx.progress, "training")
-    result = train.train_policy(dataset_dir, ctx.out_dir, ctx.section["config"], progress=progress)
+    cfg = ctx.section["config"]
+    left = ctx.seconds_left() - EXIT_RESERVE_S
+    sliced = left < (cfg.time_limit_s or math.inf)  # the slice ends before the config's own time limit
+    if sliced:
+        cfg = dataclasses.replace(cfg, time_limit_s=max(1.0, left))
+    result = train.train_policy(dataset_dir, ctx.out_dir, cfg, progress=progress)
+    if sliced and result.steps < cfg.steps:
+        raise SliceEnded("train", f"step {result.steps} of {cfg.steps} saved; the next run resumes from it")
     return {
         "steps": int(result.steps),
+        "resumed_from": int(result.resumed_from),
         "final_loss": float(result.final_loss),
         "samples_per_s": float(result.samples_per_s),
         "data_source": result.data_source,
@@ -270,7 +286,14 @@ def run_eval(ctx: StageContext) -> dict[str, Any]:
     evaluate = _require("so101_policy.evaluate", "eval")
     checkpoint = resolve(ctx.inputs["train"], "checkpoint_dir")
     ctx.progress(0, None, "episodes in the twin")
-    result = evaluate.evaluate_policy(checkpoint, ctx.out_dir, ctx.section["config"])
+    cfg = ctx.section["config"]
+    deadline = None
+    if ctx.deadline is not None:  # no episode starts that could outlast the slice
+        longest = cfg.episode_s / cfg.real_time_factor * 3 + 30.0  # the evaluator's own bound on one episode
+        deadline = time.monotonic() + ctx.seconds_left() - EXIT_RESERVE_S - longest
+    result = evaluate.evaluate_policy(checkpoint, ctx.out_dir, cfg, deadline=deadline)
+    if result.episodes < cfg.episodes:
+        raise SliceEnded("eval", f"{result.episodes} of {cfg.episodes} episodes run; the next run resumes")
     ctx.progress(int(result.episodes), int(result.episodes), f"success {result.successes}/{result.episodes}")
     return {
         "success_rate": float(result.success_rate),

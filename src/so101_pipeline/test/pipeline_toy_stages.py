@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from so101_pipeline.atomic import write_json
+from so101_pipeline.errors import SliceEnded
 from so101_pipeline.runner import Runner, Stage, StageContext
 
 
@@ -33,6 +34,22 @@ def make(ctx: StageContext) -> dict[str, Any]:
         write_json(path, {"i": i, "value": i * int(ctx.section["scale"])})
         ctx.progress(i + 1, count, "items")
     return {"items": count, "dir": ctx.name}
+
+
+def steps(ctx: StageContext) -> dict[str, Any]:
+    """Like training: ``count`` steps of ``delay_s``, the step count saved after each; stops cleanly (SliceEnded)
+    when the next step would end past the slice's deadline, and resumes from the saved count."""
+    _log(ctx)
+    count, delay = int(ctx.section["count"]), float(ctx.section["delay_s"])
+    state = ctx.out_dir / "state.json"
+    done = int(json.loads(state.read_text())["done"]) if state.exists() else 0
+    while done < count:
+        if ctx.seconds_left() < delay:
+            raise SliceEnded(ctx.name, f"{done} of {count} steps saved")
+        time.sleep(delay)
+        done += 1
+        write_json(state, {"done": done})
+    return {"steps": done}
 
 
 def total(ctx: StageContext) -> dict[str, Any]:

@@ -5,6 +5,7 @@ gets its own router endpoint (a free port), so no two tests' seed recordings sha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -156,6 +157,19 @@ def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_a_slice_too_short_for_a_stage_exits_75_and_counts_its_slices(tmp_path: Path) -> None:
+    """``--slice-s`` shorter than any stage needs: nothing starts, the summary says where the slice ended and the
+    call exits with 75 (run again); the next call counts the second slice."""
+    config, out = _config(tmp_path), tmp_path / "out"
+    for k in (1, 2):
+        result = subprocess.run([*_args(config, out), "--slice-s", "12"], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 75, result.stdout + result.stderr
+        assert "run the same command again" in " ".join(result.stdout.split())
+        summary = json.loads((out / "summary.json").read_text())
+        assert (summary["complete"], summary["slice_ended"], summary["slices"]) == (False, "seeds", k)
+        assert summary["stages"] == {} and not (out / "seeds").exists()
+
+
 RENDERED = (
     f"threads: 1\nseeds: {{count: {SEEDS}, real_time_factor: 3.0}}\n"
     f"skillgen: {{set: {{num_demos: {DEMOS}, num_trials: 10}}}}\n"
@@ -224,3 +238,36 @@ def test_sigkill_while_training_resumes_to_the_requested_steps(rendered: Path, t
     assert summary["train_steps"] == 30
     done = json.loads((out / "train" / "done.json").read_text())
     assert done["results"]["data_source"] == "rendered frames"  # keep_frames: no video round trip
+
+
+def test_a_training_slice_stops_in_time_and_resumes_at_its_last_checkpoint(rendered: Path, tmp_path: Path) -> None:
+    """The train stage in a slice that ends in a few seconds: it saves and says so (SliceEnded), within the
+    slice; the next call resumes from that checkpoint and ends at the requested steps."""
+    from so101_pipeline.errors import SliceEnded
+    from so101_pipeline.runner import StageContext, StageRecord
+    from so101_pipeline.stages import EXIT_RESERVE_S, run_train
+    from so101_policy.checkpoints import last_checkpoint, step_name
+    from so101_policy.config import TrainConfig
+
+    cfg = TrainConfig(steps=100_000, batch_size=2, num_workers=0, dim_model=32, dim_feedforward=64, n_heads=2,
+                      n_encoder_layers=1, save_freq=10, log_freq=10, device="cpu", system_metrics=False,
+                      log_checkpoints=False, cameras=("top",))  # fmt: skip
+    dataset = StageRecord.load(rendered / "dataset")
+    assert dataset is not None
+    (tmp_path / "train").mkdir()
+
+    def context(config: TrainConfig, deadline: float | None) -> StageContext:
+        return StageContext("train", tmp_path, tmp_path / "train", {"config": config}, {"dataset": dataset}, False,
+                            lambda *_: None, tmp_path / "train.log", deadline=deadline)  # fmt: skip
+
+    slice_s = EXIT_RESERVE_S + 8.0
+    t0 = time.time()
+    with pytest.raises(SliceEnded, match=r"step (\d+) of 100000 saved") as ended:
+        run_train(context(cfg, t0 + slice_s))
+    assert time.time() - t0 < slice_s
+    saved = int(str(ended.value).split("step ")[1].split(" ")[0])
+    assert 0 < saved < 100_000
+    last = last_checkpoint(tmp_path / "train")
+    assert last is not None and last.resolve().name == step_name(saved)
+    results = run_train(context(dataclasses.replace(cfg, steps=saved + 10), None))
+    assert results["steps"] == saved + 10 and results["resumed_from"] == saved

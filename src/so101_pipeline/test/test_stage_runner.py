@@ -28,6 +28,8 @@ from so101_pipeline.runner import (
     StageContext,
 )
 
+from so101_pipeline import runner as runner_module
+
 
 def _run(root: Path, **kw: object) -> dict[str, bool]:
     result = Runner(root, toy.stages(), toy.sections(**kw)).run()  # type: ignore[arg-type]
@@ -207,3 +209,38 @@ def test_sigkill_of_the_pipeline_takes_an_isolated_stage_and_its_workers_down(tm
             return True
 
     _wait_for(lambda: gone(info["stage_pid"]) and gone(info["pid"]), 30)
+
+
+def test_a_pipeline_in_slices_finishes_as_an_uninterrupted_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices of 2.5 s: the isolated stage is stopped at the deadline (SIGTERM) and resumed, the slice-aware one
+    stops itself and resumes; no stage starts in a slice's last seconds; the outputs equal an uninterrupted
+    run's and each stage's wall time adds up its slices."""
+    stages = [
+        Stage("make", toy.make, isolated=True),
+        Stage("steps", toy.steps, ("make",)),
+        Stage("total", toy.total, ("make",), resumable=False),
+    ]
+    sections = {"make": {"count": 12, "delay_s": 0.25, "scale": 3}, "steps": {"count": 8, "delay_s": 0.3},
+                "total": {"delay_s": 0.0}}  # fmt: skip
+    whole = Runner(tmp_path / "whole", stages, sections).run()
+    assert whole.ended is None
+    monkeypatch.setattr(runner_module, "MIN_STAGE_S", 0.2)
+    sliced = tmp_path / "sliced"
+    ended: list[str | None] = []
+    for _ in range(20):
+        run = Runner(sliced, stages, sections, deadline=time.time() + 2.5).run()
+        ended.append(run.ended)
+        if run.ended is None:
+            break
+    assert ended[-1] is None and {"make", "steps"} <= set(ended), ended
+    for name in ("make", "steps", "total"):
+        a, b = whole.record(name), run.record(name)
+        assert a.output_hash == b.output_hash and a.results == b.results, name
+    # every slice's share, not only the last one's (a slice that ended in make spent about 2.5 s in it)
+    assert run.record("make").wall_s >= 0.8 * 2.5 * ended.count("make")
+    assert toy.runs(sliced)[:2] == ["make fresh", "make resumed"]
+
+
+def test_no_stage_starts_in_a_slices_last_seconds(tmp_path: Path) -> None:
+    run = Runner(tmp_path, toy.stages(), toy.sections(), deadline=time.time() + runner_module.MIN_STAGE_S / 2).run()
+    assert run.ended == "make" and run.stages == [] and toy.runs(tmp_path) == []

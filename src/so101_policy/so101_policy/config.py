@@ -107,7 +107,9 @@ class EvalConfig:
     number of episodes with an MP4 and a tracking plot (the first K, then the first success and the first failure
     after them; 0: none). FRAME references (DTW, ATE, RTE, action MSE) are the scripted expert's rollouts on the
     same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g. ``wide``), "" = the base ranges; ``graphs``:
-    evaluation graphs run side by side, the seeds split between them.
+    evaluation graphs run side by side, the seeds split between them. ``scene_seeds``: the episodes' scene seeds
+    instead of ``seed + i`` (e.g. the training demos' ``scene_seed``s: does the policy solve the scenes it was
+    trained on?); at most ``episodes`` of them are used.
     """
 
     episodes: int = 50
@@ -131,8 +133,15 @@ class EvalConfig:
     randomize: bool = True
     dr_profile: str = ""
     graphs: int = 1
+    scene_seeds: tuple[int, ...] = ()
+
+    def episode_seed(self, index: int) -> int:
+        """The scene seed of episode ``index`` (0-based)."""
+        return self.scene_seeds[index] if self.scene_seeds else self.seed + index
 
     def __post_init__(self) -> None:
+        if self.scene_seeds and len(self.scene_seeds) < self.episodes:
+            raise ConfigError(f"eval.scene_seeds holds {len(self.scene_seeds)} seeds for {self.episodes} episodes")
         _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz", "graphs"))
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
         if not 0 < self.blend_alpha <= 1:
@@ -201,6 +210,16 @@ def _cameras(cameras: tuple[str, ...], root: str) -> None:
         raise ConfigError(f"{root}.cameras must be distinct names of {list(CAMERA_NAMES)}, got {list(cameras)}")
 
 
+_PLURAL = {str: "strings", int: "integers", float: "numbers"}
+
+
+def _is(value: Any, item: type) -> bool:
+    """``value`` is an ``item`` (str, int or float) as YAML writes it (a bool is not a number)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) if item is float else isinstance(value, item)
+
+
 def _read(fields: Fields, cls: type[Any]) -> Any:
     """Every dataclass field of ``cls`` from ``fields`` (default when absent), typed by its annotation."""
     defaults = cls()
@@ -223,12 +242,13 @@ def _read(fields: Fields, cls: type[Any]) -> Any:
         elif hint is str:
             values[f.name] = "" if raw is None else fields.text(f.name)
         elif typing.get_origin(hint) is tuple or isinstance(hint, types.GenericAlias):
-            if default and isinstance(default[0], float):
+            item = typing.get_args(hint)[0]
+            if item is float and default:
                 values[f.name] = fields.vec(f.name, len(default))
-            elif not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-                raise FieldError(fields.field(f.name), f"expected a list of strings, got {raw!r}")
+            elif not isinstance(raw, list) or not all(_is(x, item) for x in raw):
+                raise FieldError(fields.field(f.name), f"expected a list of {_PLURAL[item]}, got {raw!r}")
             else:
-                values[f.name] = tuple(raw)
+                values[f.name] = tuple(float(x) if item is float else x for x in raw)
         else:  # pragma: no cover - every field above is one of these types
             raise TypeError(f"unsupported field type {hint} for {f.name}")
     fields.finish()

@@ -79,9 +79,12 @@ def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
     return PolicySpec(("--checkpoint", str(path), "--device", device), cams, int(w), int(h), str(checkpoint_dir))
 
 
-def evaluate_policy(checkpoint_dir: Path, out_dir: Path, config: EvalConfig) -> EvalResult:
-    """Evaluate the ACT checkpoint at ``checkpoint_dir`` (see the module docstring)."""
-    return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config)
+def evaluate_policy(
+    checkpoint_dir: Path, out_dir: Path, config: EvalConfig, *, deadline: float | None = None
+) -> EvalResult:
+    """Evaluate the ACT checkpoint at ``checkpoint_dir`` (see the module docstring); ``deadline``
+    (``time.monotonic()``): no episode starts after it."""
+    return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config, deadline=deadline)
 
 
 def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor: Any) -> dict[str, Any]:
@@ -326,7 +329,7 @@ def _run_episode(
     """One episode (``clients``: sim/reset, policy/start, policy/stop; ``before``: the episodes' rows so far)."""
     reset, start, stop = clients
     rtf = cfg.real_time_factor
-    seed = cfg.seed + index
+    seed = cfg.episode_seed(index)
     trigger = node.message("std_srvs/srv/Trigger_Request")
     _call(stop, trigger, "policy/stop")
     _call(reset, node.message("so101_msgs/srv/ResetSim_Request", seed=seed), "sim/reset")

@@ -43,7 +43,12 @@ def run_graphs(spec: Any, out_dir: Path, config: EvalConfig, *, deadline: float 
         futures = []
         for k, (first, count) in enumerate(shares):
             sub = dataclasses.replace(
-                config, seed=config.seed + first, episodes=count, videos=config.videos if k == 0 else 0, graphs=1
+                config,
+                seed=config.seed + first,
+                scene_seeds=config.scene_seeds[first : first + count],
+                episodes=count,
+                videos=config.videos if k == 0 else 0,
+                graphs=1,
             )
             futures.append((k, first, pool.submit(_graph, spec, out_dir / f"graph_{k}", sub, deadline)))
         rows, failed = [], []

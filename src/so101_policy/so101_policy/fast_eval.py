@@ -1,8 +1,8 @@
 """``so101 eval --fast``: the evaluation's episodes in N twin environments at once, the policy batched.
 
-The same episodes as the graph evaluation (:mod:`.evaluate`): seeds ``seed .. seed + episodes - 1``, the same
-twin, DR profile, command filter and success rules (:class:`~.sim_env.VialRackEnv`, one process per
-environment), and chunks executed as the policy node executes them (``horizon``, a new chunk every
+The same episodes as the graph evaluation (:mod:`.evaluate`): seeds ``seed .. seed + episodes - 1`` (or
+``scene_seeds``), the same twin, DR profile, command filter and success rules (:class:`~.sim_env.VialRackEnv`,
+one process per environment), and chunks executed as the policy node executes them (``horizon``, a new chunk every
 ``replan_every`` steps, admitted, clamped and EMA-blended by :func:`~.admission.admit_chunk` with policy.yaml's
 limits; a hold where no action is planned). The graph
 evaluation stays the figure of record for deployment; this one is for development (a sweep scores its runs
@@ -139,11 +139,12 @@ def run_fast_evaluation(
     vec = make_vector_env(spec, n_env)
     try:
         for first in range(0, config.episodes, n_env):
-            seeds = [config.seed + first + k for k in range(n_env)]
             count = min(n_env, config.episodes - first)
+            seeds = [config.episode_seed(first + k) for k in range(count)]
+            seeds += [config.seed + first + k for k in range(count, n_env)]  # a last wave's idle environments
             rows.extend(_wave(vec, backend, spec, seeds, horizon, replan, config.blend_alpha, limits)[:count])
-            for row in rows[first:]:
-                row["index"] = row["seed"] - config.seed
+            for k, row in enumerate(rows[first:]):
+                row["index"] = first + k
                 if progress is not None:
                     progress(row["index"] + 1, config.episodes, row)
     finally:

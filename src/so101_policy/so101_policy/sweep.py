@@ -12,8 +12,8 @@ Each run trains in its own process (``so101 train``, so a GPU is shared by K pro
 resumes by itself after a crash) into ``<out>/<name>/``; once all have finished their steps, each final
 checkpoint is scored with :func:`~.fast_eval.evaluate_checkpoint_fast` into
 ``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs by success rate (then the workshop rule's).
-When a run stopped at its time limit (``--time-limit``: a slice of a time-limited job) nothing is scored and
-``sweep.json`` says ``complete: false``: the same command resumes every run.
+When a run stopped at its time limit (``--time-limit``: a slice of a time-limited job), or the slice has no time
+left to score the next run, ``sweep.json`` says ``complete: false``: the same command goes on from there.
 """
 
 from __future__ import annotations
@@ -73,14 +73,82 @@ def _plain(cfg: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(cfg).items()}
 
 
+SCORE_RESERVE_S = 180.0  # time kept for scoring one run before any scoring has been measured in this call
+
+
 def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> list[dict[str, Any]]:
-    """Train every run at once, then score each; the rows of ``sweep.json``, best first."""
+    """Train every run at once, then score each; the rows of ``sweep.json``, best first.
+
+    A run whose ``train_result.json`` already has its steps is not started again, and a scored run is not
+    scored again. With the runs' ``time_limit_s`` (the call's slice) a run is scored only while the slice has
+    time for it (the longest scoring so far, or :data:`SCORE_RESERVE_S` before the first); otherwise
+    ``sweep.json`` says ``complete: false`` and the same command goes on from there."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    children: dict[str, tuple[subprocess.Popen[bytes], Any]] = {}
     t0 = time.perf_counter()
+    limit = max(cfg.time_limit_s for cfg in sweep.runs.values())
+    deadline = t0 + limit if limit > 0 else float("inf")
+    pending = {name: cfg for name, cfg in sweep.runs.items() if _trained_steps(out_dir / name) < cfg.steps}
+    _train(pending, dataset, out_dir)
+    train_wall = _earlier_train_wall(out_dir) + time.perf_counter() - t0
+    trained = {name: json.loads((out_dir / name / "train_result.json").read_text()) for name in sweep.runs}
+    if any(trained[name]["steps"] < cfg.steps for name, cfg in sweep.runs.items()):
+        _partial(out_dir, trained, train_wall, "training")
+        return []
+    from .fast_eval import evaluate_checkpoint_fast
+
+    rows, longest = [], 0.0
+    for name in sweep.runs:
+        run_dir = out_dir / name
+        results = run_dir / "fast_eval" / "fast_results.json"
+        if not results.is_file():
+            if time.perf_counter() + (1.5 * longest or SCORE_RESERVE_S) > deadline:
+                _partial(out_dir, trained, train_wall, "scoring")
+                return []
+            t_score = time.perf_counter()
+            evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
+            longest = max(longest, time.perf_counter() - t_score)
+        result = json.loads(results.read_text())
+        rows.append(
+            {
+                "run": name,
+                "changes": sweep.changes[name],
+                "steps": trained[name]["steps"],
+                "final_loss": trained[name]["final_loss"],
+                "samples_per_s": trained[name]["samples_per_s"],
+                "cold_start_s": trained[name]["cold_start_s"],
+                "success_rate": result["success_rate"],
+                "wilson_95": result["wilson_95"],
+                "workshop_rate": result["workshop_rate"],
+                "episodes": result["episodes"],
+                "fast_eval_episodes_per_min": result["episodes_per_min"],
+            }
+        )
+    rows.sort(key=lambda r: (-r["success_rate"], -r["workshop_rate"]))
+    summary = {"complete": True, "dataset": str(dataset), "runs": rows, "train_wall_s": train_wall,
+               "eval": _plain(sweep.eval)}  # fmt: skip
+    (out_dir / "sweep.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return rows
+
+
+def _earlier_train_wall(out_dir: Path) -> float:
+    """The training wall time of the earlier calls of an unfinished sweep (s)."""
+    path = out_dir / "sweep.json"
+    earlier = json.loads(path.read_text()) if path.is_file() else {}
+    return 0.0 if earlier.get("complete", True) else float(earlier["train_wall_s"])
+
+
+def _trained_steps(run_dir: Path) -> int:
+    result = run_dir / "train_result.json"
+    return int(json.loads(result.read_text())["steps"]) if result.is_file() else 0
+
+
+def _train(runs: dict[str, TrainConfig], dataset: Path, out_dir: Path) -> None:
+    """``runs`` trained at once, each ``so101 train`` in its own process; raises PolicyError naming the failures."""
+    children: dict[str, tuple[subprocess.Popen[bytes], Any]] = {}
+    failed = []
     try:
-        for name, cfg in sweep.runs.items():
+        for name, cfg in runs.items():
             run_dir = out_dir / name
             run_dir.mkdir(exist_ok=True)
             (run_dir / "train.yaml").write_text(yaml.safe_dump(_plain(cfg), sort_keys=False), encoding="utf-8")
@@ -88,7 +156,6 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
             cmd = [sys.executable, "-m", "so101_cli", "train", "--dataset", str(dataset), "--config",
                    str(run_dir / "train.yaml"), "--out", str(run_dir)]  # fmt: skip
             children[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log)
-        failed = []
         for name, (child, log) in children.items():
             if child.wait() != 0:
                 failed.append(f"{name} (exit {child.returncode}; {out_dir / name / 'train.log'})")
@@ -98,37 +165,12 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
             if child.poll() is None:
                 child.terminate()
                 child.wait()
-    train_wall = time.perf_counter() - t0
     if failed:
         raise PolicyError("sweep runs failed: " + ", ".join(failed))
-    trained = {name: json.loads((out_dir / name / "train_result.json").read_text()) for name in sweep.runs}
-    if any(trained[name]["steps"] < cfg.steps for name, cfg in sweep.runs.items()):
-        partial = {"complete": False, "steps": {k: v["steps"] for k, v in trained.items()}, "train_wall_s": train_wall}
-        (out_dir / "sweep.json").write_text(json.dumps(partial, indent=2), encoding="utf-8")
-        return []
-    from .fast_eval import evaluate_checkpoint_fast
 
-    rows = []
-    for name in sweep.runs:
-        run_dir = out_dir / name
-        result = evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
-        rows.append(
-            {
-                "run": name,
-                "changes": sweep.changes[name],
-                "steps": trained[name]["steps"],
-                "final_loss": trained[name]["final_loss"],
-                "samples_per_s": trained[name]["samples_per_s"],
-                "cold_start_s": trained[name]["cold_start_s"],
-                "success_rate": result.success_rate,
-                "wilson_95": [result.wilson_low, result.wilson_high],
-                "workshop_rate": result.workshop_rate,
-                "episodes": result.episodes,
-                "fast_eval_episodes_per_min": result.episodes_per_min,
-            }
-        )
-    rows.sort(key=lambda r: (-r["success_rate"], -r["workshop_rate"]))
-    summary = {"complete": True, "dataset": str(dataset), "runs": rows, "train_wall_s": train_wall,
-               "eval": _plain(sweep.eval)}  # fmt: skip
-    (out_dir / "sweep.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return rows
+
+def _partial(out_dir: Path, trained: dict[str, Any], train_wall: float, stage: str) -> None:
+    """``sweep.json`` of a sweep that goes on in the next call (``stage``: training or scoring)."""
+    partial = {"complete": False, "stage": stage, "steps": {k: v["steps"] for k, v in trained.items()},
+               "train_wall_s": train_wall}  # fmt: skip
+    (out_dir / "sweep.json").write_text(json.dumps(partial, indent=2), encoding="utf-8")

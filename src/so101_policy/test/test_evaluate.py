@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from so101_core.lerobot_units import to_lerobot
-from so101_policy.config import EvalConfig
+from so101_policy.config import EvalConfig, parse_config
 from so101_policy.evaluate import PolicySpec, run_evaluation
 from so101_policy.fast_eval import run_fast_evaluation
 from so101_policy.outcome import NEVER_GRASPED
@@ -91,12 +91,31 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path,
         replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",), gripper_override=grip)
         fast = run_fast_evaluation(replay, tmp_path / "fast", config(seconds), ("top",), (32, 24), envs=1)
         assert (fast.episodes, fast.successes, fast.workshop_successes) == (1, want, want)
+    # the demo's scene named by scene_seeds (the training scenes' check), whatever the first seed says
+    replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",))
+    on_scene = dataclasses.replace(config(steps / 30.0 + 3.0), seed=SEED + 100, scene_seeds=(SEED,))
+    fast = run_fast_evaluation(replay, tmp_path / "scene", on_scene, ("top",), (32, 24), envs=1)
+    assert fast.successes == 1
+    assert json.loads((tmp_path / "scene" / "fast_episodes.jsonl").read_text())["seed"] == SEED
     failed = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
     assert failed["failure"] == NEVER_GRASPED and "never grasped" in result.report_html.read_text()
     m = failed["metrics"]
     # what is left is the jaws' first move from home to the opening, which the replayed demo has too
     assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]
     assert m["path_length"] > 0.5  # it moved
+
+
+def test_scene_seeds_name_the_episodes_scenes() -> None:
+    from so101_policy.errors import ConfigError
+
+    assert [EvalConfig(episodes=3, seed=10).episode_seed(k) for k in range(3)] == [10, 11, 12]
+    assert [EvalConfig(episodes=2, scene_seeds=(7, 3, 9)).episode_seed(k) for k in range(2)] == [7, 3]
+    with pytest.raises(ConfigError, match="scene_seeds holds 1 seeds for 2 episodes"):
+        EvalConfig(episodes=2, scene_seeds=(7,))
+    # as eval.yaml or `--set scene_seeds=[...]` gives them
+    assert parse_config(EvalConfig, {"episodes": 2, "scene_seeds": [5, 6]}, "eval").scene_seeds == (5, 6)
+    with pytest.raises(ConfigError, match=r"eval.scene_seeds: expected a list of integers, got \[True\]"):
+        parse_config(EvalConfig, {"episodes": 1, "scene_seeds": [True]}, "eval")
 
 
 def test_graphs_share_the_episodes_in_contiguous_seed_ranges() -> None:

@@ -13,6 +13,8 @@ from so101_policy.config import EvalConfig, TrainConfig
 from so101_policy.errors import ConfigError
 from so101_policy.sweep import load_sweep, run_sweep
 
+from so101_policy import sweep as sweep_module
+
 pytestmark = pytest.mark.slow
 
 BASE = TrainConfig(
@@ -23,13 +25,28 @@ BASE = TrainConfig(
 EVAL = EvalConfig(episodes=1, episode_s=0.3, randomize=False, device="cpu", videos=0)
 
 
-def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(tmp_path: Path) -> None:
+def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
     spec = tmp_path / "sweep.yaml"
     spec.write_text("runs:\n  frozen: {backbone_norm: frozen}\n  batch: {backbone_norm: batch, lr: 0.001}\n")
-    sweep = load_sweep(spec, BASE, EVAL)
-    assert sweep.runs["batch"] == dataclasses.replace(BASE, backbone_norm="batch", lr=0.001)
+    sweep = load_sweep(spec, dataclasses.replace(BASE, time_limit_s=600.0), EVAL)
+    assert sweep.runs["batch"] == dataclasses.replace(BASE, backbone_norm="batch", lr=0.001, time_limit_s=600.0)
+    # a slice with no time left for scoring: trained, not scored, and said so
+    monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 1e6)
+    assert run_sweep(sweep, dataset, tmp_path / "out", envs=1) == []
+    partial = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert partial["complete"] is False and partial["stage"] == "scoring"
+    assert partial["steps"] == {"frozen": 4, "batch": 4} and partial["train_wall_s"] > 0
+    assert not (tmp_path / "out" / "frozen" / "fast_eval").exists()
+    logs = {name: (tmp_path / "out" / name / "train.log").stat().st_size for name in ("frozen", "batch")}
+    # the next call scores without training again
+    monkeypatch.undo()
     rows = run_sweep(sweep, dataset, tmp_path / "out", envs=1)
+    assert {name: (tmp_path / "out" / name / "train.log").stat().st_size for name in logs} == logs
+    wall = json.loads((tmp_path / "out" / "sweep.json").read_text())["train_wall_s"]
+    assert wall == pytest.approx(partial["train_wall_s"], abs=1.0)  # the earlier call's training, nothing more
     assert {r["run"] for r in rows} == {"frozen", "batch"}
     for row in rows:
         assert row["steps"] == 4 and row["episodes"] == 1 and 0.0 <= row["success_rate"] <= 1.0
