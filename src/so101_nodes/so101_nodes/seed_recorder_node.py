@@ -29,7 +29,10 @@ Modes (``mode``):
   - ``scripted``: before each episode ``<expert>/stop``, ``sim/reset`` (so101_msgs/ResetSim, seed ``seed + i``),
     then ``<expert>/start`` (std_srvs/Trigger); the episode ends at success once ``<expert>/done`` (std_msgs/Bool) is
     true, ``done_steps`` steps after done without success, or at ``max_steps`` (task.yaml's when 0).
-    Actions come from ``joint_commands``.
+    Actions come from ``joint_commands``. An episode that ends without success is recorded again on the same
+    scene, up to ``retries`` more times (a busy host can starve the expert node: its answers then lag the
+    states), as an operator would; the failed tries go to ``<output>/failed/`` (``seed_NNN_try_K.npz`` and
+    bag), and the kept seed file says ``extra.tries``.
   - ``teleop``: actions from ``leader/joint_states`` (the human's leader arm); ``sim/reset`` is called when
     the service exists (the twin), not on the real arm. An episode ends on ``~/next_episode``
     (std_srvs/Trigger; the next one starts right away) or ``~/stop`` (std_srvs/Trigger; ends it and stops),
@@ -40,7 +43,7 @@ Modes (``mode``):
 
 Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed`` (0), ``reset_sim`` (true),
 ``action_topic`` ("" = per mode), ``expert`` (node name, ``scripted_expert``), ``max_steps`` (0),
-``done_steps`` (45), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 30), ``task_config`` /
+``done_steps`` (45), ``retries`` (2), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 30), ``task_config`` /
 ``sim_config`` (YAML paths, "" = config/), ``images`` (true), ``held_gripper_max_rad`` (0.3),
 ``exit_when_done`` (true).
 """
@@ -63,7 +66,7 @@ from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
 from so101_core.arrays import F64
 from so101_core.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
-from so101_core.seeds.format import save_seed
+from so101_core.seeds.format import FAILED_DIR, save_seed
 from so101_core.sim.config import load_sim_config, load_task_config
 from so101_core.sim.randomization import prefilled_before
 from so101_core.sim.scene import RACK, VIAL, standing_names
@@ -109,6 +112,7 @@ class SeedRecorderParams:
     expert: str = "scripted_expert"
     max_steps: int = 0
     done_steps: int = 45
+    retries: int = 2
     episode_timeout_s: float = 300.0
     service_timeout_s: float = 30.0
     task_config: str = ""
@@ -131,6 +135,7 @@ class SeedRecorderParams:
             expert=str(values["expert"]),
             max_steps=int(values["max_steps"]),
             done_steps=int(values["done_steps"]),
+            retries=int(values["retries"]),
             episode_timeout_s=float(values["episode_timeout_s"]),
             service_timeout_s=float(values["service_timeout_s"]),
             task_config=str(values["task_config"]),
@@ -148,7 +153,7 @@ class SeedRecorderParams:
             raise ValueError("seed_recorder: parameter 'output' (directory) is required")
         if self.mode not in MODES:
             raise ValueError(f"seed_recorder: parameter 'mode' must be one of {list(MODES)}, got {self.mode!r}")
-        for name in ("episodes", "seed", "max_steps", "done_steps"):
+        for name in ("episodes", "seed", "max_steps", "done_steps", "retries"):
             if getattr(self, name) < 0:
                 raise ValueError(f"seed_recorder: parameter {name!r} must be >= 0, got {getattr(self, name)}")
         if self.mode == "scripted" and self.episodes == 0:
@@ -410,11 +415,33 @@ class SeedRecorder:
         if index:
             self.node.logger.info(f"{index} seed file(s) already in {self.output}: resuming at episode {index}")
         while not self._stop.is_set() and (p.episodes == 0 or index < p.episodes):
-            self._record_one(index)
+            tries = 1
+            result = self._record_one(index, tries)
+            while p.mode == "scripted" and result is not None and self._failed_try(result, tries):
+                tries += 1
+                result = self._record_one(index, tries)
             index += 1
         self.node.logger.info(f"recorded {len(self.results)} episode(s) to {self.output}")
 
-    def _record_one(self, index: int) -> None:
+    def _failed_try(self, result: EpisodeResult, tries: int) -> bool:
+        """Whether scripted episode ``result`` (try ``tries``) failed with tries left: its files then move to
+        ``failed/`` and the episode is recorded again."""
+        if result.success or result.seed_file is None or tries > self.params.retries or self._stop.is_set():
+            return False
+        failed = self.output / FAILED_DIR
+        failed.mkdir(exist_ok=True)
+        name = f"{seed_name(result.index)}_try_{tries}"
+        result.seed_file.replace(failed / f"{name}.npz")
+        if result.bag.exists():
+            shutil.rmtree(failed / name, ignore_errors=True)
+            result.bag.replace(failed / name)
+        self.node.logger.warning(
+            f"episode {result.index}: no success ({result.end_reason}); recording it again "
+            f"(try {tries + 1} of {self.params.retries + 1}; the failed try is in {failed / name})"
+        )
+        return True
+
+    def _record_one(self, index: int, tries: int = 1) -> EpisodeResult | None:
         p = self.params
         seed = p.seed + index if self.reset_client is not None else None
         if self.expert_stop is not None:  # an expert still running (episode ended at max_steps) stops first
@@ -443,7 +470,7 @@ class SeedRecorder:
                 raise RuntimeError(f"{p.expert}/start failed: {response.message}")
         self.node.logger.info(f"episode {index}: recording (seed {seed})")
         reason = self._wait_for_end()
-        self._end_episode(reason)
+        return self._end_episode(reason, tries)
 
     def _wait_for_end(self) -> str:
         p = self.params
@@ -468,7 +495,7 @@ class SeedRecorder:
             if self._stop.is_set():
                 return "stop"
 
-    def _end_episode(self, reason: str) -> EpisodeResult | None:
+    def _end_episode(self, reason: str, tries: int = 1) -> EpisodeResult | None:
         """Close the episode's bag and write its seed file (teleop: also when interrupted)."""
         with self._lock:
             ep = self._episode
@@ -497,6 +524,7 @@ class SeedRecorder:
                 with_poses=has_poses,
                 extra={
                     "episode": ep.index,
+                    "tries": tries,
                     "bag": ep.bag.path.name,
                     "end_reason": reason,
                     "duration_s": duration,

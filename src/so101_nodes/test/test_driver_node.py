@@ -268,7 +268,7 @@ def test_startup_warns_of_a_joint_outside_its_calibrated_range(rig_factory: RigF
         emu.set_present_position(elbow["id"], elbow["range_min"] - 10)  # 0.015 rad: inside the margin
 
     rig = rig_factory(before_start=out_of_range, safety={"calibration_margin_rad": 0.05})
-    status = rig.wait_status("calibration", lambda s: s.level == 1)
+    status = rig.wait_status("calibration", lambda s: byte_value(s.level) == 1)
     assert "wrist_flex 0.153 rad above its calibrated range" in status.message
     assert "so101 calibrate --check" in status.message and "elbow" not in status.message
     values = {kv.key: kv.value for kv in status.values}
@@ -277,7 +277,7 @@ def test_startup_warns_of_a_joint_outside_its_calibrated_range(rig_factory: RigF
 
 def test_startup_calibration_status_is_ok_inside_the_ranges(rig: Rig) -> None:
     status = rig.wait_status("calibration", lambda s: True)
-    assert status.level == 0 and "inside their calibrated ranges" in status.message
+    assert byte_value(status.level) == 0 and "inside their calibrated ranges" in status.message
 
 
 def test_watchdog_holds_when_commands_stop(rig: Rig) -> None:

@@ -150,3 +150,37 @@ def test_invalid_parameters_are_named(changes: dict[str, Any], name: str) -> Non
     params = {"output": "x", **changes}
     with pytest.raises(ValueError, match=f"'{name}'"):
         SeedRecorderParams(**params).validate()
+
+
+def test_a_scripted_episode_without_success_is_recorded_again(contexts: list[Context], tmp_path: Path) -> None:
+    """Scripted mode: an episode cut off by max_steps (no success) is recorded again on the same scene; the failed
+    try moves to failed/ with its bag, and the kept file says how many tries it took."""
+    from so101_nodes.scripted_expert_node import ScriptedExpertNode
+
+    out = tmp_path / "seeds"
+    sim_node = ZenohNode(
+        "sim", args=[], context=contexts[0], parameter_overrides={"cameras": [], "real_time_factor": 4.0}
+    )
+    sim = SimNode(sim_node)
+    expert_node = ZenohNode("scripted_expert", args=[], context=contexts[1], parameter_overrides={"autostart": False})
+    expert = ScriptedExpertNode(expert_node)
+    params = {"output": str(out), "mode": "scripted", "episodes": 1, "seed": 5, "max_steps": 20, "retries": 1}
+    rec_node = ZenohNode("seed_recorder", args=[], context=contexts[2], parameter_overrides=params)
+    recorder = SeedRecorder(rec_node)
+    try:
+        wait_until(lambda: rec_node.is_shutdown, 60.0)  # exit_when_done
+    finally:
+        rec_node.shutdown()
+        recorder.close()
+        expert_node.shutdown()
+        expert.close()
+        sim_node.shutdown()
+        sim.close()
+    assert [(r.index, r.success, r.end_reason) for r in recorder.results] == [(0, False, "max_steps")] * 2
+    assert sim.resets == 2 and sim.seed == 5  # the same scene twice
+    kept = load_seed(out / "seed_000.npz")
+    assert (kept.seed, kept.success, kept.extra["tries"]) == (5, False, 2)  # no tries left: kept as it ended
+    failed = load_seed(out / "failed" / "seed_000_try_1.npz")
+    assert (failed.seed, failed.success, failed.extra["tries"]) == (5, False, 1)
+    assert (out / "failed" / "seed_000_try_1").is_dir() and (out / "seed_000").is_dir()
+    assert sorted(p.name for p in out.glob("*.npz")) == ["seed_000.npz"]
