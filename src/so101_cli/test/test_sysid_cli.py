@@ -22,8 +22,9 @@ JOINT = "wrist_flex"
 def short_excitation(path: Path) -> Path:
     """One joint, one step each way and a 3 s chirp at 60 % of the step limit (the full excitation is
     `so101 bench sysid`'s): a busy test host delays the driver's loop, and the arm then lags its goal more."""
-    path.write_text(yaml.safe_dump({"excitation": {"joints": [JOINT], "step_fractions": [1.0], "hold_s": 0.4,
-                                                   "chirp_s": 3.0, "taper_s": 0.3, "speed_fraction": 0.6}}))  # fmt: skip
+    excitation = {"joints": [JOINT], "step_fractions": [1.0], "hold_s": 0.4, "chirp_s": 3.0, "taper_s": 0.3,
+                  "speed_fraction": 0.6}  # fmt: skip
+    path.write_text(yaml.safe_dump({"excitation": excitation}))
     return path
 
 

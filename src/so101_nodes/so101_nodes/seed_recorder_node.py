@@ -43,8 +43,8 @@ Modes (``mode``):
 
 Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed`` (0), ``reset_sim`` (true),
 ``action_topic`` ("" = per mode), ``expert`` (node name, ``scripted_expert``), ``max_steps`` (0),
-``done_steps`` (45), ``retries`` (2), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 30), ``task_config`` /
-``sim_config`` (YAML paths, "" = config/), ``images`` (true), ``held_gripper_max_rad`` (0.3),
+``done_steps`` (45), ``retries`` (2), ``episode_timeout_s`` (wall s, 300), ``service_timeout_s`` (s, 30),
+``task_config`` / ``sim_config`` (YAML paths, "" = config/), ``images`` (true), ``held_gripper_max_rad`` (0.3),
 ``exit_when_done`` (true).
 """
 
