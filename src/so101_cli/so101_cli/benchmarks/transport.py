@@ -81,9 +81,14 @@ def _run_load(seconds: float, env: dict[str, str], raw: bool, bag_dir: Path | No
                 env=env,
             )  # fmt: skip
             time.sleep(SETTLE_S)
-        publishers = [_spawn([sys.executable, "-m", WORKER, *flag, "image", c, str(seconds)], env) for c in CAMERAS]
-        publishers.append(_spawn([sys.executable, "-m", WORKER, *flag, "joints", str(seconds)], env))
-        sent = {r["topic"]: r["sent"] for r in (_last_json(p, seconds + 60) for p in publishers)}
+        subs = str(1 + (bag_dir is not None))  # the probe and the recorder
+        publishers = [
+            _spawn([sys.executable, "-m", WORKER, *flag, "image", c, str(seconds), subs], env) for c in CAMERAS
+        ]
+        publishers.append(_spawn([sys.executable, "-m", WORKER, *flag, "joints", str(seconds), subs], env))
+        results = [_last_json(p, seconds + 60) for p in publishers]
+        sent = {r["topic"]: r["sent"] for r in results}
+        discovery = {r["topic"]: r["discovery_s"] for r in results if "discovery_s" in r}
         time.sleep(1.0)
     finally:
         for process in (probe, recorder):
@@ -101,6 +106,7 @@ def _run_load(seconds: float, env: dict[str, str], raw: bool, bag_dir: Path | No
         "drops": {**drops, "total": sum(drops.values())},
         "latency_ms": _percentiles(all_latencies),
         "latency_ms_per_topic": {t: _percentiles(v) for t, v in probed["latencies_ms"].items()},
+        "discovery_s": discovery,
     }
 
 
@@ -135,6 +141,7 @@ def run_rclpy_transport_benchmark(seconds: float = 10.0) -> dict[str, Any]:
         "latency_ms_p99": graph["latency_ms"]["p99"],
         "latency_ms_max": graph["latency_ms"]["max"],
         "latency_ms_per_topic": graph["latency_ms_per_topic"],
+        "discovery_s": graph["discovery_s"],
     }
 
 

@@ -1,7 +1,9 @@
 """Processes of the transport benchmark: publishers and a latency probe, over our nodes or raw zenoh.
 
 ``python -m so101_cli.benchmarks.transport_worker ROLE ...`` prints one JSON line when done:
-- ``image NAME SECONDS`` / ``joints SECONDS``: publish 640×480 rgb8 at 30 Hz / JointState at 100 Hz;
+- ``image NAME SECONDS [SUBSCRIBERS]`` / ``joints SECONDS [SUBSCRIBERS]``: publish 640×480 rgb8 at 30 Hz /
+  JointState at 100 Hz, once the graph shows SUBSCRIBERS subscriptions of the topic (discovery, at most
+  :data:`DISCOVERY_TIMEOUT_S`; its time is in the result);
 - ``probe TOPIC...``: subscribe until SIGINT; counts and latencies (receive time − the publisher's source
   timestamp: the rmw_zenoh attachment's on zenoh, DDS's on rclpy);
 - ``--raw`` before the role: the same load with plain zenoh put/subscribe (the baseline).
@@ -24,6 +26,7 @@ IMAGE_SHAPE = (480, 640, 3)
 IMAGE_RATE_HZ = 30.0
 JOINTS_RATE_HZ = 100.0
 RAW_PREFIX = "bench_raw"
+DISCOVERY_TIMEOUT_S = 20.0
 
 
 def _image_msg(node: Any, name: str) -> Any:
@@ -47,7 +50,17 @@ def _paced(rate_hz: float, seconds: float, send: Any) -> int:
     return sent
 
 
-def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
+def _await_subscribers(node: Any, topic: str, count: int) -> float:
+    """Seconds until the graph shows ``count`` subscriptions of ``topic`` (at most DISCOVERY_TIMEOUT_S)."""
+    start = time.monotonic()
+    while len(node.subscriptions_info_by_topic(topic)) < count:
+        if time.monotonic() - start > DISCOVERY_TIMEOUT_S:
+            raise RuntimeError(f"{topic}: {count} subscriptions not discovered in {DISCOVERY_TIMEOUT_S:g} s")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def publish(role: str, name: str, seconds: float, raw: bool, subscribers: int = 1) -> dict[str, Any]:
     rate = IMAGE_RATE_HZ if role == "image" else JOINTS_RATE_HZ
     topic = f"/cameras/{name}/image_raw" if role == "image" else "/joint_states"
     if raw:
@@ -74,7 +87,8 @@ def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
     type_name = "sensor_msgs/msg/Image" if role == "image" else "sensor_msgs/msg/JointState"
     publisher = node.create_publisher(type_name, topic)
     template = _image_msg(node, name) if role == "image" else None
-    time.sleep(1.0)
+    discovery_s = _await_subscribers(node, topic, subscribers)
+    time.sleep(0.5)  # the writer-reader match may follow the graph's news by a little
 
     def send_msg() -> None:
         if template is not None:
@@ -93,7 +107,7 @@ def publish(role: str, name: str, seconds: float, raw: bool) -> dict[str, Any]:
     sent = _paced(rate, seconds, send_msg)
     time.sleep(0.5)
     node.shutdown()
-    return {"topic": topic, "sent": sent}
+    return {"topic": topic, "sent": sent, "discovery_s": round(discovery_s, 3)}
 
 
 def probe(topics: list[str], raw: bool) -> dict[str, Any]:
@@ -157,9 +171,9 @@ def main(argv: list[str]) -> int:
     if role == "probe":
         result = probe(args[1:], raw)
     elif role == "image":
-        result = publish("image", args[1], float(args[2]), raw)
+        result = publish("image", args[1], float(args[2]), raw, int(args[3]) if len(args) > 3 else 1)
     elif role == "joints":
-        result = publish("joints", "joints", float(args[1]), raw)
+        result = publish("joints", "joints", float(args[1]), raw, int(args[2]) if len(args) > 2 else 1)
     else:
         print(f"unknown role {role!r}", file=sys.stderr)
         return 2
