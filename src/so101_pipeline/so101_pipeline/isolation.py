@@ -99,7 +99,7 @@ def run_isolated(run: Callable[[Any], dict[str, Any]], ctx: Any) -> dict[str, An
             if ctx.deadline is not None and time.time() >= ctx.deadline:
                 child.terminate()  # SIGTERM: it stops its workers and unwinds; the next slice resumes its work
                 child.join(SLICE_STOP_S)
-                if child.is_alive():
+                if child.is_alive() and child.pid is not None:
                     os.killpg(child.pid, signal.SIGKILL)  # its group: the stage and its workers
                     child.join()
                 sliced = "stopped at the slice's end; the next run resumes it"
