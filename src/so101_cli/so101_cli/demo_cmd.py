@@ -17,4 +17,4 @@ def demo(
     """Run the main job: the whole pipeline, small (the same as `so101 pipeline run`)."""
     from so101_cli.pipeline_cmd import run
 
-    run(config=config, out=out, address="", until="report")
+    run(config=config, out=out, address="", until="report", slice_s=0.0)
