@@ -15,6 +15,8 @@ def demo(
     out: str = typer.Option("", "--out", help="output directory (default: the config's, out/pipeline)"),
 ) -> None:
     """Run the main job: the whole pipeline, small (the same as `so101 pipeline run`)."""
-    from so101_cli.pipeline_cmd import run
+    from so101_pipeline.pipeline import RunOptions
 
-    run(config=config, out=out, address="", until="report", slice_s=0.0)
+    from so101_cli.pipeline_cmd import run_and_print
+
+    run_and_print(config, RunOptions(out=out))

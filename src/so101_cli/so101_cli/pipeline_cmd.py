@@ -4,11 +4,14 @@ one resumable command; stages whose inputs and config are unchanged are skipped 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from so101_pipeline.pipeline import RunOptions
 
 app = typer.Typer(help="The whole pipeline as one resumable command.", no_args_is_help=True)
 
@@ -71,14 +74,21 @@ def run(
     """Run the pipeline; unchanged stages are skipped, interrupted ones resumed. Writes summary.json. With
     ``--slice-s`` the call stops in time, resumably, and exits with 75 until the pipeline has finished: run the
     same command again."""
+    from so101_pipeline.pipeline import RunOptions
+
+    run_and_print(config, RunOptions(out=out, until=until, address=address, slice_s=slice_s))
+
+
+def run_and_print(config: Path | None, options: RunOptions) -> None:
+    """``so101 pipeline run``'s work for any caller (``so101 demo`` too): run, print the summary, exit with
+    1 (a stage failed), 2 (a bad config) or 75 (the slice ended)."""
     from so101_pipeline.errors import PipelineError
-    from so101_pipeline.pipeline import RunOptions, run_pipeline
+    from so101_pipeline.pipeline import run_pipeline
     from so101_pipeline.progress import RichReporter
 
     console = Console()
     try:
         with RichReporter() as reporter:
-            options = RunOptions(out=out, until=until, address=address, slice_s=slice_s)
             summary = run_pipeline(config, options, reporter=reporter)
     except (PipelineError, ValueError) as exc:
         console.print(f"[red]so101 pipeline:[/red] {exc}")
