@@ -11,6 +11,7 @@ domain of its own with discovery on this host only, so that no test joins a grap
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 from collections.abc import Iterator
 
@@ -24,6 +25,25 @@ __all__ = ["graph_backend", "own_graph_backend"]  # the fixtures, for every test
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike (a stable sort)
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+WATCHDOG_GRACE_S = 60.0
+"""Seconds past a test's pytest-timeout after which the C-level watchdog ends the worker."""
+
+
+@pytest.fixture(autouse=True)
+def _stuck_test_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
+    """End a test process stuck where no Python thread can run (a C call holding the GIL: pytest-timeout's timer
+    thread cannot fire then): faulthandler's own thread dumps every thread's stack and exits, so xdist reports
+    the test as crashed and starts a new worker instead of the run hanging until CI's limit."""
+    marker = request.node.get_closest_marker("timeout")
+    timeout = float(marker.args[0]) if marker is not None and marker.args else float(request.config.getini("timeout"))
+    if timeout > 0:
+        faulthandler.dump_traceback_later(timeout + WATCHDOG_GRACE_S, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture

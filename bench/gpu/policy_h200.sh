@@ -13,7 +13,8 @@
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
-# VARIANTS: the execution variants, "horizon alpha replan;..." (default four).
+# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=seeds|skillgen|render: stop
+# after that step (a call whose carried wheels serve only the steps up to it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -57,12 +58,14 @@ if [ ! -f "$RUN/.seeds" ]; then
   so101 seeds record --scripted -n 5 --out "$RUN/seeds" --real-time-factor 3 --service-timeout 120
   touch "$RUN/.seeds"
 fi
+[ "${UNTIL:-}" = seeds ] && { echo "policy_h200: stopped after seeds (UNTIL)"; exit 0; }
 if [ ! -f "$RUN/.skillgen" ]; then
   need 150 skillgen; stamp skillgen
   so101 skillgen generate --seeds "$RUN/seeds" -n "$DEMOS" --out "$RUN/demos" --workers "$WORKERS" \
     --executor local --dr-profile wide
   touch "$RUN/.skillgen"
 fi
+[ "${UNTIL:-}" = skillgen ] && { echo "policy_h200: stopped after skillgen (UNTIL)"; exit 0; }
 if [ ! -f "$RUN/.render" ]; then
   need 150 render; stamp render
   sed -e 's/^  keep_frames: false/  keep_frames: true/' -e 's/^  gl: auto/  gl: egl/' config/dataset.yaml \
@@ -71,6 +74,7 @@ if [ ! -f "$RUN/.render" ]; then
     --width "$WIDTH" --height "$HEIGHT" --workers "$WORKERS"
   touch "$RUN/.render"
 fi
+[ "${UNTIL:-}" = render ] && { echo "policy_h200: stopped after render (UNTIL)"; exit 0; }
 if [ ! -f "$RUN/sweep/sweep.json" ] || grep -q '"complete": false' "$RUN/sweep/sweep.json"; then
   need 120 sweep; stamp sweep
   # the runs stop in time for their final checkpoint; scoring waits for a slice in which every run finished

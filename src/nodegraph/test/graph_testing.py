@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import random
 import signal
@@ -138,8 +139,18 @@ def reserved_ros_domain() -> Iterator[int]:
 
 
 def ros_environment(domain: int) -> dict[str, str]:
-    """The environment of rclpy processes in ``domain``, discovering peers on this host only."""
-    return {"ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    """The environment of rclpy processes in ``domain``, discovering peers on this host only, over UDP loopback:
+    Fast DDS's shared-memory transport leaves its port files in /dev/shm when a process is killed (a test that
+    times out, a CI job cut short), and a later participant of a reused domain meets them."""
+    return {"ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+            "FASTDDS_BUILTIN_TRANSPORTS": "UDPv4"}  # fmt: skip
+
+
+def _close_context(context: Any) -> None:
+    """Shut an rclpy context down and destroy it now, in this thread (its nodes' threads have ended), rather
+    than whenever the garbage collector frees its DDS participant."""
+    context.try_shutdown()
+    context.destroy()
 
 
 # Both backends.
@@ -184,7 +195,7 @@ class GraphBackend:
 
             context = rclpy.Context()
             rclpy.init(args=[], context=context, domain_id=self.domain)
-            self._closers.append(lambda: rclpy.try_shutdown(context=context))
+            self._closers.append(functools.partial(_close_context, context))
             node = RclpyNode(name, namespace=namespace, args=args or [], parameter_overrides=parameter_overrides,
                              context=context, **options)  # fmt: skip
         self._nodes.append(node)
