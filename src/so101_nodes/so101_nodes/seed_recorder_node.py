@@ -25,6 +25,10 @@ must stay upright there). Without a target slot message the vial may stand in an
 operator decides: an episode ended through ``~/next_episode``/``~/stop`` or shutdown is a success, a timeout
 is not (``extra.success_source``).
 
+An episode after a ``sim/reset`` holds only messages published after the reset's reply came back (their source
+time stamp, on the host clock the twin and the recorder share): a recorder that lags its topics on a busy host
+would otherwise still be reading the previous scene (its arm, poses and target slot) into the new episode.
+
 Modes (``mode``):
   - ``scripted``: before each episode ``<expert>/stop``, ``sim/reset`` (so101_msgs/ResetSim, seed ``seed + i``),
     then ``<expert>/start`` (std_srvs/Trigger); the episode ends at success once ``<expert>/done`` (std_msgs/Bool) is
@@ -217,7 +221,8 @@ class SeedRecorder:
         self._q: F64 = np.zeros(len(JOINT_NAMES))
         self.objects = (VIAL, *standing_names(self.task.standing_count), RACK)
         self._history = StreamHistory(self.objects, pose_history=POSE_HISTORY, action_history=ACTION_HISTORY)
-        self.target_slot: int | None = None  # the latest sim/target_slot
+        self.target_slot: int | None = None  # the latest sim/target_slot of the current scene
+        self._scene_since_ns = 0  # host time (ns) of the last reset: messages sent before it are the old scene's
         self._expert_done = False
         self.states_seen = 0
 
@@ -291,9 +296,11 @@ class SeedRecorder:
 
     def on_raw(self, topic: str, raw: tuple[bytes, Any]) -> None:
         """Every recorded topic: into the episode's bag; the state, action and pose topics are also decoded."""
-        cdr = raw[0]
+        cdr, info = raw
+        sent_ns = getattr(info, "source_timestamp_ns", None)
         with self._lock:
-            episode = self._episode
+            old_scene = sent_ns is not None and sent_ns < self._scene_since_ns
+            episode = None if old_scene else self._episode
             if episode is not None:
                 if topic not in episode.registered:
                     episode.bag.add_topic(topic, self.topics[topic])
@@ -307,8 +314,9 @@ class SeedRecorder:
             elif topic == self.target_topic:
                 slot = int(deserialize(cdr, TARGET).data)
                 with self._lock:
-                    self.target_slot = slot
-            elif topic in self.pose_topics:
+                    if not old_scene:
+                        self.target_slot = slot
+            elif topic in self.pose_topics and not old_scene:
                 msg = deserialize(cdr, POSE)
                 p, o = msg.pose.position, msg.pose.orientation
                 pose = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z], dtype=np.float64)
@@ -451,6 +459,9 @@ class SeedRecorder:
             response = self._call(self.reset_client, request, "sim/reset")
             if not response.success:
                 raise RuntimeError(f"sim/reset with seed {seed} failed: {response.message}")
+            with self._lock:
+                self._scene_since_ns = time.time_ns()
+                self.target_slot = None
         bag_dir = self.output / seed_name(index)
         if bag_dir.exists():  # left by an interrupted run (no seed file): record it again
             shutil.rmtree(bag_dir)

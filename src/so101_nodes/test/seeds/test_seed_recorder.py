@@ -8,6 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,14 @@ import pytest
 from graph_testing import GraphBackend
 from nodegraph.bag import info
 from nodegraph.graph.api import Node
+from nodegraph.interfaces.messages import make, serialize, time_message
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.seeds import load_seed
 from so101_core.sim.twin import Twin
-from so101_nodes.seed_recorder_node import SeedRecorder, SeedRecorderParams
+from so101_nodes.seed_recorder_node import JOINT_STATE, TARGET, SeedRecorder, SeedRecorderParams
 from so101_nodes.sim_node import SimNode
 
 LEADER_HZ = 50.0
@@ -116,6 +118,58 @@ def test_teleop_episodes_end_on_services(own_graph_backend: GraphBackend, tmp_pa
         assert np.ptp(demo.actions[:, 0]) > 0.0
         counts = {t.name: t.message_count for t in info(out / f"seed_{index:03d}").topics}
         assert counts["/leader/joint_states"] > 0 and counts["/joint_states"] >= demo.steps
+
+
+@dataclass(frozen=True)
+class SentAt:
+    """A received message's info: when its publisher sent it (host clock, ns)."""
+
+    source_timestamp_ns: int
+    sequence_number: int = 0
+
+
+def test_messages_of_the_scene_before_a_reset_stay_out_of_the_episode(
+    own_graph_backend: GraphBackend, tmp_path: Path
+) -> None:
+    """A recorder lagging its topics on a busy host still reads the scene before ``sim/reset`` after the new
+    episode began: the previous scene's target slot, arm and poses must not become the episode's."""
+    out = tmp_path / "seeds"
+    sim_node = own_graph_backend.node("sim", parameter_overrides={"cameras": [], "real_time_factor": 2.0})
+    sim = SimNode(sim_node)
+    leader_node = own_graph_backend.node("leader")
+    Leader(leader_node)
+    rec_node = own_graph_backend.node(
+        "seed_recorder", parameter_overrides={"output": str(out), "mode": "teleop", "episodes": 0, "seed": 3}
+    )
+    before_reset = time.time_ns()
+    recorder = SeedRecorder(rec_node)
+    try:
+        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 10)
+        # late deliveries from before the reset: seed 0's scene (target slot 6), an arm far from the reset pose
+        stale = SentAt(before_reset)
+        late_target = serialize(make(TARGET, data=6), TARGET)
+        far = np.array([1.0, 0.5, 0.5, 0.5, 1.0, 1.0])
+        next_step_ns = recorder._episode.t_ns[-1] + recorder.period_ns
+        header = make("std_msgs/msg/Header", stamp=time_message(next_step_ns), frame_id="")
+        late_state = serialize(make(JOINT_STATE, header=header, name=list(JOINT_NAMES), position=far), JOINT_STATE)
+        steps_before = len(recorder._episode.t_ns)
+        recorder.on_raw(recorder.target_topic, (late_target, stale))
+        recorder.on_raw(recorder.joint_states_topic, (late_state, stale))
+        assert recorder.target_slot == Twin().reset(3).target_slot  # the reset's scene, not the late one
+        assert not np.allclose(recorder._episode.q[-1], far)
+        assert call_trigger(leader_node, "/seed_recorder/stop").success
+        wait_until(lambda: rec_node.is_shutdown)
+    finally:
+        rec_node.shutdown()
+        recorder.close()
+        leader_node.shutdown()
+        sim_node.shutdown()
+        sim.close()
+    assert sim.resets == 1 and steps_before >= 10
+    demo = load_seed(out / "seed_000.npz")
+    sample = Twin().reset(3)
+    assert (demo.extra["target_slot"], demo.extra["prefilled"]) == (sample.target_slot, list(sample.prefilled))
+    assert not np.any(np.all(np.isclose(demo.joint_positions, far), axis=1))  # no step holds the late arm
 
 
 def test_scripted_mode_without_a_sim_fails_clearly(contexts: list[Context], tmp_path: Path) -> None:
