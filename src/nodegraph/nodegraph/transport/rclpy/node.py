@@ -47,6 +47,7 @@ from nodegraph.transport.rclpy.executor import NodeExecutor
 from nodegraph.transport.rclpy.fields import element_type, field_value, is_nested
 
 POOL_THREADS = 8  # besides the serial thread: running goals, replies to our clients, the parameter services
+SPIN_STOP_S = 1.0  # at least this long for the executor thread to leave its callback at shutdown
 SHUTDOWN_TIMEOUT_S = 5.0  # the whole of RclpyNode.shutdown(), below the process's deadline (transport.shutdown)
 _SPIN_PERIOD_S = 0.1
 
@@ -517,7 +518,11 @@ class RclpyNode:
         elif self._actions:
             self._executor.settle(budget.left())  # the ended goals' results reach their clients
         self._halted.set()  # no new callbacks: the executor thread stops spinning
-        self._thread.join(budget.left())
+        # its running callback ends before the node is destroyed, even when the goals used up the budget (a
+        # timer publishing into a destroyed publisher raised InvalidHandle in CI)
+        self._thread.join(max(budget.left(), SPIN_STOP_S))
+        if self._thread.is_alive():
+            self._logger.warning(f"shutdown: the executor thread still runs after {SPIN_STOP_S:g} s")
         # the callbacks already handed out end before Executor.shutdown() destroys what they use
         if running := self._executor.wait_idle(budget.left()):
             self._logger.warning(f"shutdown: {running} callback(s) still running; destroying the node anyway")
