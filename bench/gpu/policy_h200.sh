@@ -13,7 +13,7 @@
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
-# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=seeds|skillgen|render: stop
+# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=seeds|skillgen|render|train_scenes: stop
 # after that step (a call whose carried wheels serve only the steps up to it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,7 +84,7 @@ if [ ! -f "$RUN/sweep/sweep.json" ] || grep -q '"complete": false' "$RUN/sweep/s
 fi
 BEST=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['run'])" "$RUN/sweep/sweep.json")
 CKPT=$RUN/sweep/$BEST
-IFS=";" read -r -a VARIANT_LIST <<<"${VARIANTS:-16 0.2 8;16 1.0 8;16 0.5 4;32 0.5 8}"
+IFS=";" read -r -a VARIANT_LIST <<<"${VARIANTS-16 0.2 8;16 1.0 8;16 0.5 4;32 0.5 8}"  # "": the sweep's scoring alone
 for variant in "${VARIANT_LIST[@]}"; do
   read -r H A R <<<"$variant"; dir=$RUN/fast/h${H}_a${A}_r${R}
   [ -f "$dir/fast_results.json" ] && continue
@@ -96,8 +96,13 @@ done
 CHOICE=$("$PY" - "$RUN/fast" <<'PYEOF'
 import json, pathlib, sys
 rows = [(json.loads(p.read_text()), p.parent.name) for p in pathlib.Path(sys.argv[1]).glob("h*/fast_results.json")]
-best = max(rows, key=lambda r: (r[0]["success_rate"], r[0]["workshop_rate"]))[0]["config"]
-print(best["horizon"], best["blend_alpha"], best["replan_steps"])
+if rows:
+    best = max(rows, key=lambda r: (r[0]["success_rate"], r[0]["workshop_rate"]))[0]["config"]
+    print(best["horizon"], best["blend_alpha"], best["replan_steps"])
+else:  # no variants: eval.yaml's execution, as the sweep scored it
+    from so101_policy.config import load_eval_config
+    e = load_eval_config()
+    print(e.horizon, e.blend_alpha, e.replan_steps)
 PYEOF
 )
 read -r H A R <<<"$CHOICE"
@@ -109,6 +114,7 @@ print(json.dumps([d.seed for d in load_seeds(sys.argv[1])][:int(sys.argv[2])]))"
     --set dr_profile=wide --set "scene_seeds=$SCENES" --set horizon="$H" --set blend_alpha="$A" \
     --set replan_steps="$R" --set device="$DEVICE" --set episode_s="$EPISODE_S"
 fi
+[ "${UNTIL:-}" = train_scenes ] && { echo "policy_h200: stopped after the training-scene check (UNTIL)"; exit 0; }
 if [ ! -f "$RUN/graph/results.json" ]; then
   need 240 "graph evaluation"; stamp "graph evaluation h=$H alpha=$A replan=$R"
   so101 eval --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/graph" --set graphs="$GRAPHS" --set real_time_factor=2 \
