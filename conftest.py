@@ -11,9 +11,14 @@ domain of its own with discovery on this host only, so that no test joins a grap
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import fcntl
+import hashlib
+import os
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from graph_testing import graph_backend, own_graph_backend, reserved_ros_domain, ros_environment
@@ -28,22 +33,105 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 WATCHDOG_GRACE_S = 60.0
-"""Seconds past a test's pytest-timeout after which the C-level watchdog ends the worker."""
+"""Seconds past a test phase's pytest-timeout after which the C-level watchdog ends the worker."""
+EXIT_LIMIT_S = 120
+"""Seconds a worker may take to exit after its last test (atexit handlers, transports closing) before the kernel
+ends it (SIGALRM's default action)."""
 
 
-@pytest.fixture(autouse=True)
-def _stuck_test_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
+def _timeout_s(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0]) if marker is not None and marker.args else float(item.config.getini("timeout"))
+
+
+def _session_root(config: pytest.Config) -> Path:
+    """The session's base temp folder, shared by the controller and its workers."""
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return base.parent if base.name.startswith("popen-gw") else base
+
+
+def _watchdog_log(item: pytest.Item) -> Path:
+    """Where a worker's watchdog writes the stacks (fd 2 is captured mid-test)."""
+    return _session_root(item.config) / f"watchdog-{os.getpid()}.log"
+
+
+def _running_mark(item: pytest.Item) -> Path:
+    """A file that exists while the item runs: one left behind names a test whose process died under it."""
+    folder = _session_root(item.config) / "running"
+    folder.mkdir(exist_ok=True)
+    return folder / hashlib.sha1(item.nodeid.encode()).hexdigest()
+
+
+@contextlib.contextmanager
+def _watchdog(item: pytest.Item) -> Iterator[None]:
     """End a test process stuck where no Python thread can run (a C call holding the GIL: pytest-timeout's timer
-    thread cannot fire then): faulthandler's own thread dumps every thread's stack and exits, so xdist reports
-    the test as crashed and starts a new worker instead of the run hanging until CI's limit."""
-    marker = request.node.get_closest_marker("timeout")
-    timeout = float(marker.args[0]) if marker is not None and marker.args else float(request.config.getini("timeout"))
-    if timeout > 0:
-        faulthandler.dump_traceback_later(timeout + WATCHDOG_GRACE_S, exit=True)
-    try:
+    thread cannot fire then): faulthandler's own thread writes every thread's stack to :func:`_watchdog_log` and
+    exits, so xdist reports the test as crashed and starts a new worker instead of the run hanging until CI's
+    limit. Armed per phase (setup, call, teardown), so a module-scoped fixture stuck in its setup is covered too."""
+    timeout = _timeout_s(item)
+    if timeout <= 0:
         yield
-    finally:
-        faulthandler.cancel_dump_traceback_later()
+        return
+    with open(_watchdog_log(item), "w") as log:  # a worker's log holds its current phase alone
+        log.write(f"== {item.nodeid}\n")
+        log.flush()
+        faulthandler.dump_traceback_later(timeout + WATCHDOG_GRACE_S, exit=True, file=log)
+        try:
+            yield
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    mark = _running_mark(item)
+    crashed_before = mark.exists()
+    mark.write_text(item.nodeid)
+    item.stash[_CRASHED_BEFORE] = crashed_before
+    result = yield
+    mark.unlink(missing_ok=True)
+    return result
+
+
+_CRASHED_BEFORE = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    if item.stash.get(_CRASHED_BEFORE, False):
+        # xdist puts a crashed worker's test back in the queue: run it once, not until the restarts run out
+        pytest.fail("this test's worker process died while running it (see above): not run again", pytrace=False)
+    with _watchdog(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _watchdog(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    with _watchdog(item):
+        return (yield)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # a worker that hangs on its way out would hold the whole run
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(EXIT_LIMIT_S)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Print what a watchdog caught (stacks of a worker it ended), on the controller."""
+    if hasattr(config, "workerinput"):
+        return
+    for log in sorted(_session_root(config).glob("watchdog-*.log")):
+        text = log.read_text()
+        if "most recent call first" in text:
+            terminalreporter.section(f"watchdog: a stuck test process ({log.name})")
+            terminalreporter.write(text)
 
 
 @pytest.fixture

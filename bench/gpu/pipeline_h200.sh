@@ -16,7 +16,7 @@ OUT_DIR=${1:-out/pipeline_h200}
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 export MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-export SO101_MACHINE=${SO101_MACHINE:-device machine (nvidia-h200)}  # the result files' machine.host
+export SO101_MACHINE=${SO101_MACHINE:-device machine}  # the result files' machine.host
 export PYTHONPATH=${PYTHONPATH:-$(ls -d "$PWD"/src/*/ | paste -sd:)}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ -n "${SO101_SLICE_S:-}" ]; then

@@ -13,8 +13,9 @@
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
-# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=seeds|skillgen|render|train_scenes: stop
-# after that step (a call whose carried wheels serve only the steps up to it).
+# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=install|seeds|skillgen|render|train_scenes: stop
+# after that step (a call whose carried wheels serve only the steps up to it). DEMOS_FROM=DIR: seeds/ and demos/
+# made elsewhere (steps 1-2 on a CPU machine, carried in DIR) stand for steps 1 and 2.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -46,10 +47,14 @@ if ! "$PY" -c "import importlib.metadata as m; m.distribution('so101_nodes')" 2>
     --target /tmp/site
 fi
 export NODEGRAPH_INTERFACE_PATH=$PWD/src/so101_msgs MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1
-export PYTHONUNBUFFERED=1 SO101_MACHINE=${SO101_MACHINE:-device machine (nvidia-h200)}
+export PYTHONUNBUFFERED=1 SO101_MACHINE=${SO101_MACHINE:-device machine}
+[ "${UNTIL:-}" = install ] && { echo "policy_h200: installed (UNTIL)"; exit 0; }
 [ -n "${OUT:-}" ] && export SO101_BENCH_RESULTS=$OUT
 so101() { "$PY" -m so101_cli "$@"; }
 mkdir -p "$RUN"
+if [ -n "${DEMOS_FROM:-}" ] && [ ! -f "$RUN/.skillgen" ]; then
+  cp -r "$DEMOS_FROM/seeds" "$DEMOS_FROM/demos" "$RUN/" && touch "$RUN/.seeds" "$RUN/.skillgen"
+fi
 stamp() { echo "== $1: $(( $(date +%s) - START )) s into this call, $(left) s left" | tee -a "$RUN/times.log"; }
 need() { [ "$(left)" -ge "$1" ] || { echo "policy_h200: slice ends ($(left) s left, $2 needs $1): run again"; exit 0; }; }
 

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-export SO101_MACHINE=${SO101_MACHINE:-device machine (nvidia-h200)}  # the result files' machine.host
+export SO101_MACHINE=${SO101_MACHINE:-device machine}  # the result files' machine.host
 export PYTHONPATH=${PYTHONPATH:-$(ls -d "$PWD"/src/*/ | paste -sd:)}
 WORKERS=${WORKERS:-$(nproc)}
 CASES=${CASES:---variants multi_vial --profiles default,wide --noise 0}

@@ -16,7 +16,7 @@ fi
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 export PYTHONPATH=$(ls -d "$PWD"/src/*/ | paste -sd:):${PYTHONPATH:-}
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-export SO101_MACHINE=${SO101_MACHINE:-device machine (nvidia-h200)}
+export SO101_MACHINE=${SO101_MACHINE:-device machine}
 [ -n "${OUT:-}" ] && export SO101_BENCH_RESULTS=$OUT  # the result file comes back from the device tool
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 "$PY" - "${1:-64,256,512}" "${2:-frozen,batch}" "${3:-15}" <<'PYEOF'

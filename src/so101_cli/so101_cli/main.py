@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import typer
+from nodegraph.transport.shutdown import exit_code, exit_process
 
 from so101_cli import (
     action_cmd,
@@ -58,7 +59,12 @@ app.add_typer(sysid_cmd.app, name="sysid")
 
 
 def main() -> None:
-    app()
+    """Run the command; the process ends without the interpreter's finalization (``exit_process``)."""
+    try:
+        app()
+    except SystemExit as done:
+        exit_process(exit_code(done.code))
+    exit_process(0)
 
 
 if __name__ == "__main__":

@@ -56,3 +56,34 @@ def test_a_second_ctrl_c_ends_a_hanging_verb_at_once() -> None:
     process.send_signal(signal.SIGINT)
     code, err = finish(process)
     assert code == -signal.SIGINT and "in clean_up" in err
+
+
+ENDING_VERB = """
+import atexit, sys, threading, time
+from nodegraph.transport.shutdown import exit_process
+
+atexit.register(lambda: print("atexit ran"))
+threading.Thread(target=lambda: (time.sleep(0.3), print("worker done"))).start()
+print("summary, not flushed yet", end=" ")
+exit_process(int(sys.argv[1]))
+"""
+
+
+def test_exit_process_ends_as_a_normal_exit_does() -> None:
+    """The CLI's way out (no interpreter finalization): the status given, stdout flushed, the running non-daemon
+    thread finished before the atexit handlers, which run."""
+    done = subprocess.run([sys.executable, "-c", ENDING_VERB, "3"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.split() == ["summary,", "not", "flushed", "yet", "worker", "done", "atexit", "ran"]
+
+
+def test_the_cli_exits_with_its_commands_status() -> None:
+    """``so101`` maps the command's ``SystemExit`` to the process status: a bad bag path is status 1 and says why,
+    a usage error is Click's status 2, a listing is 0."""
+    cli = [sys.executable, "-m", "so101_cli"]
+    missing = subprocess.run([*cli, "bag", "info", "/nonexistent/bag"], capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 1 and "so101 bag info" in missing.stderr
+    usage = subprocess.run([*cli, "bag", "record"], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "give topics to record" in usage.stderr
+    listing = subprocess.run([*cli, "--help"], capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0 and "bag" in listing.stdout

@@ -10,14 +10,17 @@ block them. A launch stops a node with SIGINT, then SIGTERM after its grace peri
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import faulthandler
+import logging
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import NoReturn
 
 DEADLINE_ENV = "SO101_SHUTDOWN_DEADLINE_S"
 DEFAULT_DEADLINE_S = 10.0
@@ -90,3 +93,32 @@ def signals_set(event: threading.Event) -> Iterator[threading.Event]:
         if not _state["signalled"]:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process with ``code`` as a normal exit does (other non-daemon threads joined, ``atexit`` handlers
+    run, stdio and logging flushed) but without the interpreter's finalization. There a native thread (zenoh's
+    Rust runtime, a DDS thread) that reaches for the GIL is ended by ``pthread_exit``, and the forced unwind
+    aborts the whole process where native code catches it: "FATAL: exception not rethrown", status -6, seen in
+    CI after ``so101 bag record`` had closed its bag and printed its summary."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def exit_code(status: object) -> int:
+    """The process status for ``SystemExit(status)``, as the interpreter maps it: None → 0, an int as is,
+    anything else printed to stderr → 1."""
+    if status is None:
+        return 0
+    if isinstance(status, int):
+        return status
+    print(status, file=sys.stderr)
+    return 1

@@ -6,13 +6,16 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 
 def machine() -> dict[str, Any]:
     """Where a figure was measured: host (``$SO101_MACHINE``, e.g. ``device machine (nvidia-h200)``, else the
-    host name: lent machines share generic names), CPU model, core count, memory, Python."""
+    host name: lent machines share generic names), CPU model, core count, memory, Python, and the GPUs
+    ``nvidia-smi`` lists (``[]`` without one: a lent machine of one kind may be served by another card)."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -34,7 +37,21 @@ def machine() -> dict[str, Any]:
         "memory_gb": memory_gb,
         "os": platform.platform(),
         "python": platform.python_version(),
+        "gpus": _gpu_names(),
     }
+
+
+def _gpu_names() -> list[str]:
+    """The NVIDIA GPUs' names, as ``nvidia-smi`` reports them ([] where there is none)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
 
 
 def results_dir() -> Path:
