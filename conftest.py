@@ -82,6 +82,10 @@ def _watchdog(item: pytest.Item) -> Iterator[None]:
             faulthandler.cancel_dump_traceback_later()
 
 
+_CRASHED_BEFORE = pytest.StashKey[bool]()
+"""Set on an item whose running mark was left by a worker that died under it."""
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
     mark = _running_mark(item)
@@ -91,9 +95,6 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
     result = yield
     mark.unlink(missing_ok=True)
     return result
-
-
-_CRASHED_BEFORE = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(wrapper=True)

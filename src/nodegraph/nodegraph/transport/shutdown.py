@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import faulthandler
-import logging
 import os
 import signal
 import sys
@@ -97,7 +96,7 @@ def signals_set(event: threading.Event) -> Iterator[threading.Event]:
 
 def exit_process(code: int) -> NoReturn:
     """End the process with ``code`` as a normal exit does (other non-daemon threads joined, ``atexit`` handlers
-    run, stdio and logging flushed) but without the interpreter's finalization. There a native thread (zenoh's
+    run, logging's among them, stdio flushed) but without the interpreter's finalization. There a native thread (zenoh's
     Rust runtime, a DDS thread) that reaches for the GIL is ended by ``pthread_exit``, and the forced unwind
     aborts the whole process where native code catches it: "FATAL: exception not rethrown", status -6, seen in
     CI after ``so101 bag record`` had closed its bag and printed its summary."""
@@ -106,7 +105,6 @@ def exit_process(code: int) -> NoReturn:
         if thread is not current and not thread.daemon:
             thread.join()
     atexit._run_exitfuncs()
-    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

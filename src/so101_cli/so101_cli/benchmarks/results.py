@@ -13,7 +13,7 @@ from typing import Any
 
 
 def machine() -> dict[str, Any]:
-    """Where a figure was measured: host (``$SO101_MACHINE``, e.g. ``device machine (nvidia-h200)``, else the
+    """Where a figure was measured: host (``$SO101_MACHINE``, e.g. ``device machine``, else the
     host name: lent machines share generic names), CPU model, core count, memory, Python, and the GPUs
     ``nvidia-smi`` lists (``[]`` without one: a lent machine of one kind may be served by another card)."""
     cpu = platform.processor() or platform.machine()
