@@ -16,7 +16,6 @@ setup(
     install_requires=[
         "so101_core",
         "nodegraph",
-        "so101_hardware",
         "so101_nodes",
         "numpy",
         "torch",

@@ -33,9 +33,9 @@ def _joints(text: str) -> tuple[str, ...]:
 def _limits(robot_config: str, calibration: str) -> tuple[np.ndarray, np.ndarray, float]:
     """(lower, upper) (6,) rad the driver enforces (the calibration's range ∩ the twin's when the follower's
     calibration is found, else the twin's) and the command filter's step limit as a speed (rad/s)."""
+    from so101_core.control.safety import SafetyConfig
     from so101_core.joints import twin_ranges
     from so101_hardware.calibration import ArmConverter
-    from so101_hardware.config import SafetyConfig
     from so101_hardware.errors import HardwareError
     from so101_nodes.arm_link import load_arm
 

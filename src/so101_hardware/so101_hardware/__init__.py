@@ -1,4 +1,6 @@
-"""Real-arm hardware layer (no ROS): Feetech bus, LeRobot calibration, SO-101 arm, safety helpers."""
+"""Real-arm hardware layer (no ROS): Feetech bus, LeRobot calibration, SO-101 arm.
+
+The control safety rules shared with the twin live in :mod:`so101_core.control.safety`."""
 
 from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
 
@@ -25,7 +27,6 @@ from .errors import (
     ServoFault,
 )
 from .robot import ArmConfig, ArmState, Robot, ServoHealth, SO101Arm, SO101Leader
-from .safety import CommandFilter, EStop, JointLimits, Watchdog, clamp_to_limits, limit_step
 
 __all__ = [
     "GRIPPER_INDEX",
@@ -37,11 +38,8 @@ __all__ = [
     "BusError",
     "CalibrationError",
     "ChecksumError",
-    "CommandFilter",
     "ConfigError",
-    "EStop",
     "HardwareError",
-    "JointLimits",
     "ModelMismatchError",
     "MotorCalibration",
     "NoAnswerError",
@@ -54,10 +52,7 @@ __all__ = [
     "ServoError",
     "ServoFault",
     "ServoHealth",
-    "Watchdog",
-    "clamp_to_limits",
     "find_calibration",
-    "limit_step",
     "load_calibration",
     "save_calibration",
 ]

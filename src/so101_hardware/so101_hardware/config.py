@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from so101_core.config import ConfigError as BaseConfigError
+from so101_core.config import Fields
+from so101_core.control.safety import SafetyConfig, parse_safety_config
 from so101_core.robot_spec import JOINT_NAMES
 
 from .calibration import ArmCalibration, Role, find_calibration, load_calibration
@@ -34,42 +37,6 @@ class ArmEntry:
 
 
 SHUTDOWN_BEHAVIORS = ("hold", "torque_off", "rest_then_torque_off")
-TORQUE_RECOVERY = ("manual", "when_clear")
-
-
-@dataclass(frozen=True)
-class SafetyConfig:
-    """Safety parameters shared by the driver and the twin.
-
-    Attributes:
-        max_step_rad: largest goal change per control cycle of ``rate_hz``, rad.
-        rate_hz: the driver's control rate, Hz (the cycle ``max_step_rad`` refers to).
-        watchdog_timeout_s: no command for this long -> hold; older commands are refused, s.
-        min_rate_hz: loop rate below which ``/diagnostics`` says ERROR, Hz (WARN below
-            ``rate_warn_fraction`` x ``rate_hz``).
-        rate_warn_fraction: fraction of ``rate_hz`` below which the loop rate is a WARN.
-        max_temperature_c / min_voltage_v / max_load: health warning thresholds (°C, V, fraction of max torque).
-        calibration_margin_rad: a joint reading further than this outside its calibrated range when the driver
-            (re)connects is reported as a WARN on ``/diagnostics`` (the calibration may have drifted), rad.
-        torque_recovery: after a servo lost torque: ``manual`` (only ``~/enable_torque``) or ``when_clear``
-            (torque back on by itself once the servo reports no error bits, holding where it is).
-    """
-
-    max_step_rad: float = 0.05
-    rate_hz: float = 100.0
-    watchdog_timeout_s: float = 0.5
-    min_rate_hz: float = 30.0
-    rate_warn_fraction: float = 0.8
-    max_temperature_c: float = 65.0
-    min_voltage_v: float = 6.0
-    max_load: float = 0.9
-    calibration_margin_rad: float = 0.05
-    torque_recovery: str = "manual"
-
-    @property
-    def max_speed_rad_s(self) -> float:
-        """The step limit as a speed: ``max_step_rad * rate_hz``, rad/s."""
-        return self.max_step_rad * self.rate_hz
 
 
 @dataclass(frozen=True)
@@ -191,29 +158,12 @@ def parse_robot_config(data: Any) -> RobotHardwareConfig:
     follower = _arm(_get(robot, "follower", "robot", Mapping), "robot.follower", "follower", signs, offsets)
     leader_data = robot.get("leader")
     leader = _arm(leader_data, "robot.leader", "leader", signs, offsets) if leader_data is not None else None
-    safety_sec = _section(robot.get("safety") or {}, "robot.safety")
-    values: dict[str, Any] = {}
-    for key, default in vars(SafetyConfig()).items():
-        if isinstance(default, str):
-            continue
-        value = _get(safety_sec, key, "robot.safety", int | float, default)
-        if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"robot.safety.{key} must be > 0, got {value}", field=f"robot.safety.{key}")
-        values[key] = float(value)
-    if values["rate_warn_fraction"] > 1:
-        raise ConfigError("robot.safety.rate_warn_fraction must be in (0, 1]", field="robot.safety.rate_warn_fraction")
-    recovery = _get(safety_sec, "torque_recovery", "robot.safety", str, SafetyConfig.torque_recovery)
-    if recovery not in TORQUE_RECOVERY:
-        raise ConfigError(
-            f"robot.safety.torque_recovery must be one of {list(TORQUE_RECOVERY)}, got {recovery!r}",
-            field="robot.safety.torque_recovery",
-        )
-    values["torque_recovery"] = recovery
-    unknown = sorted(set(safety_sec) - set(values))
-    if unknown:
-        raise ConfigError(f"robot.safety: unknown key {unknown[0]!r}", field=f"robot.safety.{unknown[0]}")
+    try:
+        safety = parse_safety_config(Fields(robot.get("safety") or {}, "robot.safety"))
+    except BaseConfigError as exc:
+        raise ConfigError(str(exc), field=exc.field) from None
     shutdown = _shutdown(_get(robot, "follower", "robot", Mapping), "robot.follower")
-    return RobotHardwareConfig(follower, leader, SafetyConfig(**values), shutdown)
+    return RobotHardwareConfig(follower, leader, safety, shutdown)
 
 
 def load_robot_config(path: str | os.PathLike[str]) -> RobotHardwareConfig:

@@ -10,16 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from nodegraph.diagnostics import ERROR, WARN, status_message
 from nodegraph.graph.api import Message, Node
 from so101_core.arrays import F64
 from so101_core.config_paths import config_dir
+from so101_core.control.safety import SafetyConfig
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration, Role, load_calibration
-from so101_hardware.config import ArmEntry, RobotHardwareConfig, SafetyConfig, load_robot_config
+from so101_hardware.config import ArmEntry, RobotHardwareConfig, load_robot_config
 from so101_hardware.errors import BusError, HardwareError, PortError
 from so101_hardware.robot import ArmConfig, ArmState, SO101Arm
 
-from so101_nodes.diagnostics import ERROR, WARN, servo_status, status_message
+from so101_nodes.servo_diagnostics import servo_status
 
 
 def default_robot_config() -> Path:

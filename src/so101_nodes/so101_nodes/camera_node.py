@@ -31,6 +31,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from nodegraph.diagnostics import DIAGNOSTICS_QOS, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node
 from so101_core.config_paths import config_dir
 from so101_hardware.cameras.base import (
@@ -46,7 +47,6 @@ from so101_hardware.cameras.realsense import DeviceSource
 from so101_hardware.errors import ConfigError
 
 from so101_nodes import camera_messages as cm
-from so101_nodes.diagnostics import DIAGNOSTICS_QOS, diagnostic_array, status_message
 from so101_nodes.params import check_bounds
 
 # the parameters that make a camera config, per backend (the rest of a config entry, e.g. k, comes from the file)

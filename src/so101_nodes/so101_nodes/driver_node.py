@@ -9,7 +9,7 @@ target being followed, ``feedback`` = the read, ``output`` = the goal written, r
 command arrives, not only on the next cycle) or from the
 ``arm_controller/follow_joint_trajectory`` action (:class:`~so101_nodes.trajectory.TrajectoryTracker`,
 shared with the sim node). Every goal passes the one
-:class:`~so101_hardware.safety.CommandFilter` (also run by the sim node): the goal moves at most
+:class:`~so101_core.control.safety.CommandFilter` (also run by the sim node): the goal moves at most
 ``robot.safety.max_step_rad`` from the previous goal per cycle, the hold pose is the present position,
 commands older than the watchdog or sent during a fault are dropped, and limit clamps only shrink motion.
 
@@ -57,18 +57,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from nodegraph.graph.api import Message, Node, ServerGoalHandle
-from so101_core.arrays import F64
-from so101_core.joints import twin_ranges
-from so101_core.robot_spec import JOINT_NAMES
-from so101_hardware.calibration_check import describe_drift, drifted_joints
-from so101_hardware.config import SHUTDOWN_BEHAVIORS, ShutdownConfig
-from so101_hardware.errors import HardwareError
-from so101_hardware.robot import ArmState, SO101Arm
-from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
-
-from so101_nodes.arm_link import ArmLink, load_arm
-from so101_nodes.diagnostics import (
+from nodegraph.diagnostics import (
     DIAGNOSTICS_QOS,
     ERROR,
     OK,
@@ -77,6 +66,17 @@ from so101_nodes.diagnostics import (
     diagnostic_array,
     status_message,
 )
+from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from so101_core.arrays import F64
+from so101_core.control.safety import CommandFilter, EStop, JointLimits, Watchdog
+from so101_core.joints import twin_ranges
+from so101_core.robot_spec import JOINT_NAMES
+from so101_hardware.calibration_check import describe_drift, drifted_joints
+from so101_hardware.config import SHUTDOWN_BEHAVIORS, ShutdownConfig
+from so101_hardware.errors import HardwareError
+from so101_hardware.robot import ArmState, SO101Arm
+
+from so101_nodes.arm_link import ArmLink, load_arm
 from so101_nodes.joint_messages import joint_state_message, joint_vector
 from so101_nodes.params import check_bounds, declare_params
 from so101_nodes.trajectory import (

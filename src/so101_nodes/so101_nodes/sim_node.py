@@ -10,7 +10,7 @@ The twin is the nominal one (sim.yaml and the robot MJCF), or, when ``robot_id``
 identified twin (``config/arms/<robot_id>.yaml`` of ``so101 sysid fit``: its servo gains, joint friction and
 armature, dead band and latency where they differ from the nominal).
 
-Commands pass the driver's :class:`~so101_hardware.safety.CommandFilter` with robot.yaml's
+Commands pass the driver's :class:`~so101_core.control.safety.CommandFilter` with robot.yaml's
 ``robot.safety`` (step limit as a speed, ``max_step_rad`` x ``rate_hz``, applied per sim step; clamps to the
 twin's ctrlrange that only shrink motion; the command watchdog in wall-clock seconds, as the commander sees
 it), so the twin answers a command the way the real arm does.
@@ -67,18 +67,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from nodegraph.graph.qos import QoS
 from so101_core.arrays import F64
 from so101_core.config_paths import config_dir
+from so101_core.control.safety import CommandFilter, EStop, JointLimits, SafetyConfig, Watchdog, load_safety_config
 from so101_core.sim import CAMERA_NAMES, JOINT_NAMES
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.dynamics import arm_dynamics
 from so101_core.sim.errors import SimError
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.twin import Twin
-from so101_hardware.config import SafetyConfig, load_robot_config
-from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
 
 from so101_nodes import camera_messages
 from so101_nodes.joint_messages import joint_vector
@@ -99,7 +99,6 @@ from so101_nodes.trajectory import (
 WORLD_FRAME = "world"
 FEEDBACK_PERIOD_S = 0.05
 MAX_STAMP_AHEAD_S = 3600.0  # a trajectory stamp further ahead of sim time is wall-clock time, not sim time
-OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 RELIABLE_LATEST = QoS(depth=1)
 
 
@@ -189,7 +188,7 @@ def safety_config(robot_config: str) -> SafetyConfig:
     path = Path(robot_config) if robot_config else config_dir() / "robot.yaml"
     if not robot_config and not path.is_file():
         return SafetyConfig()
-    return load_robot_config(path).safety
+    return load_safety_config(path)
 
 
 class SimNode:
@@ -461,17 +460,8 @@ class SimNode:
             "max_speed_rad_s": f"{self.safety.max_speed_rad_s:g}",
             "cameras": ",".join(self.params.cameras),
         }
-        node = self.node
-        status = node.message(
-            "diagnostic_msgs/msg/DiagnosticStatus",
-            level=level,
-            name=f"{node.name}: twin",
-            message=message,
-            hardware_id="mujoco",
-            values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
-        )
-        header = self._header(sim_ns)
-        self.diagnostics.publish(node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=[status]))
+        status = status_message(self.node, "twin", level, message, "mujoco", values)
+        self.diagnostics.publish(diagnostic_array(self.node, [status], self._header(sim_ns)))
 
     # ------------------------------------------------------------------ commands and services
     def on_command(self, msg: Any) -> None:

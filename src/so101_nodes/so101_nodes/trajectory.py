@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from so101_core.arrays import F64
+from so101_core.control.safety import JointLimits
 from so101_core.robot_spec import JOINT_NAMES
-from so101_hardware.safety import JointLimits
 
 FJT = "control_msgs/action/FollowJointTrajectory"
 ACTION_NAME = "arm_controller/follow_joint_trajectory"

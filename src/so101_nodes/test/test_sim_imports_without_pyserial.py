@@ -9,7 +9,7 @@ import sys
 BLOCKED = """
 import sys
 sys.modules["serial"] = None  # any import of pyserial now raises ImportError
-import so101_hardware, so101_hardware.config, so101_hardware.safety, so101_nodes.sim_node
+import so101_hardware, so101_hardware.config, so101_core.control.safety, so101_nodes.sim_node
 print("ok")
 """
 

@@ -1,7 +1,7 @@
 """The twin as a gymnasium environment: one evaluation episode of ``so101 eval``, step by step, in LeRobot units.
 
 An episode is the graph evaluation's (:mod:`.evaluate`): ``Twin.reset(seed)`` with the same DR profile, each
-command through the driver's :class:`~so101_hardware.safety.CommandFilter` (the sim node's speed limit, applied
+command through the driver's :class:`~so101_core.control.safety.CommandFilter` (the sim node's speed limit, applied
 per control step), one control step of physics per ``step``, and success judged by both rules
 (:class:`~so101_core.sim.success.SuccessRules`: the vial upright in the episode's target slot, every standing
 vial still in its own) on the twin's own state. Like the graph evaluation, an episode ends once our detector
@@ -24,13 +24,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from so101_core.control.safety import CommandFilter, EStop, JointLimits, SafetyConfig, Watchdog
 from so101_core.lerobot_units import from_lerobot, to_lerobot
 from so101_core.sim.config import SimConfig, load_sim_config, load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.success import SuccessRules
 from so101_core.sim.twin import Twin
-from so101_hardware.config import SafetyConfig
-from so101_hardware.safety import CommandFilter, EStop, JointLimits, Watchdog
 
 WORKSHOP_GRACE_S = 1.0  # s the graph evaluation waits for the workshop rule after our detector's success
 TASK_TEXT = "put the vial in the rack"

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Node
 from so101_core.arrays import F64
 from so101_core.lerobot_units import from_lerobot, to_lerobot
@@ -55,8 +56,6 @@ from so101_policy.client import PolicyClient
 from so101_policy.config import PolicyNodeConfig, load_policy_config
 from so101_policy.errors import PolicyError, ServerTimeout
 from so101_policy.protocol import chunk_to_array, observation
-
-OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 
 
 @dataclass(frozen=True)
@@ -435,18 +434,8 @@ class PolicyNode:
 
     def publish_diagnostics(self) -> None:
         level, message = self.status()
-        values = self.diagnostic_values()
-        node = self.node
-        status = node.message(
-            "diagnostic_msgs/msg/DiagnosticStatus",
-            level=level,
-            name=f"{node.name}: policy",
-            message=message,
-            hardware_id="policy_server",
-            values=[node.message("diagnostic_msgs/msg/KeyValue", key=k, value=v) for k, v in values.items()],
-        )
-        header = node.message("std_msgs/msg/Header", stamp=node.stamp(), frame_id="")
-        self.diagnostics.publish(node.message("diagnostic_msgs/msg/DiagnosticArray", header=header, status=[status]))
+        status = status_message(self.node, "policy", level, message, "policy_server", self.diagnostic_values())
+        self.diagnostics.publish(diagnostic_array(self.node, [status]))
 
     def close(self) -> None:
         self._stop.set()

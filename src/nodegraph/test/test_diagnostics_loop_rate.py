@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from so101_nodes.diagnostics import ERROR, WARN, LoopRateMonitor
+from nodegraph.diagnostics import ERROR, WARN, LoopRateMonitor
 
 
 def run(monitor: LoopRateMonitor, hz: float, seconds: float, start: float = 0.0) -> float:

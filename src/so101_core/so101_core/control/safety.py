@@ -1,4 +1,5 @@
-"""Safety helpers for the driver loop: joint-limit clamp, per-cycle step limit, command watchdog, e-stop.
+"""Control safety shared by the driver and the twin: ``robot.safety``'s settings, joint-limit clamp, per-cycle step
+limit, command watchdog, e-stop and the command filter that combines them.
 
 Pure and clock-injected (``now`` arguments, seconds on a monotonic clock), so they test without sleeping.
 Arrays are (6,) joint vectors in canonical order, rad.
@@ -10,12 +11,72 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from so101_core.arrays import F64
 
-from .errors import ConfigError
+from so101_core.arrays import F64
+from so101_core.config import ConfigError, Fields, load_yaml
+
+TORQUE_RECOVERY = ("manual", "when_clear")
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    """``robot.safety`` of ``robot.yaml``: the settings shared by the driver and the twin.
+
+    Attributes:
+        max_step_rad: largest goal change per control cycle of ``rate_hz``, rad.
+        rate_hz: the driver's control rate, Hz (the cycle ``max_step_rad`` refers to).
+        watchdog_timeout_s: no command for this long -> hold; older commands are refused, s.
+        min_rate_hz: loop rate below which ``/diagnostics`` says ERROR, Hz (WARN below
+            ``rate_warn_fraction`` x ``rate_hz``).
+        rate_warn_fraction: fraction of ``rate_hz`` below which the loop rate is a WARN.
+        max_temperature_c / min_voltage_v / max_load: health warning thresholds (°C, V, fraction of max torque).
+        calibration_margin_rad: a joint reading further than this outside its calibrated range when the driver
+            (re)connects is reported as a WARN on ``/diagnostics`` (the calibration may have drifted), rad.
+        torque_recovery: after a servo lost torque: ``manual`` (only ``~/enable_torque``) or ``when_clear``
+            (torque back on by itself once the servo reports no error bits, holding where it is).
+    """
+
+    max_step_rad: float = 0.05
+    rate_hz: float = 100.0
+    watchdog_timeout_s: float = 0.5
+    min_rate_hz: float = 30.0
+    rate_warn_fraction: float = 0.8
+    max_temperature_c: float = 65.0
+    min_voltage_v: float = 6.0
+    max_load: float = 0.9
+    calibration_margin_rad: float = 0.05
+    torque_recovery: str = "manual"
+
+    @property
+    def max_speed_rad_s(self) -> float:
+        """The step limit as a speed: ``max_step_rad * rate_hz``, rad/s."""
+        return self.max_step_rad * self.rate_hz
+
+
+def parse_safety_config(section: Fields) -> SafetyConfig:
+    """:class:`SafetyConfig` from the ``robot.safety`` mapping (absent keys keep their defaults; every number > 0,
+    ``rate_warn_fraction`` <= 1, unknown keys refused)."""
+    values: dict[str, Any] = {}
+    for key, default in vars(SafetyConfig()).items():
+        if isinstance(default, str):
+            values[key] = section.text(key, default, choices=TORQUE_RECOVERY)
+        else:
+            upper = 1.0 if key == "rate_warn_fraction" else None
+            values[key] = section.num(key, default, lo=0.0, lo_open=True, hi=upper)
+    section.finish()
+    return SafetyConfig(**values)
+
+
+def load_safety_config(path: str | Path) -> SafetyConfig:
+    """``robot.safety`` of the ``robot.yaml`` at ``path`` (defaults where the section or a key is absent); the
+    twin's reader, which needs none of the hardware sections."""
+    robot = load_yaml(path, "document").sub("robot", {})
+    return parse_safety_config(Fields(robot.raw("safety", {}) or {}, robot.field("safety")))
 
 
 @dataclass(frozen=True)
@@ -27,10 +88,10 @@ class JointLimits:
 
     def __post_init__(self) -> None:
         if len(self.lower) != len(self.upper) or not self.lower:
-            raise ConfigError("joint limits need equally long, non-empty lower and upper", field="limits")
+            raise ConfigError("limits", "joint limits need equally long, non-empty lower and upper")
         for i, (lo, hi) in enumerate(zip(self.lower, self.upper, strict=True)):
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ConfigError(f"joint {i}: need finite lower < upper, got {lo}, {hi}", field=f"limits[{i}]")
+                raise ConfigError(f"limits[{i}]", f"joint {i}: need finite lower < upper, got {lo}, {hi}")
 
     @classmethod
     def from_arrays(cls, lower: npt.ArrayLike, upper: npt.ArrayLike) -> JointLimits:
@@ -76,7 +137,7 @@ class Watchdog:
 
     def __init__(self, timeout_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         if not timeout_s > 0:
-            raise ConfigError(f"watchdog timeout must be > 0 s, got {timeout_s}", field="watchdog_timeout_s")
+            raise ConfigError("watchdog_timeout_s", f"watchdog timeout must be > 0 s, got {timeout_s}")
         self.timeout_s = timeout_s
         self._clock = clock
         self._last: float | None = None
@@ -174,9 +235,9 @@ class CommandFilter:
         n = len(limits.lower)
         step = np.broadcast_to(np.asarray(max_step_rad, dtype=np.float64), (n,)).copy()
         if np.any(step <= 0) or not np.all(np.isfinite(step)):
-            raise ConfigError(f"max_step_rad must be finite and > 0, got {step.tolist()}", field="max_step_rad")
+            raise ConfigError("max_step_rad", f"max_step_rad must be finite and > 0, got {step.tolist()}")
         if not (math.isfinite(period_s) and period_s > 0):
-            raise ConfigError(f"period_s must be > 0, got {period_s}", field="period_s")
+            raise ConfigError("period_s", f"period_s must be > 0, got {period_s}")
         self.limits = limits
         self.max_step = step
         self.period_s = period_s

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from so101_hardware.errors import ConfigError
-from so101_hardware.safety import (
+from so101_core.config import ConfigError
+from so101_core.control.safety import (
     CommandFilter,
     EStop,
     JointLimits,
