@@ -112,10 +112,37 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
 
 
+REALTIME_BY_DESIGN = ("Watchdog Confir", "Watchdog Valida")
+"""Thread names (15 characters) of zenoh's shared-memory watchdogs, real-time by zenoh's design: short periodic
+tasks that sleep between runs."""
+
+
+def _leave_realtime() -> list[str]:
+    """When this worker's main thread runs under a real-time policy (SCHED_FIFO / SCHED_RR), which every thread it
+    starts inherits, put it and the threads that inherited it back to SCHED_OTHER; returns them as ``"name (tid)"``.
+    A library that raised the caller to real-time priority when run as root (PyAV's SVT-AV1 encoder did) left a
+    worker whose busy threads starved everything else on the host, its watchdog too."""
+    realtime = (os.SCHED_FIFO, os.SCHED_RR)
+    if os.sched_getscheduler(0) not in realtime:
+        return []
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            tid, name = int(task.name), (task / "comm").read_text().strip()
+            if os.sched_getscheduler(tid) in realtime and name not in REALTIME_BY_DESIGN:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                found.append(f"{name} ({tid})")
+    return found
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     with _watchdog(item):
-        return (yield)
+        result = yield
+    if leaked := _leave_realtime():
+        threads = ", ".join(leaked[:5]) + (", ..." if len(leaked) > 5 else "")
+        pytest.fail(f"the test left the worker in real-time scheduling: {threads} (reset)", pytrace=False)
+    return result
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from nodegraph.bag.metadata import qos_profile_yaml
 from nodegraph.bag.writer import BagWriter
+from nodegraph.images import image_fields
 from nodegraph.interfaces.messages import make, serialize, time_message
 
 from .config import DatasetConfig
@@ -184,10 +185,7 @@ def write_bag(unit: Path, out: Path, cfg: DatasetConfig, twin: Any | None = None
                         continue
                     ch = make("std_msgs/msg/Header", stamp=stamp, frame_id=optical_frame(c))
                     h, w = rgb.shape[:2]
-                    img = make(
-                        "sensor_msgs/msg/Image", header=ch, height=h, width=w, encoding="rgb8", is_bigendian=0,
-                        step=w * 3, data=np.ascontiguousarray(rgb).reshape(-1),
-                    )  # fmt: skip
+                    img = make("sensor_msgs/msg/Image", header=ch, **image_fields(rgb, "rgb8"))
                     put(f"/cameras/{c}/image_raw", ns, img, "sensor_msgs/msg/Image")
                     kk = k_mats[c]
                     info = make(

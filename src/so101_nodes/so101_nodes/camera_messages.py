@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
+from nodegraph.images import image_fields
 
 
 def optical_frame(camera: str) -> str:
@@ -20,32 +21,12 @@ def header(node: Node, stamp_ns: int, frame_id: str = "") -> Message:
 
 def rgb_image(node: Node, head: Message, rgb: npt.NDArray[np.uint8]) -> Message:
     """sensor_msgs/Image, encoding rgb8, of ``rgb`` (H, W, 3) uint8."""
-    h, w = rgb.shape[:2]
-    return node.message(
-        "sensor_msgs/msg/Image",
-        header=head,
-        height=h,
-        width=w,
-        encoding="rgb8",
-        is_bigendian=0,
-        step=w * 3,
-        data=np.ascontiguousarray(rgb, dtype=np.uint8).reshape(-1),
-    )
+    return node.message("sensor_msgs/msg/Image", header=head, **image_fields(rgb, "rgb8"))
 
 
 def depth_image(node: Node, head: Message, depth_mm: npt.NDArray[np.uint16]) -> Message:
     """sensor_msgs/Image, encoding 16UC1 (little-endian), of ``depth_mm`` (H, W) uint16 mm (0 = no data)."""
-    h, w = depth_mm.shape[:2]
-    return node.message(
-        "sensor_msgs/msg/Image",
-        header=head,
-        height=h,
-        width=w,
-        encoding="16UC1",
-        is_bigendian=0,
-        step=w * 2,
-        data=np.ascontiguousarray(depth_mm, dtype="<u2").view(np.uint8).reshape(-1),
-    )
+    return node.message("sensor_msgs/msg/Image", header=head, **image_fields(depth_mm, "16UC1"))
 
 
 def camera_info(

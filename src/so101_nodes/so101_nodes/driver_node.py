@@ -67,6 +67,7 @@ from nodegraph.diagnostics import (
     status_message,
 )
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.control.safety import CommandFilter, EStop, JointLimits, Watchdog
 from so101_core.joints import twin_ranges
@@ -377,7 +378,7 @@ class Driver:
 
     def _age_s(self, msg: Any) -> float:
         stamp = msg.header.stamp
-        stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+        stamp_ns = to_ns(stamp)
         return (self.node.now_ns() - stamp_ns) * 1e-9 if stamp_ns else 0.0
 
     def on_estop(self, request: Any, response: Any) -> Any:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.qos import LATCHED
+from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.description.urdf import UrdfJoint, load_urdf, matrix_to_quat_xyzw
 
@@ -116,7 +117,7 @@ class RobotStatePublisher:
         if not values:
             return None
         stamp = msg.header.stamp
-        if int(stamp.sec) == 0 and int(stamp.nanosec) == 0:
+        if to_ns(stamp) == 0:
             stamp = self.node.stamp()
         transforms = [
             transform_stamped(
@@ -132,7 +133,7 @@ class RobotStatePublisher:
 
     def on_joint_states(self, msg: Any) -> None:
         """Publish ``tf`` for a JointState, at most ``publish_frequency`` times per second (by message stamp)."""
-        stamp_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec) or self.node.now_ns()
+        stamp_ns = to_ns(msg.header.stamp) or self.node.now_ns()
         if self._last_ns is not None and self.min_period_ns and 0 <= stamp_ns - self._last_ns < self.min_period_ns:
             return
         tf = self.transforms(msg)

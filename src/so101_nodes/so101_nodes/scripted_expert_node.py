@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.qos import QoS
+from nodegraph.time import to_ns
 from so101_core.sim import JOINT_NAMES
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.errors import PlanningError
@@ -54,11 +55,6 @@ from so101_nodes.driver_node import joint_vector
 from so101_nodes.params import declare_params
 
 STATE_QOS = QoS(depth=1)  # keep-last 1: always answer the newest state, never a backlog
-
-
-def stamp_ns(header: Any) -> int:
-    """ns of a ``std_msgs/Header`` stamp."""
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
 
 
 def pose_from_msg(msg: Any) -> Pose:
@@ -175,7 +171,7 @@ class ScriptedExpertNode:
     # ------------------------------------------------------------------ control step
     def on_joint_states(self, msg: Any) -> None:
         """One control step: answer ``msg`` with targets on ``joint_commands`` (and ``~/done``)."""
-        stamp = stamp_ns(msg.header)
+        stamp = to_ns(msg.header.stamp)
         try:
             q = joint_vector(msg, self._q)
         except ValueError as exc:

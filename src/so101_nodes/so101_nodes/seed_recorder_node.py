@@ -68,6 +68,7 @@ from nodegraph.bag.writer import BagWriter
 from nodegraph.graph.api import Client, Node, ServiceTimeout
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
+from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.robot_spec import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 from so101_core.seeds.format import FAILED_DIR, save_seed
@@ -86,10 +87,6 @@ POSE = "geometry_msgs/msg/PoseStamped"
 TARGET = "std_msgs/msg/Int32"
 POSE_HISTORY = 16
 ACTION_HISTORY = 64
-
-
-def _stamp_ns(header: Any) -> int:
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
 
 
 def _joint_vector(msg: Any, base: F64) -> F64:
@@ -321,7 +318,7 @@ class SeedRecorder:
                 p, o = msg.pose.position, msg.pose.orientation
                 pose = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z], dtype=np.float64)
                 with self._lock:
-                    self._history.add_pose(self.pose_topics[topic], _stamp_ns(msg.header), pose)
+                    self._history.add_pose(self.pose_topics[topic], to_ns(msg.header.stamp), pose)
         except (MessageError, ValueError) as exc:
             self.node.logger.warning(f"ignored a message on {topic}: {exc}")
 
@@ -329,7 +326,7 @@ class SeedRecorder:
         latest = self._history.latest_action
         action = _joint_vector(msg, latest if latest is not None else self._q)
         with self._lock:
-            self._history.add_action(_stamp_ns(msg.header), action)
+            self._history.add_action(to_ns(msg.header.stamp), action)
             if self._episode is not None:
                 self._episode.has_action = True
 
@@ -341,7 +338,7 @@ class SeedRecorder:
             self.states_seen += 1
             if episode is None or episode is not self._episode:
                 return
-            if episode.add_state(_stamp_ns(msg.header), q, self._history):
+            if episode.add_state(to_ns(msg.header.stamp), q, self._history):
                 self._judge(episode)
         self._wake.set()
 

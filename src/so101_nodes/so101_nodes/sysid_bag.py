@@ -16,6 +16,7 @@ import numpy as np
 from nodegraph.bag.errors import BagError
 from nodegraph.bag.reader import info, read_messages
 from nodegraph.interfaces.messages import deserialize
+from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sysid.arm_sim import Commands
@@ -23,11 +24,6 @@ from so101_core.sysid.errors import RecordingError
 from so101_core.sysid.recording import CONTROLLER_STATE, JOINT_STATES, SEGMENTS, Mark, Recording
 
 from so101_nodes.sysid_recorder import DIAGNOSTICS
-
-
-def _stamp_ns(msg: object) -> int:
-    stamp = msg.header.stamp  # type: ignore[attr-defined]
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 def _by_name(names: list[str], values: object) -> np.ndarray:
@@ -72,12 +68,12 @@ def load_recording(path: str | Path) -> Recording:
             msg = deserialize(m.cdr, m.type_name)
             if m.topic == states_topic:
                 names = list(msg.name)
-                stamps.append(_stamp_ns(msg))
+                stamps.append(to_ns(msg.header.stamp))
                 pos.append(_by_name(names, msg.position))
                 vel.append(_by_name(names, msg.velocity) if len(msg.velocity) else np.full(len(JOINT_NAMES), np.nan))
                 eff.append(_by_name(names, msg.effort) if len(msg.effort) else np.zeros(len(JOINT_NAMES)))
             elif m.topic == control_topic:
-                cmd_t.append(_stamp_ns(msg))
+                cmd_t.append(to_ns(msg.header.stamp))
                 cmd_u.append(_by_name(list(msg.joint_names), msg.output.positions))
             elif m.topic == marks_topic:
                 raw_marks.append(json.loads(msg.data))
@@ -89,7 +85,7 @@ def load_recording(path: str | Path) -> Recording:
                     if joint in JOINT_NAMES and "temperature_c" in values:
                         row[JOINT_NAMES.index(joint)] = float(values["temperature_c"])
                 if np.any(np.isfinite(row)):
-                    temp_t.append(_stamp_ns(msg))
+                    temp_t.append(to_ns(msg.header.stamp))
                     temps.append(row)
     except (BagError, OSError, ValueError) as exc:
         raise RecordingError(f"{source}: cannot read the bag: {exc}") from exc

@@ -27,6 +27,7 @@ import numpy as np
 from nodegraph.bag.metadata import offered_qos_yaml
 from nodegraph.graph.api import GoalStatus, Message, Node
 from nodegraph.interfaces.messages import serialize
+from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sysid.excitation import Segment, transit_segment
@@ -82,7 +83,7 @@ class SysidRecorder:
         self.results: list[SegmentResult] = []
 
     def _on_state(self, msg: Any) -> None:
-        stamp = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+        stamp = to_ns(msg.header.stamp)
         with self._lock:
             base = self._latest[1] if self._latest is not None else np.full(len(JOINT_NAMES), np.nan)
             with contextlib.suppress(ValueError):

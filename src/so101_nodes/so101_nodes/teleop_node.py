@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from nodegraph.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node
+from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 
@@ -92,7 +93,7 @@ class Teleop:
             self.dropped += 1
             self.node.logger.debug(f"dropped leader message: {exc}")
             return
-        stamp_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+        stamp_ns = to_ns(msg.header.stamp)
         age_s = (self.node.now_ns() - stamp_ns) * 1e-9
         if self.params.check_stamp and stamp_ns and age_s > self.params.stale_timeout_s:
             self.dropped += 1

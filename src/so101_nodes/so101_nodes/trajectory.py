@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from nodegraph.time import to_ns, to_s
 from so101_core.arrays import F64
 from so101_core.control.safety import JointLimits
 from so101_core.robot_spec import JOINT_NAMES
@@ -25,10 +26,6 @@ CONTROLLER_STATE = "control_msgs/msg/JointTrajectoryControllerState"
 # control_msgs/action/FollowJointTrajectory result codes
 SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP = 0, -1, -2, -3
 PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED = -4, -5
-
-
-def duration_s(duration: Any) -> float:
-    return float(duration.sec) + float(duration.nanosec) * 1e-9
 
 
 def duration_msg(node: Node, seconds: float) -> Message:
@@ -111,7 +108,7 @@ class Trajectory:
         vel_rows: list[F64] = [np.zeros(len(JOINT_NAMES))]
         with_velocities = all(len(pt.velocities) for pt in traj.points)
         for i, pt in enumerate(traj.points):
-            t = duration_s(pt.time_from_start)
+            t = to_s(pt.time_from_start)
             pos = np.asarray(pt.positions, dtype=np.float64)
             if pos.shape != (len(names),) or not np.all(np.isfinite(pos)):
                 raise TrajectoryError(
@@ -167,7 +164,7 @@ def start_delay_s(goal: Any, trajectory: Trajectory, now_ns: int) -> float:
         TrajectoryError: OLD_HEADER_TIMESTAMP when the whole trajectory ends before now.
     """
     stamp = goal.trajectory.header.stamp
-    stamp_ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+    stamp_ns = to_ns(stamp)
     delay = (stamp_ns - now_ns) * 1e-9 if stamp_ns else 0.0
     if delay + trajectory.duration_s < 0:
         raise TrajectoryError("trajectory ends before now (old header stamp)", OLD_HEADER_TIMESTAMP)
@@ -242,7 +239,7 @@ class TrajectoryTracker:
             start_s=now_s + max(0.0, delay),
             goal_tol=joint_tolerances(goal.goal_tolerance, goal_tolerance_rad),
             path_tol=joint_tolerances(goal.path_tolerance, math.inf),
-            time_tol=duration_s(goal.goal_time_tolerance) or goal_time_tolerance_s,
+            time_tol=to_s(goal.goal_time_tolerance) or goal_time_tolerance_s,
         )
 
     @property

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from graph_testing import context, endpoint, router  # noqa: F401
+from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
@@ -32,7 +33,7 @@ OK, WARN, ERROR = 0, 1, 2
 
 
 def stamp_ns(msg: Any) -> int:
-    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+    return to_ns(msg.header.stamp)
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:

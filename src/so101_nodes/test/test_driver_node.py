@@ -20,6 +20,7 @@ import pytest
 from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, wait_until, write_calibration
 from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import GoalStatus, Node
+from nodegraph.time import to_ns
 from so101_cli.benchmarks.driver import run_driver_benchmark
 from so101_core.control.safety import JointLimits
 from so101_core.robot_spec import JOINT_NAMES
@@ -214,7 +215,7 @@ def test_joint_states_names_rate_and_pose(rig: Rig) -> None:
     wait_until(lambda: len(rig.states) >= 10, 10.0, "joint_states streaming")  # streaming; the rate: so101 bench driver
     with rig.lock:
         msgs = [m for _, m in rig.states]
-    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in msgs]
+    stamps = [to_ns(m.header.stamp) for m in msgs]
     assert all(b > a for a, b in itertools.pairwise(stamps)), "each state is a new reading"
     msg = rig.latest()
     assert list(msg.name) == list(JOINT_NAMES)

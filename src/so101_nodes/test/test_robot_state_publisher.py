@@ -18,6 +18,7 @@ import graph_testing
 import numpy as np
 import pytest
 from nodegraph.graph.qos import LATCHED
+from nodegraph.time import to_s
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from so101_core.description.urdf import (
@@ -236,7 +237,7 @@ def test_tf_follows_the_sim_joint_states(context: Context) -> None:
         tf = Inbox()
         client.create_subscription("tf2_msgs/msg/TFMessage", "/tf", tf)
         msg = tf.wait(10.0)
-        stamp_s = msg.transforms[0].header.stamp.sec + msg.transforms[0].header.stamp.nanosec * 1e-9
+        stamp_s = to_s(msg.transforms[0].header.stamp)
         assert stamp_s < 60.0  # sim time (starts at 0), not the wall clock
         assert len(msg.transforms) == 6
     finally:

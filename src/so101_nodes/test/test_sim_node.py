@@ -19,6 +19,7 @@ import pytest
 import yaml
 from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from so101_core.sim import JOINT_NAMES
@@ -133,11 +134,9 @@ def test_joint_states_at_the_control_rate_with_the_sim_clock(graph: Graph) -> No
     graph.client.create_subscription(
         "sensor_msgs/msg/JointState",
         "/joint_states",
-        lambda m: stamps.append(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec),
+        lambda m: stamps.append(to_ns(m.header.stamp)),
     )
-    graph.client.create_subscription(
-        "rosgraph_msgs/msg/Clock", "/clock", lambda m: clocks.append(m.clock.sec * 10**9 + m.clock.nanosec)
-    )
+    graph.client.create_subscription("rosgraph_msgs/msg/Clock", "/clock", lambda m: clocks.append(to_ns(m.clock)))
     assert wait_until(lambda: len(stamps) > 0, 10.0)
     n0 = len(stamps)
     assert wait_until(lambda: len(stamps) >= n0 + 21, 10.0)  # streaming; rates are benchmarks, not tests

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from arm_testing import wait_until
 from graph_testing import GraphBackend
+from nodegraph.time import to_s
 from so101_nodes.sim_node import SimNode
 from test_driver_node import MAX_STEP_RAD, RigFactory, rig_backend, rig_factory  # noqa: F401
 
@@ -59,7 +60,7 @@ def test_sim_and_driver_ramp_a_large_step_at_the_same_speed(rig_factory: RigFact
     rig.client.create_subscription(
         "sensor_msgs/msg/JointState",
         "/twin/joint_states",
-        lambda m: twin_states.append((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, float(m.position[PAN]))),
+        lambda m: twin_states.append((to_s(m.header.stamp), float(m.position[PAN]))),
     )
     twin_commands = rig.client.create_publisher("sensor_msgs/msg/JointState", "/twin/joint_commands")
     wait_until(lambda: len(twin_states) > 10, 10.0, "twin joint_states")

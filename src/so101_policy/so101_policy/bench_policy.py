@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.images import image_fields
 
 from .processes import free_port
 from .protocol import observation
@@ -174,18 +175,14 @@ def loop_jitter(seconds: float = 10.0, rate_hz: float = 30.0) -> dict[str, Any]:
         stack.callback(feeder.shutdown)
         joints = feeder.create_publisher("sensor_msgs/msg/JointState", "/joint_states")
         image = feeder.create_publisher("sensor_msgs/msg/Image", "/cameras/top/image_raw")
-        pixels = np.zeros(64 * 48 * 3, np.uint8)
+        pixels = image_fields(np.zeros((48, 64, 3), np.uint8), "rgb8")
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             head = feeder.message("std_msgs/msg/Header", stamp=feeder.stamp())
             joints.publish(
                 feeder.message("sensor_msgs/msg/JointState", header=head, name=list(JOINT_NAMES), position=np.zeros(6))
             )
-            image.publish(
-                feeder.message(
-                    "sensor_msgs/msg/Image", header=head, height=48, width=64, encoding="rgb8", step=192, data=pixels
-                )
-            )
+            image.publish(feeder.message("sensor_msgs/msg/Image", header=head, **pixels))
             time.sleep(1 / 60)
         periods = list(logic.periods)
         stats = dict(logic.stats)

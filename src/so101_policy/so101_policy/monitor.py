@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Node
+from nodegraph.images import ImageError, to_rgb
+from nodegraph.time import to_s
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.scene import RACK, VIAL
@@ -66,7 +68,7 @@ def _pose(msg: Any) -> F64:
 
 
 def _stamp_s(msg: Any) -> float:
-    return float(msg.header.stamp.sec) + 1e-9 * float(msg.header.stamp.nanosec)
+    return to_s(msg.header.stamp)
 
 
 class EpisodeMonitor:
@@ -201,15 +203,15 @@ class EpisodeMonitor:
     def _on_image(self, msg: Any) -> None:
         with self._lock:
             log, record = self._log, self._record_frames
-        if log is None or not record or str(msg.encoding) != "rgb8":
+        if log is None or not record:
             return
-        h, w = int(msg.height), int(msg.width)
-        img = np.frombuffer(bytes(msg.data), dtype=np.uint8)
-        if img.size != h * w * 3:
+        try:
+            img = to_rgb(msg)
+        except ImageError:
             return
         with self._lock:
             if self._log is log and len(log.frames) < 3000:
-                log.frames.append(img.reshape(h, w, 3).copy())
+                log.frames.append(img)
 
     def _on_diagnostics(self, msg: Any) -> None:
         for status in msg.status:

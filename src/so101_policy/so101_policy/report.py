@@ -37,8 +37,16 @@ def tracking_plot(t: npt.ArrayLike, q: npt.ArrayLike, cmd: npt.ArrayLike, path: 
     return path.name
 
 
+VIDEO_CODECS = ("libx264", "mpeg4")
+"""Codecs of the evaluation videos, in order of preference."""
+
+
 def write_video(frames: list[npt.NDArray[np.uint8]], fps: float, path: Path, max_frames: int = 900) -> str | None:
-    """MP4 (AV1 via PyAV, mpeg4 as a fallback) of ``frames`` (H, W, 3) uint8; None when there are none."""
+    """MP4 (H.264 via PyAV's libx264, MPEG-4 part 2 as a fallback) of ``frames`` (H, W, 3) uint8, every browser's
+    format; None when there are none.
+
+    Not AV1: PyAV's SVT-AV1 encoder, run as root, switches the calling process's threads to SCHED_FIFO 99 (real-time),
+    where its busy threads starve the rest of the machine (the evaluation's own nodes included)."""
     if not frames:
         return None
     import av
@@ -46,7 +54,7 @@ def write_video(frames: list[npt.NDArray[np.uint8]], fps: float, path: Path, max
     h, w = frames[0].shape[:2]
     h2, w2 = h - h % 2, w - w % 2
     step = max(1, len(frames) // max_frames)
-    for codec in ("libsvtav1", "mpeg4"):
+    for codec in VIDEO_CODECS:
         try:
             with av.open(str(path), "w") as container:
                 stream: Any = container.add_stream(codec, rate=round(fps))

@@ -16,6 +16,7 @@ import pytest
 import torch
 from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.time import to_s
 from so101_core.sim.geometry import mat_to_quat
 from so101_nodes.sim_node import SimNode
 from so101_skillgen.ik_service_node import IKServiceNode
@@ -110,7 +111,7 @@ def test_planned_trajectory_runs_on_the_twin_and_reaches_its_goal_untouched(grap
     traj = plan.trajectory
     assert list(traj.joint_names)[:5] == ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
     pos = np.array([list(p.positions) for p in traj.points])
-    t = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+    t = np.array([to_s(p.time_from_start) for p in traj.points])
     assert np.all(np.diff(t) > 0) and np.max(np.abs(np.diff(pos, axis=0)) / np.diff(t)[:, None]) <= 1.0 + 1e-6
     action = graph.client.create_action_client(FJT, "/arm_controller/follow_joint_trajectory")
     assert action.wait_for_server(10.0)

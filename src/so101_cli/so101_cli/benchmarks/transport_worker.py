@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 import numpy as np
+from nodegraph.images import image_fields
 
 IMAGE_SHAPE = (480, 640, 3)
 IMAGE_RATE_HZ = 30.0
@@ -31,12 +32,8 @@ DISCOVERY_TIMEOUT_S = 20.0
 
 def _image_msg(node: Any, name: str) -> Any:
     data = np.random.default_rng(0).integers(0, 255, size=IMAGE_SHAPE, dtype=np.uint8)
-    return node.message(
-        "sensor_msgs/msg/Image",
-        header=node.message("std_msgs/msg/Header", frame_id=name),
-        height=IMAGE_SHAPE[0], width=IMAGE_SHAPE[1], encoding="rgb8", step=IMAGE_SHAPE[1] * 3,
-        data=data.reshape(-1),
-    )  # fmt: skip
+    header = node.message("std_msgs/msg/Header", frame_id=name)
+    return node.message("sensor_msgs/msg/Image", header=header, **image_fields(data, "rgb8"))
 
 
 def _paced(rate_hz: float, seconds: float, send: Any) -> int:

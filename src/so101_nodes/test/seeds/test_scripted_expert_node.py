@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.geometry import quat_to_mat
-from so101_nodes.scripted_expert_node import ScriptedExpertNode, ScriptedExpertParams, stamp_ns
+from so101_nodes.scripted_expert_node import ScriptedExpertNode, ScriptedExpertParams
 from so101_nodes.sim_node import SimNode
 
 
@@ -51,7 +52,7 @@ class Graph:
 
     def _on_state(self, msg: Any) -> None:
         with self.lock:
-            self.states.add(stamp_ns(msg.header))
+            self.states.add(to_ns(msg.header.stamp))
 
     def _on_command(self, msg: Any) -> None:
         with self.lock:
@@ -93,7 +94,7 @@ def test_expert_waits_for_start_then_places_the_vial(graph: Graph) -> None:
     for msg in commands:
         assert tuple(msg.name) == JOINT_NAMES and len(msg.position) == 6
     # each command answers one joint_states message: same stamp, one per control period
-    stamps = [stamp_ns(m.header) for m in commands]
+    stamps = [to_ns(m.header.stamp) for m in commands]
     assert set(stamps) <= states and len(set(stamps)) == len(stamps)
     assert graph.expert.expert.done
     # done: no more commands, the arm holds

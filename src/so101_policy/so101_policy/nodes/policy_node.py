@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Node
+from nodegraph.images import ImageError, to_rgb
 from so101_core.arrays import F64
 from so101_core.lerobot_units import from_lerobot, to_lerobot
 from so101_core.robot_spec import JOINT_NAMES
@@ -197,17 +198,12 @@ class PolicyNode:
         return callback
 
     def on_image(self, camera: str, msg: Any) -> None:
-        enc, h, w = str(msg.encoding), int(msg.height), int(msg.width)
-        if enc not in ("rgb8", "bgr8") or h * w == 0:
-            return
-        data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
-        if data.size != h * int(msg.step) or int(msg.step) < 3 * w:
-            return
-        img: npt.NDArray[np.uint8] = data.reshape(h, int(msg.step))[:, : 3 * w].reshape(h, w, 3)
-        if enc == "bgr8":
-            img = img[:, :, ::-1]
+        try:
+            img = to_rgb(msg)
+        except ImageError:
+            return  # not a colour image, or a malformed one: the camera stays stale (reported on /diagnostics)
         with self._lock:
-            self._images[camera] = (np.ascontiguousarray(img), time.monotonic())
+            self._images[camera] = (img, time.monotonic())
 
     # ------------------------------------------------------------------ services
     def _start(self) -> None:

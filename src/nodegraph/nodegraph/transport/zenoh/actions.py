@@ -17,6 +17,7 @@ from nodegraph.graph import qos as qos_profiles
 from nodegraph.graph.api import ExecuteCallback, GoalStatus, GraphError, ServerGoalHandle, ServiceTimeout
 from nodegraph.interfaces import interface_info
 from nodegraph.interfaces.messages import MessageError, deserialize, make, time_message
+from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.attachment import Attachment, AttachmentError
 from nodegraph.transport.zenoh.entities import (
     ZenohClient,
@@ -41,10 +42,6 @@ GOAL_STOP_TIMEOUT_S = 5.0  # at node shutdown, for the running goals of an actio
 
 def _uuid_bytes(msg: Any) -> bytes:
     return bytes(bytearray(msg.uuid))
-
-
-def _time_ns(stamp: Any) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 @dataclass
@@ -155,7 +152,7 @@ class ZenohActionServer:
         response.stamp = self.node.stamp()
         if not accepted:
             return response
-        goal = _ServerGoal(self, goal_id, request.goal, _time_ns(response.stamp))
+        goal = _ServerGoal(self, goal_id, request.goal, to_ns(response.stamp))
         with self._lock:
             self._goals[goal_id] = goal
         self.publish_status()
@@ -164,7 +161,7 @@ class ZenohActionServer:
 
     def _on_cancel(self, request: Any, response: Any) -> Any:
         wanted = _uuid_bytes(request.goal_info.goal_id)
-        before_ns = _time_ns(request.goal_info.stamp)
+        before_ns = to_ns(request.goal_info.stamp)
         everything = not any(wanted) and before_ns == 0
         with self._lock:
             candidates = [

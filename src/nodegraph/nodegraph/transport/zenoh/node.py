@@ -20,6 +20,7 @@ from nodegraph.graph.parameters import (
 )
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import make, time_message
+from nodegraph.time import to_ns
 from nodegraph.transport.log import NodeLogger, node_logger
 from nodegraph.transport.zenoh.actions import ZenohActionClient, ZenohActionServer
 from nodegraph.transport.zenoh.context import SHUTDOWN, Context, install_signal_handlers
@@ -196,7 +197,7 @@ class ZenohNode:
 
     # clock
     def _on_clock(self, msg: Any) -> None:
-        self._sim_time_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
+        self._sim_time_ns = to_ns(msg.clock)
 
     def now_ns(self) -> int:
         """ROS time in ns: ``/clock`` when ``use_sim_time`` is true, else the system clock."""
