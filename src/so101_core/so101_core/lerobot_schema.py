@@ -20,6 +20,33 @@ from typing import Final
 
 from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
 
+OBS_STATE: Final = "observation.state"
+"""LeRobot feature key of the (6,) joint state (``lerobot.utils.constants.OBS_STATE``)."""
+
+ACTION: Final = "action"
+"""LeRobot feature key of the (6,) joint command (``lerobot.utils.constants.ACTION``)."""
+
+OBS_IMAGES: Final = "observation.images"
+"""Prefix of LeRobot's camera feature keys (``lerobot.utils.constants.OBS_IMAGES``); see :func:`image_key`."""
+
+
+def image_key(camera: str) -> str:
+    """LeRobot feature key of ``camera``'s frames: ``observation.images.<camera>``."""
+    return f"{OBS_IMAGES}.{camera}"
+
+
+def is_image_key(key: str) -> bool:
+    """Whether ``key`` is a camera feature key (``observation.images.<camera>``)."""
+    return key.startswith(f"{OBS_IMAGES}.") and len(key) > len(OBS_IMAGES) + 1
+
+
+def camera_of(key: str) -> str:
+    """The camera of an image feature key (:func:`image_key`'s inverse); ValueError for any other key."""
+    if not is_image_key(key):
+        raise ValueError(f"not a LeRobot image feature key: {key!r}")
+    return key[len(OBS_IMAGES) + 1 :]
+
+
 JOINT_GROUPS: Final[dict[str, tuple[int, int]]] = {
     "single_arm": (0, GRIPPER_INDEX),
     "gripper": (GRIPPER_INDEX, len(JOINT_NAMES)),

@@ -11,3 +11,8 @@ GRIPPER: Final = "gripper"
 GRIPPER_INDEX: Final = 5
 CAMERA_NAMES: Final = ("ego", "side", "top")
 """Camera names: ``ego`` on the wrist, ``side`` and ``top`` fixed."""
+
+
+def optical_frame(camera: str) -> str:
+    """Frame id of a camera's images: ``<name>_camera_optical_frame`` (z forward, x right, y down, REP 103)."""
+    return f"{camera}_camera_optical_frame"

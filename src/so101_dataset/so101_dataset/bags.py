@@ -29,26 +29,18 @@ from nodegraph.bag.metadata import qos_profile_yaml
 from nodegraph.bag.writer import BagWriter
 from nodegraph.images import image_fields
 from nodegraph.interfaces.messages import make, serialize, time_message
+from so101_core.geometry import mat_to_quat_xyzw
+from so101_core.lerobot_schema import image_key
+from so101_core.robot_spec import optical_frame
 
 from .config import DatasetConfig
 from .errors import ExportError
-from .lerobot_v3 import image_key
 
 WORLD = "world"
 _OPTICAL = np.diag([1.0, -1.0, -1.0])  # MuJoCo camera (x right, y up, -z forward) → optical frame
 LATCHED_QOS = qos_profile_yaml(durability="transient_local", depth=1)
 DEFAULT_QOS = qos_profile_yaml()
 CLOCK_QOS = qos_profile_yaml(reliability="best_effort", depth=1)
-
-
-def optical_frame(camera: str) -> str:
-    return f"{camera}_camera_optical_frame"
-
-
-def _quat_xyzw(rot: np.ndarray) -> np.ndarray:
-    from so101_core.description import matrix_to_quat_xyzw
-
-    return np.asarray(matrix_to_quat_xyzw(rot), dtype=np.float64)
 
 
 def _tf(stamp: Any, parent: str, child: str, pos: npt.ArrayLike, quat_xyzw: npt.ArrayLike) -> Any:
@@ -131,7 +123,7 @@ def write_bag(unit: Path, out: Path, cfg: DatasetConfig, twin: Any | None = None
             put("/robot_description", 0, make("std_msgs/msg/String", data=urdf.xml), "std_msgs/msg/String")
             static = [_tf(zero, WORLD, urdf.root, (0, 0, 0), (0, 0, 0, 1))]
             static += [
-                _tf(zero, j.parent, j.child, j.transform()[:3, 3], _quat_xyzw(j.transform()[:3, :3]))
+                _tf(zero, j.parent, j.child, j.transform()[:3, 3], mat_to_quat_xyzw(j.transform()[:3, :3]))
                 for j in urdf.fixed_joints
             ]
             put("/tf_static", 0, make("tf2_msgs/msg/TFMessage", transforms=static), "tf2_msgs/msg/TFMessage")
@@ -158,10 +150,10 @@ def write_bag(unit: Path, out: Path, cfg: DatasetConfig, twin: Any | None = None
                 tfs = []
                 for n, v in values.items():
                     m = moving[n].transform(v)
-                    tfs.append(_tf(stamp, moving[n].parent, moving[n].child, m[:3, 3], _quat_xyzw(m[:3, :3])))
+                    tfs.append(_tf(stamp, moving[n].parent, moving[n].child, m[:3, 3], mat_to_quat_xyzw(m[:3, :3])))
                 for c, cid in cam_ids.items():
                     rot = twin.data.cam_xmat[cid].reshape(3, 3) @ _OPTICAL
-                    tfs.append(_tf(stamp, WORLD, optical_frame(c), twin.data.cam_xpos[cid], _quat_xyzw(rot)))
+                    tfs.append(_tf(stamp, WORLD, optical_frame(c), twin.data.cam_xpos[cid], mat_to_quat_xyzw(rot)))
                 for n, p in objects.items():
                     wxyz = p[k, 3:]
                     tfs.append(_tf(stamp, WORLD, n, p[k, :3], (wxyz[1], wxyz[2], wxyz[3], wxyz[0])))

@@ -29,17 +29,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from so101_core.lerobot_schema import (
+    ACTION,
     ACTION_REPRESENTATION,
     ANNOTATION_GROUP,
     JOINT_GROUPS,
     LANGUAGE_KEY,
+    OBS_STATE,
     TASK_COLUMN,
+    image_key,
     modality_configs,
 )
 
 from .config import DatasetConfig
 from .errors import ExportError
-from .lerobot_v3 import image_key, replace_dir
+from .lerobot_v3 import replace_dir
 
 CHUNKS_SIZE = 1000
 DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
@@ -131,12 +134,12 @@ def write_v21(units: Sequence[Path], out: Path, cfg: DatasetConfig) -> Path:
         tix = tasks.setdefault(task, len(tasks))
         df = _shard_frame(unit)
         n = len(df)
-        state = np.stack(df["observation.state"].to_numpy()).astype(np.float32)
-        action = np.stack(df["action"].to_numpy()).astype(np.float32)
+        state = np.stack(df[OBS_STATE].to_numpy()).astype(np.float32)
+        action = np.stack(df[ACTION].to_numpy()).astype(np.float32)
         ts = df["timestamp"].to_numpy().astype(np.float32)
         cols = {
-            "observation.state": pa.array(list(state), type=pa.list_(pa.float32())),
-            "action": pa.array(list(action), type=pa.list_(pa.float32())),
+            OBS_STATE: pa.array(list(state), type=pa.list_(pa.float32())),
+            ACTION: pa.array(list(action), type=pa.list_(pa.float32())),
             "timestamp": pa.array(ts, type=pa.float32()),
             "frame_index": pa.array(np.arange(n), type=pa.int64()),
             "episode_index": pa.array(np.full(n, ep), type=pa.int64()),
@@ -148,8 +151,8 @@ def write_v21(units: Sequence[Path], out: Path, cfg: DatasetConfig) -> Path:
         pq.write_table(pa.table(cols), path)
         shard_stats = json.loads((unit / "lerobot" / "meta" / "stats.json").read_text())
         stats = {
-            "observation.state": _stats(state, False),
-            "action": _stats(action, False),
+            OBS_STATE: _stats(state, False),
+            ACTION: _stats(action, False),
             "timestamp": _stats(ts[:, None], False),
             "frame_index": _stats(np.arange(n)[:, None], False),
             "episode_index": _stats(np.full((n, 1), ep), False),
@@ -199,8 +202,8 @@ def write_v21(units: Sequence[Path], out: Path, cfg: DatasetConfig) -> Path:
     _jsonl(m / "tasks.jsonl", [{"task_index": i, "task": t} for t, i in tasks.items()])
     _jsonl(m / "episodes_stats.jsonl", ep_stats)
     stats_all = {
-        "observation.state": _stats(np.concatenate(states), True),
-        "action": _stats(np.concatenate(actions), True),
+        OBS_STATE: _stats(np.concatenate(states), True),
+        ACTION: _stats(np.concatenate(actions), True),
         "timestamp": _stats(np.concatenate(stamps)[:, None], True),
     }
     (m / "stats.json").write_text(json.dumps(stats_all, indent=4))
@@ -318,7 +321,7 @@ def check_gr00t_layout(root: Path) -> dict[str, Any]:
     eps = [json.loads(line) for line in (m / "episodes.jsonl").read_text().splitlines() if line.strip()]
     tasks = {json.loads(line)["task_index"] for line in (m / "tasks.jsonl").read_text().splitlines() if line.strip()}
     for part in ("state", "action"):
-        key = "observation.state" if part == "state" else "action"
+        key = OBS_STATE if part == "state" else ACTION
         dim = info["features"][key]["shape"][0]
         covered = sorted(i for v in modality[part].values() for i in range(v["start"], v["end"]))
         if covered != list(range(dim)):

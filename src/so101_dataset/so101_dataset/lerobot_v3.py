@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key
 from so101_core.lerobot_units import LEROBOT_JOINT_NAMES
 
 from .config import DatasetConfig, VideoConfig
@@ -34,16 +35,12 @@ from .errors import ExportError
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def image_key(camera: str) -> str:
-    return f"observation.images.{camera}"
-
-
 def features(cfg: DatasetConfig) -> dict[str, dict[str, Any]]:
     """The feature dict (as lerobot-record builds it for the SO-101 follower with these cameras)."""
     names = list(LEROBOT_JOINT_NAMES)
     feats: dict[str, dict[str, Any]] = {
-        "observation.state": {"dtype": "float32", "shape": (6,), "names": names},
-        "action": {"dtype": "float32", "shape": (6,), "names": names},
+        OBS_STATE: {"dtype": "float32", "shape": (6,), "names": names},
+        ACTION: {"dtype": "float32", "shape": (6,), "names": names},
     }
     for cam in cfg.cameras:
         feats[image_key(cam)] = {
@@ -100,8 +97,8 @@ class ShardWriter:
                 time.sleep(0.0005)
             self.wait_s += time.perf_counter() - t0
         frame: dict[str, Any] = {
-            "observation.state": np.asarray(state, dtype=np.float32),
-            "action": np.asarray(action, dtype=np.float32),
+            OBS_STATE: np.asarray(state, dtype=np.float32),
+            ACTION: np.asarray(action, dtype=np.float32),
             "task": task,
         }
         for cam in self.cfg.cameras:

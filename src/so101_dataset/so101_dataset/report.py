@@ -90,9 +90,9 @@ def _contact_sheet(unit: Path, cameras: Sequence[str], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from so101_core.lerobot_schema import image_key
 
     from .bags import decode_frames
-    from .lerobot_v3 import image_key
 
     fig, axes = plt.subplots(len(cameras), 3, figsize=(9, 2.4 * len(cameras)), squeeze=False)
     for r, cam in enumerate(cameras):
@@ -238,7 +238,7 @@ def write_report(out_dir: Path, *, demos_dir: Path | None = None, indices: Seque
     cameras = facts["first"]["cameras"]
     _violins(facts["rows"], report / "trajectories.png")
     _contact_sheet(units[0], cameras, report / "contact_sheet.png")
-    from .lerobot_v3 import image_key
+    from so101_core.lerobot_schema import image_key
 
     for cam in cameras:
         src = sorted((units[0] / "lerobot" / "videos" / image_key(cam)).glob("chunk-*/file-*.mp4"))[0]

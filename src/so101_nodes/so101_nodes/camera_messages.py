@@ -9,11 +9,6 @@ from nodegraph.graph.api import Message, Node
 from nodegraph.images import image_fields
 
 
-def optical_frame(camera: str) -> str:
-    """Frame id of a camera's images: ``<name>_camera_optical_frame`` (z forward, x right, y down)."""
-    return f"{camera}_camera_optical_frame"
-
-
 def header(node: Node, stamp_ns: int, frame_id: str = "") -> Message:
     """std_msgs/Header stamped ``stamp_ns`` (ns since the epoch, or sim time)."""
     return node.message("std_msgs/msg/Header", stamp=node.stamp(stamp_ns), frame_id=frame_id)

@@ -34,6 +34,7 @@ from typing import Any
 from nodegraph.diagnostics import DIAGNOSTICS_QOS, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node
 from so101_core.config_paths import config_dir
+from so101_core.robot_spec import optical_frame
 from so101_hardware.cameras.base import (
     BACKENDS,
     CameraConfig,
@@ -152,7 +153,7 @@ class CameraNode:
         self.node = node
         self.params = p = CameraParams.declare(node)
         self.config = cfg = p.camera
-        self.frame_id = cm.optical_frame(cfg.name)
+        self.frame_id = optical_frame(cfg.name)
         self.link = CameraLink(make_camera(cfg, devices), node.logger, p.reconnect_period_s, p.error_after_s)
         base = f"cameras/{cfg.name}"
         self.image = node.create_publisher("sensor_msgs/msg/Image", f"{base}/image_raw")

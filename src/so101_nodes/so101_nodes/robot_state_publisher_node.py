@@ -26,7 +26,8 @@ from nodegraph.graph.api import Message, Node
 from nodegraph.graph.qos import LATCHED
 from nodegraph.time import to_ns
 from so101_core.arrays import F64
-from so101_core.description.urdf import UrdfJoint, load_urdf, matrix_to_quat_xyzw
+from so101_core.description.urdf import UrdfJoint, load_urdf
+from so101_core.geometry import mat_to_quat_xyzw
 
 from so101_nodes.params import declare_params
 
@@ -55,7 +56,7 @@ class RobotStatePublisherParams:
 def transform_stamped(node: Node, stamp: Any, parent: str, child: str, pose: F64) -> Message:
     """geometry_msgs/TransformStamped of ``pose`` (4, 4): ``child`` frame expressed in ``parent``."""
     x, y, z = (float(v) for v in pose[:3, 3])
-    qx, qy, qz, qw = (float(v) for v in matrix_to_quat_xyzw(pose[:3, :3]))
+    qx, qy, qz, qw = (float(v) for v in mat_to_quat_xyzw(pose[:3, :3]))
     return node.message(
         "geometry_msgs/msg/TransformStamped",
         header=node.message("std_msgs/msg/Header", stamp=stamp, frame_id=parent),

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from nodegraph.graph.api import Message, Node
+from so101_core.robot_spec import optical_frame
 from so101_core.sim.twin import Twin
 
 from so101_nodes import camera_messages
@@ -128,7 +129,7 @@ class SimCameras:
                 renderer.close()
 
     def _publish(self, cam: CameraPublishers, stamp_ns: int, rgb: np.ndarray, depth: np.ndarray | None) -> None:
-        frame = camera_messages.optical_frame(cam.name)
+        frame = optical_frame(cam.name)
         head = camera_messages.header(self.node, stamp_ns, frame)
         info = self.camera_info(stamp_ns, frame, cam.name)
         cam.image.publish(camera_messages.rgb_image(self.node, head, rgb))

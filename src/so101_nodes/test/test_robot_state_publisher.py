@@ -24,10 +24,10 @@ from nodegraph.transport.zenoh.node import ZenohNode
 from so101_core.description.urdf import (
     UrdfError,
     load_urdf,
-    matrix_to_quat_xyzw,
     parse_urdf,
     rpy_to_matrix,
 )
+from so101_core.geometry import mat_to_quat_xyzw
 from so101_core.sim import JOINT_NAMES
 from so101_core.sim.randomization import DRConfig
 from so101_core.sim.twin import Twin
@@ -98,7 +98,7 @@ def test_robot_description_has_absolute_mesh_uris() -> None:
     [np.eye(3), rpy_to_matrix([math.pi, 0, 0]), rpy_to_matrix([0, math.pi, 0]), rpy_to_matrix([0.3, -1.2, 2.9])],
 )
 def test_quaternion_round_trip_near_0_and_180_degrees(rot: np.ndarray) -> None:
-    x, y, z, w = matrix_to_quat_xyzw(rot)
+    x, y, z, w = mat_to_quat_xyzw(rot)
     back = np.array(
         [
             [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],

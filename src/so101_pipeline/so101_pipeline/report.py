@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from so101_core.lerobot_schema import camera_of, is_image_key
+
 from .atomic import write_text
 from .report_figures import read_metrics, stage_times_chart, training_curves
 from .runner import StageRecord
@@ -110,9 +112,9 @@ def _image_sizes(v3_dir: Path) -> tuple[str, str]:
     info = _read_json(v3_dir / "meta" / "info.json") or {}
     cams = []
     for key, feat in (info.get("features") or {}).items():
-        if key.startswith("observation.images."):
+        if is_image_key(key):
             dims = dict(zip(feat.get("names") or [], feat.get("shape") or [], strict=False))
-            cams.append(f"{key.removeprefix('observation.images.')} {dims.get('width', '?')}×{dims.get('height', '?')}")
+            cams.append(f"{camera_of(key)} {dims.get('width', '?')}×{dims.get('height', '?')}")
     return ", ".join(cams) or "no camera", str(info.get("fps", "?"))
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.lerobot_schema import OBS_STATE, camera_of, image_key
 
 from .act_training import CameraBatchedBackbone, fold_frozen_norms
 from .checkpoints import pretrained_dir
 from .errors import CheckpointError
 from .protocol import check_observation
-from .train import IMAGE_PREFIX, STATE, resolve_device
+from .train import resolve_device
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -60,7 +61,7 @@ class ActPolicy:
             policy.model = torch.compile(policy.model, mode=compile_mode)
         self.torch = torch
         images = list(policy.config.image_features)
-        self.cameras = tuple(k.removeprefix(IMAGE_PREFIX) for k in images)
+        self.cameras = tuple(camera_of(k) for k in images)
         self.image_shapes = {k: tuple(policy.config.image_features[k].shape) for k in images}  # (3, H, W)
         self.horizon = int(policy.config.chunk_size)
         self.checkpoint = path
@@ -88,9 +89,9 @@ class ActPolicy:
     def _batch(self, obs: dict[str, Any], task: str) -> dict[str, Any]:
         torch = self.torch
         state = np.concatenate([obs["state"]["single_arm"][:, -1], obs["state"]["gripper"][:, -1]], axis=1)
-        batch: dict[str, Any] = {STATE: torch.as_tensor(state, dtype=torch.float32), "task": task}
+        batch: dict[str, Any] = {OBS_STATE: torch.as_tensor(state, dtype=torch.float32), "task": task}
         for cam in self.cameras:
-            key = IMAGE_PREFIX + cam
+            key = image_key(cam)
             frames = torch.as_tensor(np.ascontiguousarray(obs["video"][cam][:, -1]))  # (B, H, W, 3) uint8
             frames = frames.to(self.device, non_blocking=False)
             img = frames.permute(0, 3, 1, 2).to(torch.float32) / 255.0

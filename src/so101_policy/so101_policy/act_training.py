@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 import torch
+from so101_core.lerobot_schema import ACTION, OBS_IMAGES
 from torch import Tensor, nn
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.ops.misc import FrozenBatchNorm2d
@@ -29,7 +30,7 @@ from torchvision.ops.misc import FrozenBatchNorm2d
 from .config import BACKBONE_NORMS as NORMS
 from .errors import ConfigError
 
-OBS_IMAGES, ACTION, PAD = "observation.images", "action", "action_is_pad"
+PAD = "action_is_pad"
 
 
 class CameraBatchedBackbone(IntermediateLayerGetter):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from nodegraph.images import image_fields
+from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key
 
 from .processes import free_port
 from .protocol import observation
@@ -51,10 +52,10 @@ def synthetic_checkpoint(
 
     cfg = load_train_config()
     features = {
-        "observation.state": {"dtype": "float32", "shape": (6,), "names": None},
+        OBS_STATE: {"dtype": "float32", "shape": (6,), "names": None},
         "action": {"dtype": "float32", "shape": (6,), "names": None},
         **{
-            f"observation.images.{c}": {
+            image_key(c): {
                 "dtype": "video",
                 "shape": (height, width, 3),
                 "names": ["height", "width", "channels"],
@@ -62,13 +63,13 @@ def synthetic_checkpoint(
             for c in cameras
         },
     }
-    act = _act_config(cfg, features, [f"observation.images.{c}" for c in cameras], "cpu")
+    act = _act_config(cfg, features, [image_key(c) for c in cameras], "cpu")
     stats: dict[str, dict[str, Any]] = {
         k: {"mean": torch.zeros(6), "std": torch.ones(6), "min": -torch.ones(6), "max": torch.ones(6)}
-        for k in ("observation.state", "action")
+        for k in (OBS_STATE, ACTION)
     }
     for c in cameras:
-        stats[f"observation.images.{c}"] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}
+        stats[image_key(c)] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}
     policy = ACTPolicy(act)
     pre, post = make_pre_post_processors(act, dataset_stats=stats)
     target = out_dir / "pretrained_model"

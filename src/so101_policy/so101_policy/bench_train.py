@@ -16,8 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key, is_image_key
+
 from .config import TrainConfig, load_train_config
-from .train import IMAGE_PREFIX, _check_dataset, batch_stream, resolve_device, sync_device, train_policy
+from .train import _check_dataset, batch_stream, resolve_device, sync_device, train_policy
 from .training_data import open_training_data
 
 SOURCES = (("dataloader", 0.0), ("memory", 1024.0))
@@ -54,7 +56,7 @@ def run_train_benchmark(
     """``{"sources": {name: {...}}, "data_speedup_memory_vs_dataloader", "train_samples_per_s"}``."""
     base = dataclasses.replace(config or load_train_config(), device=device)
     info = json.loads((Path(dataset) / "meta" / "info.json").read_text())
-    images = {k: v["shape"] for k, v in info["features"].items() if k.startswith("observation.images.")}
+    images = {k: v["shape"] for k, v in info["features"].items() if is_image_key(k)}
     out: dict[str, Any] = {
         "dataset": str(dataset),
         "dataset_episodes": info["total_episodes"],
@@ -106,13 +108,11 @@ def synthetic_training_throughput(
     device = resolve_device(cfg.device)
     if device.startswith("cuda"):
         torch.backends.cudnn.benchmark = True
-    names = [f"{IMAGE_PREFIX}{c}" for c in ("ego", "side", "top")[:cameras]]
-    features: dict[str, Any] = {
-        k: {"dtype": "float32", "shape": (6,), "names": None} for k in ("observation.state", "action")
-    }
+    names = [image_key(c) for c in ("ego", "side", "top")[:cameras]]
+    features: dict[str, Any] = {k: {"dtype": "float32", "shape": (6,), "names": None} for k in (OBS_STATE, ACTION)}
     for k in names:
         features[k] = {"dtype": "video", "shape": (height, width, 3), "names": ["height", "width", "channels"]}
-    stats: dict[str, Any] = {k: {"mean": np.zeros(6), "std": np.ones(6)} for k in ("observation.state", "action")}
+    stats: dict[str, Any] = {k: {"mean": np.zeros(6), "std": np.ones(6)} for k in (OBS_STATE, ACTION)}
     stats |= {k: {"mean": np.full((3, 1, 1), 0.5), "std": np.full((3, 1, 1), 0.25)} for k in names}
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.lerobot_schema import camera_of, is_image_key
 
 from . import report
 from .checkpoints import pretrained_dir, read_json
@@ -71,11 +72,11 @@ def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
     """An ACT checkpoint: cameras and image size from its config.json."""
     path = pretrained_dir(Path(checkpoint_dir))
     cfg = read_json(path / "config.json")
-    images = {k: v for k, v in cfg.get("input_features", {}).items() if k.startswith("observation.images.")}
+    images = {k: v for k, v in cfg.get("input_features", {}).items() if is_image_key(k)}
     if not images:
         raise PolicyError(f"{path}/config.json names no camera inputs")
     _, h, w = next(iter(images.values()))["shape"]
-    cams = tuple(k.removeprefix("observation.images.") for k in images)
+    cams = tuple(camera_of(k) for k in images)
     return PolicySpec(("--checkpoint", str(path), "--device", device), cams, int(w), int(h), str(checkpoint_dir))
 
 

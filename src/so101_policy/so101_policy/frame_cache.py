@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.lerobot_schema import ACTION, OBS_STATE
 
 from .errors import PolicyError
-
-STATE, ACTION = "observation.state", "action"
 
 
 def decoded_bytes(meta: Any, image_keys: list[str]) -> int:
@@ -113,7 +112,7 @@ class DecodedDataset:
         change = np.flatnonzero(np.diff(episode)) + 1
         starts, ends = np.insert(change, 0, 0), np.append(change, len(episode))
         images = {key: _decode_rows(meta, key, episode, frame_index, starts, ends) for key in image_keys}
-        state, action = np.asarray(rows[STATE], np.float32), np.asarray(rows[ACTION], np.float32)
+        state, action = np.asarray(rows[OBS_STATE], np.float32), np.asarray(rows[ACTION], np.float32)
         return cls(state, action, episode, images, chunk, device)
 
     def __len__(self) -> int:
@@ -128,7 +127,7 @@ class DecodedDataset:
         steps = index[:, None] + self._offsets[None, :]
         last = self._end[index][:, None] - 1
         out: dict[str, Any] = {
-            STATE: self.state[index],
+            OBS_STATE: self.state[index],
             ACTION: self.action[torch.minimum(steps, last)],
             "action_is_pad": steps > last,
         }

@@ -22,16 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key, is_image_key
+
 from . import checkpoints as ckpt
 from .act_training import TrainableAct, contiguous_state, match_layout
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
-from .frame_cache import ACTION, STATE, DecodedDataset, decoded_bytes
+from .frame_cache import DecodedDataset, decoded_bytes
 from .schedule import lr_factor
 from .training_data import TrainingData, decode_units, open_training_data
 
 REPO_ID = "local/so101"
-IMAGE_PREFIX = "observation.images."
 
 
 @dataclass(frozen=True)
@@ -76,13 +77,13 @@ def resolve_device(device: str) -> str:
 
 def _check_dataset(features: dict[str, Any], cameras: tuple[str, ...]) -> list[str]:
     """The image feature keys to use; raises ConfigError when the dataset lacks what ACT needs."""
-    for key in (STATE, ACTION):
+    for key in (OBS_STATE, ACTION):
         shape = tuple(features.get(key, {}).get("shape", ()))
         if shape != (6,):
             raise ConfigError(f"dataset feature {key!r} must have shape (6,), got {shape or 'none'}")
-    images = [k for k, v in features.items() if k.startswith(IMAGE_PREFIX) and v.get("dtype") in ("video", "image")]
+    images = [k for k, v in features.items() if is_image_key(k) and v.get("dtype") in ("video", "image")]
     if cameras:
-        wanted = [IMAGE_PREFIX + c for c in cameras]
+        wanted = [image_key(c) for c in cameras]
         missing = [k for k in wanted if k not in images]
         if missing:
             raise ConfigError(f"dataset lacks camera features {missing} (has {images})")
@@ -97,7 +98,9 @@ def _act_config(cfg: TrainConfig, features: dict[str, Any], images: list[str], d
     from lerobot.policies.act.configuration_act import ACTConfig
     from lerobot.utils.feature_utils import dataset_to_policy_features
 
-    policy_features = dataset_to_policy_features({k: v for k, v in features.items() if k in (STATE, ACTION, *images)})
+    policy_features = dataset_to_policy_features(
+        {k: v for k, v in features.items() if k in (OBS_STATE, ACTION, *images)}
+    )
     outputs = {k: f for k, f in policy_features.items() if f.type is FeatureType.ACTION}
     inputs = {k: f for k, f in policy_features.items() if k not in outputs}
     return ACTConfig(

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.lerobot_schema import ACTION, OBS_STATE, camera_of, image_key
 
 from .errors import ConfigError
-from .frame_cache import ACTION, STATE, DecodedDataset
+from .frame_cache import DecodedDataset
 
-IMAGE_PREFIX = "observation.images."
 FRAMES_FILE = "frames.npz"  # so101_dataset.episodes.FRAMES_FILE
 JOINT_LABELS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos",
                 "gripper.pos"]  # fmt: skip
@@ -64,13 +64,15 @@ def open_training_data(path: Path) -> TrainingData:
         )
     first = json.loads((units[0] / "episode.json").read_text(encoding="utf-8"))
     h, w = int(first["height"]), int(first["width"])
-    features: dict[str, Any] = {k: {"dtype": "float32", "shape": (6,), "names": JOINT_LABELS} for k in (STATE, ACTION)}
+    features: dict[str, Any] = {
+        k: {"dtype": "float32", "shape": (6,), "names": JOINT_LABELS} for k in (OBS_STATE, ACTION)
+    }
     for cam in first["cameras"]:
-        features[IMAGE_PREFIX + cam] = {"dtype": "video", "shape": (h, w, 3), "names": ["height", "width", "channels"]}
+        features[image_key(cam)] = {"dtype": "video", "shape": (h, w, 3), "names": ["height", "width", "channels"]}
     state, action, _ = _rows(units)
-    stats: dict[str, Any] = {STATE: _vector_stats(state), ACTION: _vector_stats(action)}
+    stats: dict[str, Any] = {OBS_STATE: _vector_stats(state), ACTION: _vector_stats(action)}
     for cam in first["cameras"]:
-        stats[IMAGE_PREFIX + cam] = _image_stats(units, cam)
+        stats[image_key(cam)] = _image_stats(units, cam)
     return TrainingData("units", path, features, stats, float(first["fps"]), len(units), len(state), tuple(units))
 
 
@@ -112,7 +114,7 @@ def _image_stats(units: list[Path], camera: str, stride: int = 10) -> dict[str, 
 def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: str) -> DecodedDataset:
     """The units' rows with their rendered frames of ``image_keys`` on ``device`` (files read in parallel)."""
     state, action, episode = _rows(list(data.units))
-    cams = [k.removeprefix(IMAGE_PREFIX) for k in image_keys]
+    cams = [camera_of(k) for k in image_keys]
 
     def load(unit: Path) -> dict[str, np.ndarray]:
         with np.load(unit / FRAMES_FILE) as frames:
@@ -120,7 +122,7 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         per_unit = list(pool.map(load, data.units))
-    images = {IMAGE_PREFIX + cam: np.concatenate([u[cam] for u in per_unit]) for cam in cams}
+    images = {image_key(cam): np.concatenate([u[cam] for u in per_unit]) for cam in cams}
     for key, frames in images.items():
         if len(frames) != len(state):
             raise ConfigError(f"{data.path}: {len(frames)} frames of {key} for {len(state)} rows")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.seeds.format import SeedDemo, load_seed
+from so101_core.seeds.from_rollout import seed_from_record
 from so101_core.sim.config import SimConfig, load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.rollout import run_scripted_episode
@@ -41,7 +42,6 @@ from .errors import SkillGenError
 from .executors import make_executor
 from .generation import Generator
 from .grasp_fit import WRIST_ROLL
-from .seeds_from_sim import seed_from_record
 from .tracking import make_tracker
 from .upright import upright_bound
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from so101_core.arrays import F64
-from so101_core.sim.geometry import quat_to_mat
+from so101_core.geometry import quat_to_mat
 
 
 def pose_to_matrix(pose: F64) -> F64:

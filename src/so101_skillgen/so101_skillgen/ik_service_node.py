@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from nodegraph.graph.api import Node
 from so101_core.arrays import F64
+from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
-from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.randomization import DRConfig
 from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.twin import Twin

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from so101_core.arrays import F64
-from so101_core.sim.geometry import yaw_quat
+from so101_core.geometry import yaw_quat
 from so101_core.sim.randomization import DRConfig, nominal_vials
 from so101_core.sim.scene import RACK, is_vial, vial_lying_quat
 from so101_core.sim.twin import Twin

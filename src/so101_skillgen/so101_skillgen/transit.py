@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 from so101_core.arrays import F64
+from so101_core.geometry import mat_to_quat, quat_to_mat
 from so101_core.robot_spec import GRIPPER_INDEX
-from so101_core.sim.geometry import mat_to_quat, quat_to_mat
 from so101_core.sim.scripted_expert import min_jerk
 from so101_core.sim.twin import Twin
 

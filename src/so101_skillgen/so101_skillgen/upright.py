@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from so101_core.arrays import F64
+from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import GRIPPER_INDEX
-from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.scene import RACK
 from so101_core.sim.task import slot_centres
 from so101_core.sim.twin import Twin

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from so101_core.seeds.format import load_seed
+from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin
 from so101_skillgen.attempt import AttemptOutcome
 from so101_skillgen.config import load_skillgen_config
 from so101_skillgen.executors import AttemptExecutor, AttemptResult, LocalProcessExecutor, RayExecutor
 from so101_skillgen.generation import LOOKAHEAD_PER_WORKER, GenerationSummary, Generator
-from so101_skillgen.seeds_from_sim import scripted_seeds
 
 N = 5
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from so101_core.seeds.format import SeedDemo, load_seed, save_seed
+from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.config import load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.scene import RACK, VIAL
@@ -19,7 +20,6 @@ from so101_core.sim.twin import Twin
 from so101_skillgen.config import SkillGenConfig, TrackingConfig, load_skillgen_config, parse_skillgen_config
 from so101_skillgen.errors import ResumeError, SkillGenConfigError, UnreachableRangeError
 from so101_skillgen.generation import Generator, attempt_seeds, generate
-from so101_skillgen.seeds_from_sim import scripted_seeds
 from so101_skillgen.tracking import make_tracker
 from so101_skillgen.transit import TOOL_EXTENT, CollisionChecker, HeldObject, safe_height
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from so101_core.sim.geometry import quat_to_mat
+from so101_core.geometry import quat_to_mat
 from so101_core.sim.randomization import load_dr_config
 from so101_core.sim.scene import RACK, VIAL
 from so101_core.sim.twin import Twin

@@ -17,7 +17,7 @@ import torch
 from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
 from nodegraph.time import to_s
-from so101_core.sim.geometry import mat_to_quat
+from so101_core.geometry import mat_to_quat
 from so101_nodes.sim_node import SimNode
 from so101_skillgen.ik_service_node import IKServiceNode
 from so101_skillgen.kinematics import ArmKinematics

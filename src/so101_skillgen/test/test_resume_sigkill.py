@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from so101_core.seeds.format import load_seed, save_seed
+from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin
 from so101_skillgen.config import load_skillgen_config
 from so101_skillgen.generation import generate
-from so101_skillgen.seeds_from_sim import scripted_seeds
 
 N = 4
 RUN = (

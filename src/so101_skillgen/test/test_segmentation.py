@@ -7,11 +7,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from so101_core.seeds.format import SeedDemo
+from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin
 from so101_skillgen.config import SegmentationConfig, SkillGenConfig
 from so101_skillgen.errors import SegmentationError, SkillGenError
 from so101_skillgen.library import build_library
-from so101_skillgen.seeds_from_sim import scripted_seeds
 from so101_skillgen.segmentation import segment_seed, signature
 from so101_skillgen.tracking import make_tracker
 

@@ -18,8 +18,8 @@ import pytest
 from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus, Node
 from so101_core.seeds.format import save_seed
+from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin
-from so101_skillgen.seeds_from_sim import scripted_seeds
 
 ACTION = "so101_msgs/action/GenerateDemos"
 SUCCEEDED, CANCELED, ABORTED = GoalStatus.SUCCEEDED, GoalStatus.CANCELED, GoalStatus.ABORTED

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import GRIPPER_INDEX
 from so101_core.sim.config import load_task_config
-from so101_core.sim.geometry import quat_to_mat
 from so101_core.sim.randomization import DRConfig
 from so101_core.sim.twin import Twin
 from so101_skillgen.config import load_skillgen_config

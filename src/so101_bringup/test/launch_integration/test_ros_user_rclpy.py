@@ -50,7 +50,7 @@ SEEDS_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from so101_core.seeds.format import save_seed
     from so101_core.sim.twin import Twin
-    from so101_skillgen.seeds_from_sim import scripted_seeds
+    from so101_core.seeds.from_rollout import scripted_seeds
     for i, seed in enumerate(scripted_seeds(Twin(), list(range(300, 308)))[:4]):
         save_seed(seed, Path(sys.argv[1]) / f"seed_{i}.npz")
     """

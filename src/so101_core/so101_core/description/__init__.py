@@ -6,7 +6,6 @@ from so101_core.description.urdf import (
     UrdfModel,
     default_urdf_path,
     load_urdf,
-    matrix_to_quat_xyzw,
     parse_urdf,
     rpy_to_matrix,
 )
@@ -17,7 +16,6 @@ __all__ = [
     "UrdfModel",
     "default_urdf_path",
     "load_urdf",
-    "matrix_to_quat_xyzw",
     "parse_urdf",
     "rpy_to_matrix",
 ]

@@ -51,28 +51,6 @@ def axis_angle_matrix(axis: F64, angle: float) -> F64:
     return np.eye(3) + s * k + (1.0 - c) * (k @ k)
 
 
-def matrix_to_quat_xyzw(rot: npt.ArrayLike) -> F64:
-    """Unit quaternion (4,) xyzw of a rotation matrix (3, 3), Shepperd's method (stable at 0° and 180°), w ≥ 0."""
-    m = np.asarray(rot, dtype=np.float64)
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    diag = (trace, m[0, 0], m[1, 1], m[2, 2])
-    k = int(np.argmax(diag))
-    if k == 0:
-        s = 2.0 * math.sqrt(max(1.0 + trace, 1e-300))
-        q = np.array([(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s])
-    elif k == 1:
-        s = 2.0 * math.sqrt(max(1.0 + m[0, 0] - m[1, 1] - m[2, 2], 1e-300))
-        q = np.array([0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s])
-    elif k == 2:
-        s = 2.0 * math.sqrt(max(1.0 + m[1, 1] - m[0, 0] - m[2, 2], 1e-300))
-        q = np.array([(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s])
-    else:
-        s = 2.0 * math.sqrt(max(1.0 + m[2, 2] - m[0, 0] - m[1, 1], 1e-300))
-        q = np.array([(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s])
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
-
-
 def transform(rot: F64, xyz: npt.ArrayLike) -> F64:
     """Homogeneous transform (4, 4) from a rotation (3, 3) and a translation (3,) m."""
     t = np.eye(4)

@@ -14,8 +14,8 @@ import mujoco
 import numpy as np
 
 from so101_core.arrays import F64
+from so101_core.geometry import mat_to_quat
 
-from .geometry import mat_to_quat
 from .scene import SceneIndex
 
 

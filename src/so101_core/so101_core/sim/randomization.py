@@ -20,10 +20,10 @@ import numpy as np
 
 from so101_core.arrays import F64
 from so101_core.config.fields import Fields, load_yaml
+from so101_core.geometry import mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
 
 from .config import SimConfig, TaskConfig, VialPlacement, default_config_dir, load_task_config
 from .errors import ConfigError
-from .geometry import mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat
 from .scene import SceneIndex
 
 Interval = tuple[float, float]

@@ -13,11 +13,12 @@ from importlib.resources import as_file, files
 import mujoco
 import numpy as np
 
+from so101_core.geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat, yaw_quat
+
 from . import CAMERA_NAMES, JOINT_NAMES
 from .config import CameraConfig, SimConfig
 from .dynamics import ArmDynamics, apply_to_spec
 from .errors import SceneError
-from .geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat, yaw_quat
 
 # Collision bits.
 ARM, PAD, OBJECT, ENV, GRIPPER = 1, 2, 4, 8, 16

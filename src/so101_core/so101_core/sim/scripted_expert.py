@@ -19,11 +19,11 @@ import mujoco
 import numpy as np
 
 from so101_core.arrays import F64
+from so101_core.geometry import quat_to_mat
 
 from . import GRIPPER_INDEX
 from .config import SimConfig
 from .errors import PlanningError
-from .geometry import quat_to_mat
 from .grasp import GraspGeometry
 from .ik import ArmIK, AxisTarget
 from .scene import RACK, VIAL, SceneIndex, is_standing, is_vial

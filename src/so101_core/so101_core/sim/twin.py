@@ -16,12 +16,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from so101_core.arrays import F64
+from so101_core.geometry import yaw_quat
 
 from . import CAMERA_NAMES, GRIPPER_INDEX, JOINT_NAMES
 from .config import SimConfig, TaskConfig, load_sim_config, load_task_config
 from .dynamics import ArmDynamics
 from .errors import ConfigError, InvalidCommandError, UnknownNameError
-from .geometry import yaw_quat
 from .grasp import GraspGeometry, grasp_geometry
 from .ik import ArmIK, AxisTarget
 from .randomization import (

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from so101_core.geometry import quat_to_mat
+
 from .config import RackConfig
 from .errors import SimError
-from .geometry import quat_to_mat
 from .task import TaskState, up_axis_z
 
 WORKSHOP_HZ = 60.0

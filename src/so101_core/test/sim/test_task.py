@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from so101_core.geometry import quat_from_axis_angle
 from so101_core.sim.config import SimConfig, TaskConfig
-from so101_core.sim.geometry import quat_from_axis_angle
 from so101_core.sim.task import SuccessDetector, geometric_filter, in_slot, placed, slot_centres
 
 UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])

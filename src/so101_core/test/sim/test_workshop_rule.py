@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from so101_core.geometry import quat_from_axis_angle
 from so101_core.sim.config import SimConfig
 from so101_core.sim.errors import SimError
-from so101_core.sim.geometry import quat_from_axis_angle
 from so101_core.sim.task import slot_centres
 from so101_core.sim.workshop_rule import WorkshopRule, in_workshop_region, steps_at_rate
 

@@ -15,8 +15,8 @@ from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
+from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import JOINT_NAMES
-from so101_core.sim.geometry import quat_to_mat
 from so101_nodes.scripted_expert_node import ScriptedExpertNode, ScriptedExpertParams
 from so101_nodes.sim_node import SimNode
 

@@ -1,4 +1,5 @@
-"""Small rotation helpers (quaternions are wxyz, rotation matrices act on column vectors)."""
+"""Rotation helpers, the one home of quaternion conventions: quaternions are **wxyz** (MuJoCo's order) unless a
+name says ``xyzw`` (ROS messages, URDF tools); rotation matrices act on column vectors."""
 
 from __future__ import annotations
 
@@ -64,6 +65,16 @@ def mat_to_quat(r: F64) -> F64:
     out = np.asarray(q, dtype=np.float64)
     out /= np.linalg.norm(out)
     return -out if out[0] < 0 else out
+
+
+def wxyz_to_xyzw(q: F64) -> F64:
+    """(4,) wxyz → (4,) xyzw (the order of geometry_msgs/Quaternion)."""
+    return np.roll(np.asarray(q, dtype=np.float64), -1)
+
+
+def mat_to_quat_xyzw(r: F64) -> F64:
+    """(3, 3) rotation matrix → (4,) xyzw with w >= 0 (:func:`mat_to_quat` in ROS's order)."""
+    return wxyz_to_xyzw(mat_to_quat(r))
 
 
 def look_at(pos: F64, target: F64, up: F64) -> F64:

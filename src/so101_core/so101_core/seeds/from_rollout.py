@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
-from so101_core.seeds.format import SeedDemo
+
+from so101_core.seeds.format import SeedDemo, SeedFormatError
 from so101_core.sim.rollout import EpisodeRecord, run_scripted_episode
 from so101_core.sim.twin import Twin
-
-from .errors import SkillGenError
 
 
 def seed_from_record(record: EpisodeRecord, control_hz: float = 30.0, source: str = "scripted") -> SeedDemo:
     """Convert a recorded episode (``record=True``) into a seed demo (timestamps k / control_hz)."""
     if len(record.actions) == 0:
-        raise SkillGenError(f"episode with seed {record.seed} was not recorded (run it with record=True)")
+        raise SeedFormatError(f"episode with seed {record.seed} was not recorded (run it with record=True)")
     steps = len(record.actions)
     return SeedDemo(
         t=np.arange(steps, dtype=np.float64) / control_hz,
