@@ -16,11 +16,11 @@ from typing import Any
 
 from so101_core.config import ConfigError as FieldError
 from so101_core.config import Fields, config_dir, load_yaml
+from so101_core.robot_spec import CAMERA_NAMES
 
 from .errors import ConfigError
 from .schedule import SCHEDULES
 
-CAMERA_NAMES = ("ego", "side", "top")
 BACKBONE_NORMS = ("frozen", "batch")  # see so101_policy.act_training
 
 
