@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import DatasetConfig
-from .episodes import render_episodes, selected_units, write_json
+from .episodes import render_episodes, selected_units
 from .errors import DatasetError
+from .units import write_json
 
 Progress = Callable[[str, int, int], None]
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import DatasetConfig
-from .episodes import UnitRenderer, UnitResult
 from .errors import RenderError
+from .units import UnitRenderer, UnitResult
 
 
 class _RenderActor:

@@ -23,7 +23,7 @@ from so101_core.lerobot_schema import ACTION, OBS_STATE, camera_of, image_key
 from .errors import ConfigError
 from .frame_cache import DecodedDataset
 
-FRAMES_FILE = "frames.npz"  # so101_dataset.episodes.FRAMES_FILE
+FRAMES_FILE = "frames.npz"  # so101_dataset.units.FRAMES_FILE
 JOINT_LABELS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos",
                 "gripper.pos"]  # fmt: skip
 

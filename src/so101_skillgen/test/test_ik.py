@@ -29,8 +29,9 @@ from so101_skillgen.ik import (
     parse_ik_config,
 )
 from so101_skillgen.ik.base import BACKENDS, default_ik_config_path
-from so101_skillgen.ik.batched import SphereModel, spd_solve
+from so101_skillgen.ik.batched import spd_solve
 from so101_skillgen.ik.pose_error import free_rotation_np, pose_error, swing_axis
+from so101_skillgen.ik.spheres import SphereModel
 from so101_skillgen.kinematics import ArmKinematics
 
 from so101_skillgen import se3

@@ -14,7 +14,7 @@ as one converged seed is free of self-collision (with a tie-break seed: once the
 min(4, S) others); the self-collision cost is not in the step (colliding seeds are rejected, not pushed
 apart). Computes in the dtype of :func:`fused_params` (float32: tolerances tightened by
 :data:`F32_TOLERANCE_MARGIN`). Needs joint and approach axes along z and two spheres per link (true of the
-SO-101 URDF and :class:`~.batched.SphereModel`); :func:`fused_supported` checks.
+SO-101 URDF and :class:`~.spheres.SphereModel`); :func:`fused_supported` checks.
 
 Set ``TRITON_INTERPRET=1`` before importing this module to run the kernel on the CPU (tests).
 """
@@ -34,7 +34,7 @@ from torch import Tensor
 
 from ..kinematics import ArmKinematics
 from .base import IKConfig
-from .batched import SphereModel
+from .spheres import SphereModel
 
 __all__ = ["F32_TOLERANCE_MARGIN", "FusedResult", "fused_params", "fused_solve", "fused_supported"]
 
@@ -230,7 +230,7 @@ def _gap2(a, b):
 @triton.jit
 def _collision_free(o0x, o0y, o0z, o1x, o1y, o1z, o2x, o2y, o2z, o3x, o3y, o3z, o4x, o4y, o4z, px, py, pz,
                     F0, F1, C2):  # fmt: skip
-    """Whether no two spheres on links at least two apart overlap, as :meth:`~.batched.SphereModel.depth`:
+    """Whether no two spheres on links at least two apart overlap, as :meth:`~.spheres.SphereModel.depth`:
     link 0 runs from the base origin to joint 0's origin o0, link k from o(k−1) to o(k), link 5 from o4 to
     the EE origin p; ``C2`` m² the squared contact distance (2·radius + margin − 1e-6)²."""
     zero = o0x * 0.0
