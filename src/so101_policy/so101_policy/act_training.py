@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.ops.misc import FrozenBatchNorm2d
 
+from .augment import random_shift
 from .config import BACKBONE_NORMS as NORMS
 from .errors import ConfigError
 
@@ -89,16 +90,20 @@ class TrainableAct:
 
     ``fresh``: the policy was just built (its frozen norms are the identity's and may be given unit scale);
     a policy loaded from a checkpoint keeps its statistics (a ``frozen`` one must already be unit scale).
+    ``image_shift_px``: each training image shifted by up to that many px (:func:`.augment.random_shift`).
     ``channels_last`` (default: on CUDA) stores the backbone's weights and images channels-last; the
     optimizer's state then follows the weights' layout (:func:`contiguous_state` / :func:`match_layout` convert
     it for checkpoints, which hold contiguous tensors).
     """
 
-    def __init__(self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None) -> None:
+    def __init__(
+        self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None, image_shift_px: int = 0
+    ) -> None:
         if backbone_norm not in NORMS:
             raise ConfigError(f"train.backbone_norm must be one of {NORMS}, got {backbone_norm!r}")
         self.policy = policy
         self.norm = backbone_norm
+        self.image_shift_px = image_shift_px
         self.config = policy.config
         model = policy.model
         self.backbone: CameraBatchedBackbone | None = None
@@ -156,7 +161,7 @@ class TrainableAct:
         cfg = self.config
         batch = dict(batch)
         if cfg.image_features:
-            images = [batch[key] for key in cfg.image_features]
+            images = [random_shift(batch[key], self.image_shift_px) for key in cfg.image_features]
             if self.channels_last:
                 images = [img.contiguous(memory_format=torch.channels_last) for img in images]
             batch[OBS_IMAGES] = images

@@ -37,7 +37,8 @@ class TrainConfig:
     ``use_amp``: the forward pass under bfloat16 autocast (no loss scaling needed); ``lr_schedule``
     (:mod:`.schedule`): ``constant`` or ``cosine`` to 0 at ``steps``, each after ``warmup_steps`` of linear
     warm-up; ``backbone_norm`` (:mod:`.act_training`): ``frozen`` (LeRobot's FrozenBatchNorm2d, the identity with
-    a random-init backbone) or ``batch`` (trained BatchNorm2d; checkpoints still load in stock LeRobot).
+    a random-init backbone) or ``batch`` (trained BatchNorm2d; checkpoints still load in stock LeRobot);
+    ``image_shift_px``: training images shifted by up to this many px per sample (:mod:`.augment`; 0 = none).
     """
 
     steps: int = 20000
@@ -72,6 +73,7 @@ class TrainConfig:
     lr_schedule: str = "constant"
     warmup_steps: int = 0
     backbone_norm: str = "frozen"
+    image_shift_px: int = 0
 
     def __post_init__(self) -> None:
         if self.lr_schedule not in SCHEDULES:
@@ -82,6 +84,8 @@ class TrainConfig:
             raise ConfigError(f"train.warmup_steps must be in [0, steps), got {self.warmup_steps}")
         if self.frame_cache_gb < 0:
             raise ConfigError(f"train.frame_cache_gb must be >= 0 (0 = never), got {self.frame_cache_gb}")
+        if self.image_shift_px < 0:
+            raise ConfigError(f"train.image_shift_px must be >= 0 (0 = none), got {self.image_shift_px}")
         if self.time_limit_s < 0:
             raise ConfigError(f"train.time_limit_s must be >= 0 (0 = none), got {self.time_limit_s}")
         _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))

@@ -340,7 +340,7 @@ def train_policy(
         preprocessor, postprocessor = make_pre_post_processors(act_cfg, dataset_stats=data.stats)
     policy.to(device)
     policy.train()
-    model = TrainableAct(policy, config.backbone_norm, fresh=last is None)
+    model = TrainableAct(policy, config.backbone_norm, fresh=last is None, image_shift_px=config.image_shift_px)
     optimizer = torch.optim.AdamW(
         model.optim_groups(config.lr, config.lr_backbone),
         lr=config.lr,

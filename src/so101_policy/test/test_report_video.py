@@ -21,11 +21,11 @@ def realtime_threads() -> list[int]:
 def test_video_is_h264_with_every_frame_and_leaves_scheduling_alone(tmp_path: Path) -> None:
     # odd sizes are cut to even ones (yuv420p); a (H, W, 3) gradient whose level tells the frame
     frames = [np.full((49, 65, 3), 10 * i, np.uint8) for i in range(12)]
-    assert realtime_threads() == []
+    before = set(realtime_threads())  # zenoh's shared-memory watchdogs are real-time by design, if running
     name = write_video(frames, 10.0, tmp_path / "episode.mp4")
     assert name == "episode.mp4"
-    # run as root, PyAV's SVT-AV1 (the former codec) put this process's threads under SCHED_FIFO 99
-    assert realtime_threads() == []
+    # run as root, PyAV's SVT-AV1 (the former codec) put this thread, and the threads it started, under SCHED_FIFO 99
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER and set(realtime_threads()) <= before
     with av.open(str(tmp_path / name)) as container:
         stream = container.streams.video[0]
         assert stream.codec_context.name == "h264" and (stream.width, stream.height) == (64, 48)
