@@ -36,7 +36,8 @@ def image_fields(pixels: npt.NDArray[Any], encoding: str = "rgb8") -> dict[str, 
 
 
 def to_rgb(msg: Any) -> npt.NDArray[np.uint8]:
-    """(H, W, 3) uint8 RGB of an ``rgb8`` or ``bgr8`` Image (rows may be padded: ``step`` >= 3 W); a copy."""
+    """(H, W, 3) uint8 RGB of an ``rgb8`` or ``bgr8`` Image (rows may be padded: ``step`` >= 3 W), in its own
+    (read-only) buffer, independent of the message."""
     enc, h, w, step = str(msg.encoding), int(msg.height), int(msg.width), int(msg.step)
     if enc not in COLOR_ENCODINGS:
         raise ImageError(f"not a colour image: encoding {enc!r}")

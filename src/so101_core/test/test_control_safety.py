@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +12,11 @@ from so101_core.control.safety import (
     CommandFilter,
     EStop,
     JointLimits,
+    SafetyConfig,
     Watchdog,
     clamp_to_limits,
     limit_step,
+    load_safety_config,
 )
 
 LIMITS = JointLimits((-1.0,) * 6, (1.0,) * 6)
@@ -178,3 +181,18 @@ def test_limp_joints_follow_the_present_position() -> None:
     moved = np.array([0, 0, 0, 0, 0, 0.9])  # the gripper was pushed while limp
     d = filt.step(moved, clock.t, limp=[False] * 5 + [True])
     assert d.goal[5] == 0.9 and np.all(d.goal[:5] == 0.0)
+
+
+def test_the_twin_reads_robot_safety_alone_and_names_a_bad_value(tmp_path: Path) -> None:
+    path = tmp_path / "robot.yaml"
+    path.write_text("robot:\n  follower: {port: /dev/null}\n  safety:\n    max_step_rad: 0.02\n")
+    assert load_safety_config(path).max_step_rad == 0.02  # the hardware sections are not the twin's business
+    path.write_text("robot:\n  safety:\n")
+    assert load_safety_config(path) == SafetyConfig()
+    path.write_text("robot:\n  safety:\n    max_step_rad: -1\n")
+    with pytest.raises(ConfigError) as exc:
+        load_safety_config(path)
+    assert exc.value.field == "robot.safety.max_step_rad"
+    path.write_text("robot:\n  safety:\n    max_stepp_rad: 0.1\n")
+    with pytest.raises(ConfigError, match="unknown field"):
+        load_safety_config(path)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.lerobot_schema import image_key
 
 from .episodes import selected_units
 
@@ -90,7 +91,6 @@ def _contact_sheet(unit: Path, cameras: Sequence[str], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from so101_core.lerobot_schema import image_key
 
     from .bags import decode_frames
 
@@ -238,8 +238,6 @@ def write_report(out_dir: Path, *, demos_dir: Path | None = None, indices: Seque
     cameras = facts["first"]["cameras"]
     _violins(facts["rows"], report / "trajectories.png")
     _contact_sheet(units[0], cameras, report / "contact_sheet.png")
-    from so101_core.lerobot_schema import image_key
-
     for cam in cameras:
         src = sorted((units[0] / "lerobot" / "videos" / image_key(cam)).glob("chunk-*/file-*.mp4"))[0]
         shutil.copyfile(src, report / f"sample_{cam}.mp4")

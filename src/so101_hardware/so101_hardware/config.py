@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 from so101_core.config import ConfigError as BaseConfigError
-from so101_core.config import Fields
 from so101_core.control.safety import SafetyConfig, parse_safety_config
 from so101_core.robot_spec import JOINT_NAMES
 
@@ -159,7 +158,7 @@ def parse_robot_config(data: Any) -> RobotHardwareConfig:
     leader_data = robot.get("leader")
     leader = _arm(leader_data, "robot.leader", "leader", signs, offsets) if leader_data is not None else None
     try:
-        safety = parse_safety_config(Fields(robot.get("safety") or {}, "robot.safety"))
+        safety = parse_safety_config(robot.get("safety"))
     except BaseConfigError as exc:
         raise ConfigError(str(exc), field=exc.field) from None
     shutdown = _shutdown(_get(robot, "follower", "robot", Mapping), "robot.follower")

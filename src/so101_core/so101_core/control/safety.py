@@ -58,9 +58,11 @@ class SafetyConfig:
         return self.max_step_rad * self.rate_hz
 
 
-def parse_safety_config(section: Fields) -> SafetyConfig:
-    """:class:`SafetyConfig` from the ``robot.safety`` mapping (absent keys keep their defaults; every number > 0,
-    ``rate_warn_fraction`` <= 1, unknown keys refused)."""
+def parse_safety_config(data: Any) -> SafetyConfig:
+    """:class:`SafetyConfig` from the decoded ``robot.safety`` section (absent or null: the defaults; absent keys
+    keep theirs; every number > 0, ``rate_warn_fraction`` <= 1, unknown keys refused; errors name
+    ``robot.safety.<key>``)."""
+    section = Fields(data or {}, "robot.safety")
     values: dict[str, Any] = {}
     for key, default in vars(SafetyConfig()).items():
         if isinstance(default, str):
@@ -75,8 +77,7 @@ def parse_safety_config(section: Fields) -> SafetyConfig:
 def load_safety_config(path: str | Path) -> SafetyConfig:
     """``robot.safety`` of the ``robot.yaml`` at ``path`` (defaults where the section or a key is absent); the
     twin's reader, which needs none of the hardware sections."""
-    robot = load_yaml(path, "document").sub("robot", {})
-    return parse_safety_config(Fields(robot.raw("safety", {}) or {}, robot.field("safety")))
+    return parse_safety_config(load_yaml(path, "document").sub("robot", {}).raw("safety", {}))
 
 
 @dataclass(frozen=True)
