@@ -29,6 +29,7 @@ from nodegraph.bag.metadata import qos_profile_yaml
 from nodegraph.bag.writer import BagWriter
 from nodegraph.images import image_fields
 from nodegraph.interfaces.messages import make, serialize, time_message
+from so101_core.episode_units import EPISODE_FILE, REPLAY_FILE
 from so101_core.geometry import mat_to_quat_xyzw
 from so101_core.lerobot_schema import image_key
 from so101_core.robot_spec import optical_frame
@@ -72,8 +73,8 @@ def write_bag(unit: Path, out: Path, cfg: DatasetConfig, twin: Any | None = None
     from so101_core.description import load_urdf
     from so101_core.robot_spec import JOINT_NAMES
 
-    meta = json.loads((unit / "episode.json").read_text())
-    with np.load(unit / "replay.npz") as z:
+    meta = json.loads((unit / EPISODE_FILE).read_text())
+    with np.load(unit / REPLAY_FILE) as z:
         t, q, action = z["t"], z["q"], z["action"]
         objects = {k.removeprefix("object_pose/"): z[k] for k in z.files if k.startswith("object_pose/")}
     cams = list(meta["cameras"])
@@ -207,7 +208,7 @@ def write_bags(units: Sequence[Path], bags_dir: Path, cfg: DatasetConfig, progre
             target = bags_dir / unit.name
             if not (target / "metadata.yaml").is_file():
                 shutil.rmtree(target, ignore_errors=True)
-                meta = json.loads((unit / "episode.json").read_text())
+                meta = json.loads((unit / EPISODE_FILE).read_text())
                 if meta.get("visual_dr"):
                     write_bag(unit, target, cfg, twin)
                 else:

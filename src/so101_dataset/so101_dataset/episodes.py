@@ -1,12 +1,7 @@
 """The render stage: kept demos → one complete unit per episode under ``<out>/episodes/``, resumable.
 
-Unit ``episode_NNNNNN`` (NNNNNN = the demo's position in the sorted demo file list)::
-
-    lerobot/       one-episode LeRobot v3.0 dataset (state, action, one MP4 per camera) — lerobot writes it
-    replay.npz     t (F,) s, q (F, 6) rad, action (F, 6) rad, object_pose/<name> (F, 7): what was rendered
-    frames.npz     with ``render.keep_frames``: {camera: (F, H, W, 3) uint8}, the renders before encoding
-    episode.json   task, provenance (source, demo file, seed ids, generation attempt), the visual DR draw,
-                   frame count, phase times
+A unit's files (replay.npz, frames.npz with ``render.keep_frames``, episode.json, lerobot/) are laid out as
+:mod:`so101_core.episode_units` says.
 
 A unit is built under ``.tmp/`` and renamed into place only when complete, so after a SIGKILL a rerun finds
 complete units (skipped) and partial ones (deleted, redone): exactly the requested episodes, no duplicates,
@@ -26,11 +21,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from so101_core.episode_units import EPISODE_FILE, UNIT_GLOB, UNITS_DIR
 from so101_core.seeds.format import FAILED_DIR
 
 from .config import DatasetConfig
 from .errors import DatasetError, DemoFileError
-from .units import UNIT_GLOB, UnitRenderer, UnitResult, write_json
+from .units import UnitRenderer, UnitResult, write_json
 
 
 def find_demos(demos_dir: Path) -> list[Path]:
@@ -98,7 +94,7 @@ def complete_units(root: Path) -> dict[int, Path]:
     """Index → directory of every complete unit under ``root`` (``episodes/``)."""
     out = {}
     for d in sorted(root.glob(UNIT_GLOB)) if root.is_dir() else []:
-        if d.is_dir() and (d / "episode.json").is_file():
+        if d.is_dir() and (d / EPISODE_FILE).is_file():
             out[int(d.name.split("_")[1])] = d
     return out
 
@@ -118,7 +114,7 @@ def render_episodes(
     demos = find_demos(demos_dir)
     if max_episodes is not None:
         demos = demos[:max_episodes]
-    root = out_dir / "episodes"
+    root = out_dir / UNITS_DIR
     root.mkdir(parents=True, exist_ok=True)
     check_fingerprint(root, cfg)
     shutil.rmtree(root / ".tmp", ignore_errors=True)
@@ -184,13 +180,13 @@ def render_episodes(
 
 
 def load_unit(unit: Path) -> dict[str, Any]:
-    meta: dict[str, Any] = json.loads((unit / "episode.json").read_text(encoding="utf-8"))
+    meta: dict[str, Any] = json.loads((unit / EPISODE_FILE).read_text(encoding="utf-8"))
     return meta
 
 
 def selected_units(out_dir: Path, indices: Sequence[int] | None = None) -> list[Path]:
     """Complete units under ``out_dir/episodes`` in index order (optionally only ``indices``)."""
-    units = complete_units(out_dir / "episodes")
+    units = complete_units(out_dir / UNITS_DIR)
     if not units:
         raise DatasetError(f"{out_dir / 'episodes'}: no rendered episodes (run `so101 dataset render` first)")
     keys = sorted(units) if indices is None else [i for i in sorted(units) if i in set(indices)]

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from so101_core.episode_units import EPISODE_FILE
 from so101_core.lerobot_schema import (
     ACTION,
     ACTION_REPRESENTATION,
@@ -129,7 +130,7 @@ def write_v21(units: Sequence[Path], out: Path, cfg: DatasetConfig) -> Path:
     episodes, ep_stats, states, actions, stamps = [], [], [], [], []
     index = 0
     for ep, unit in enumerate(units):
-        meta = json.loads((unit / "episode.json").read_text())
+        meta = json.loads((unit / EPISODE_FILE).read_text())
         task = meta["task"]
         tix = tasks.setdefault(task, len(tasks))
         df = _shard_frame(unit)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.episode_units import EPISODE_FILE
 
 from .config import DatasetConfig
 from .episodes import selected_units
@@ -32,7 +33,7 @@ PROVENANCE = "so101_provenance.jsonl"
 
 def unit_provenance(unit: Path) -> dict[str, Any]:
     """Provenance record of a rendered unit (source, origin, seed ids, DR draw)."""
-    meta = json.loads((unit / "episode.json").read_text())
+    meta = json.loads((unit / EPISODE_FILE).read_text())
     p = meta["provenance"]
     return {
         "source": p["source"],
@@ -61,7 +62,7 @@ def mix_datasets(
     if not (real / "meta" / "info.json").is_file():
         raise ExportError(f"{real}: not a LeRobot v3.0 dataset (no meta/info.json)")
     units = selected_units(sim)
-    sim_frames = [json.loads((u / "episode.json").read_text())["frames"] for u in units]
+    sim_frames = [json.loads((u / EPISODE_FILE).read_text())["frames"] for u in units]
     real_meta = LeRobotDatasetMetadata(cfg.repo_id, root=real)
     sim_info = json.loads((units[0] / "lerobot" / "meta" / "info.json").read_text())
     for key, value in (("fps", real_meta.fps), ("robot_type", real_meta.robot_type)):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.episode_units import EPISODE_FILE, REPLAY_FILE, UNITS_DIR
 from so101_core.lerobot_schema import image_key
 
 from .episodes import selected_units
@@ -51,8 +52,8 @@ def trajectory_metrics(t: np.ndarray, q: np.ndarray, action: np.ndarray) -> dict
 def _episode_rows(units: Sequence[Path]) -> list[dict[str, Any]]:
     rows = []
     for u in units:
-        meta = json.loads((u / "episode.json").read_text())
-        with np.load(u / "replay.npz") as z:
+        meta = json.loads((u / EPISODE_FILE).read_text())
+        with np.load(u / REPLAY_FILE) as z:
             m = trajectory_metrics(z["t"], z["q"], z["action"])
         rows.append({"unit": u.name, "source": meta["provenance"]["source"], "frames": meta["frames"], **m})
     return rows
@@ -139,12 +140,12 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]
 def _facts(out_dir: Path, units: Sequence[Path], demos_dir: Path | None) -> dict[str, Any]:
     """Everything the report says, once, for both its Markdown and its HTML."""
     rows = _episode_rows(units)
-    first = json.loads((units[0] / "episode.json").read_text())
+    first = json.loads((units[0] / EPISODE_FILE).read_text())
     per_source: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
         per_source[r["source"]][0] += 1
         per_source[r["source"]][1] += r["frames"]
-    render_failures = _read_json(out_dir / "episodes" / "failures.json") or {}
+    render_failures = _read_json(out_dir / UNITS_DIR / "failures.json") or {}
     medians = {
         s: [float(np.nanmedian([r[k] for r in rows if r["source"] == s])) for k, _ in METRICS] for s in per_source
     }

@@ -14,15 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.episode_units import EPISODE_FILE, FRAMES_FILE, REPLAY_FILE, unit_name
 
 from .config import DatasetConfig
-
-UNIT_GLOB = "episode_*"
-FRAMES_FILE = "frames.npz"  # render.keep_frames: {camera: (F, H, W, 3) uint8}, the rendered pixels themselves
-
-
-def unit_name(index: int) -> str:
-    return f"episode_{index:06d}"
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -138,7 +132,7 @@ class UnitRenderer:
         rt = self.renderer.renderer.times
         arrays: dict[str, Any] = {"t": replay.t, "q": replay.q, "action": replay.action}
         arrays.update({f"object_pose/{k}": v for k, v in replay.objects.items()})
-        np.savez(str(tmp / "replay.npz"), **arrays)
+        np.savez(str(tmp / REPLAY_FILE), **arrays)
         if kept:
             stacked: dict[str, Any] = {cam: np.stack(frames) for cam, frames in kept.items()}
             np.savez(str(tmp / FRAMES_FILE), **stacked)
@@ -178,7 +172,7 @@ class UnitRenderer:
             "visual_dr": dr if cfg.render.visual_dr else None,
             "times": times,
         }
-        write_json(tmp / "episode.json", meta)
+        write_json(tmp / EPISODE_FILE, meta)
         return UnitResult(index, rel, True, frames=replay.frames, times=times)
 
     def close(self) -> None:

@@ -80,11 +80,11 @@ class DecodedDataset:
     :meth:`decode` reads a ``LeRobotDataset`` (PolicyError when a video lacks a frame for a parquet row)."""
 
     def __init__(
-        self, state: np.ndarray, action: np.ndarray, episode: np.ndarray, images: dict[str, np.ndarray], chunk: int,
+        self, state: np.ndarray, action: np.ndarray, episode: np.ndarray, images: dict[str, Any], chunk: int,
         device: str,
     ) -> None:  # fmt: skip
         """From rows in episode order: ``state``/``action`` (N, 6) float32, ``episode`` (N,) int (each episode's
-        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}."""
+        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}, numpy arrays or tensors (kept when on ``device``)."""
         import torch
 
         n = len(state)
@@ -96,7 +96,7 @@ class DecodedDataset:
         self.length = n
         self.chunk = chunk
         self.device = device
-        self.images = {k: torch.from_numpy(v).to(device).permute(0, 3, 1, 2) for k, v in images.items()}  # uint8
+        self.images = {k: torch.as_tensor(v, device=device).permute(0, 3, 1, 2) for k, v in images.items()}  # uint8
         self.state = torch.from_numpy(np.asarray(state, dtype=np.float32)).to(device)
         self.action = torch.from_numpy(np.asarray(action, dtype=np.float32)).to(device)
         self._end = torch.from_numpy(self.episode_end).to(device)
