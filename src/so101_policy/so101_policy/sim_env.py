@@ -38,7 +38,12 @@ TASK_TEXT = "put the vial in the rack"
 @dataclass(frozen=True)
 class EnvConfig:
     """What an environment renders and how long an episode lasts: ``cameras`` at ``width`` × ``height`` px,
-    ``episode_s`` of sim time, DR on (``dr_profile`` "" = dr.yaml's base ranges) or off."""
+    ``episode_s`` of sim time, DR on (``dr_profile`` "" = dr.yaml's base ranges) or off.
+
+    ``pixels_every_step``: every step renders the cameras (gymnasium's contract). Off, a step returns the images of
+    the last render and :meth:`VialRackEnv.observe` renders on request: an evaluator that looks only when it asks
+    the policy (every ``replan`` steps) skips the renders it would throw away (3 cameras cost far more than the
+    physics of a step)."""
 
     cameras: tuple[str, ...] = ("ego", "side", "top")
     width: int = 160
@@ -47,6 +52,7 @@ class EnvConfig:
     randomize: bool = True
     dr_profile: str = ""
     task: str = TASK_TEXT
+    pixels_every_step: bool = True
 
 
 def make_twin(randomize: bool, dr_profile: str = "", sim: SimConfig | None = None) -> Twin:
@@ -93,10 +99,17 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._done = True
         self._obs: dict[str, Any] = {}
 
-    def _observe(self) -> dict[str, Any]:
-        s = self.config
-        pixels = {c: self.twin.render(c, width=s.width, height=s.height) for c in s.cameras}
+    def _observe(self, pixels: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+        """The observation now; ``pixels`` given: those images instead of a new render."""
+        if pixels is None:
+            s = self.config
+            pixels = {c: self.twin.render(c, width=s.width, height=s.height) for c in s.cameras}
         return {"agent_pos": to_lerobot(self.twin.joint_positions()).astype(np.float32), "pixels": pixels}
+
+    def observe(self) -> dict[str, np.ndarray]:
+        """The cameras rendered now, {camera: (H, W, 3) uint8}; they also become the observation's images."""
+        self._obs = self._observe()
+        return self._obs["pixels"]
 
     def _info(self) -> dict[str, Any]:
         return {
@@ -136,7 +149,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         terminated = ours and (self._workshop_ok or self._steps - self._success_step > self.grace_steps)
         truncated = not terminated and self._steps >= self._max_episode_steps
         self._done = terminated or truncated
-        self._obs = self._observe()
+        self._obs = self._observe(None if self.config.pixels_every_step else self._obs["pixels"])
         return self._obs, reward, terminated, truncated, self._info()
 
     def render(self) -> np.ndarray:

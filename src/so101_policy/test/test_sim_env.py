@@ -3,6 +3,8 @@ limit, success reported in info."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from so101_core.lerobot_units import to_lerobot
@@ -44,3 +46,25 @@ def test_commands_move_at_the_drivers_speed_and_the_episode_ends(env: VialRackEn
         steps += 1
     assert truncated and not terminated and steps == env._max_episode_steps == 30
     assert env.step(target)[4]["steps"] == 30  # a step after the end changes nothing
+
+
+def test_rendering_on_request_shows_what_rendering_every_step_shows(env: VialRackEnv) -> None:
+    """pixels_every_step off: a step keeps the last images (no render), observe() renders the state now, the same
+    pixels as an environment that renders at every step after the same seed and commands."""
+    lazy = VialRackEnv(dataclasses.replace(SPEC, pixels_every_step=False))
+    try:
+        eager, _ = env.reset(seed=6)
+        first, _ = lazy.reset(seed=6)
+        np.testing.assert_array_equal(first["pixels"]["top"], eager["pixels"]["top"])
+        before = first["pixels"]["top"].copy()
+        target = eager["agent_pos"].copy()
+        target[0] += 60.0  # shoulder_pan sweeps the arm through the top camera's view
+        for _ in range(12):
+            eager, *_ = env.step(target)
+            stale, *_ = lazy.step(target)
+        np.testing.assert_array_equal(stale["pixels"]["top"], before)  # nothing rendered by the steps
+        assert not np.array_equal(eager["pixels"]["top"], before)  # while the scene did change
+        np.testing.assert_array_equal(lazy.observe()["top"], eager["pixels"]["top"])
+        np.testing.assert_array_equal(lazy.step(target)[0]["pixels"]["top"], eager["pixels"]["top"])
+    finally:
+        lazy.close()
