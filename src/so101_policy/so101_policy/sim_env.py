@@ -99,14 +99,14 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._done = True
         self._obs: dict[str, Any] = {}
 
-    def _observe(self, pixels: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    def _observe(self, pixels: dict[str, Any] | None = None) -> dict[str, Any]:
         """The observation now; ``pixels`` given: those images instead of a new render."""
         if pixels is None:
             s = self.config
             pixels = {c: self.twin.render(c, width=s.width, height=s.height) for c in s.cameras}
         return {"agent_pos": to_lerobot(self.twin.joint_positions()).astype(np.float32), "pixels": pixels}
 
-    def observe(self) -> dict[str, np.ndarray]:
+    def observe(self) -> dict[str, Any]:
         """The cameras rendered now, {camera: (H, W, 3) uint8}; they also become the observation's images."""
         self._obs = self._observe()
         return self._obs["pixels"]
