@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,16 @@ def validate(cfg: DatasetConfig) -> None:
 
 def load_dataset_config(path: Path | None = None) -> DatasetConfig:
     """Load and validate ``dataset.yaml`` (default: the config directory's)."""
+    return _parse(load_yaml(path or config_dir() / "dataset.yaml", "dataset", error=DatasetConfigError))
+
+
+def parse_dataset_config(data: Mapping[str, Any]) -> DatasetConfig:
+    """A ``dataset`` mapping (as in dataset.yaml) validated; DatasetConfigError names the field."""
+    return _parse(Fields(data, "dataset", error=DatasetConfigError))
+
+
+def _parse(f: Fields) -> DatasetConfig:
     d = DatasetConfig()  # the defaults
-    f = load_yaml(path or config_dir() / "dataset.yaml", "dataset", error=DatasetConfigError)
     cams = f.raw("cameras", list(d.cameras))
     if not isinstance(cams, list) or not all(isinstance(c, str) for c in cams):
         raise DatasetConfigError(f.field("cameras"), f"expected a list of camera names, got {cams!r}")

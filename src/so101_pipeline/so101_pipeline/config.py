@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,9 +87,9 @@ class PipelineConfig:
         return None
 
 
-Loader = Callable[[Path], Any]
-"""A stage library's config loader: YAML path → its config object (raises a ValueError naming the field,
-as ``.field`` or as the message's ``<root>.<field>`` prefix)."""
+Parser = Callable[[Mapping[str, Any]], Any]
+"""A stage library's config parser: the section's mapping → its config object (raises the project's
+:class:`~so101_core.config.ConfigError`, ``field`` naming the dotted field)."""
 
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,29 +206,17 @@ def load_pipeline_config(path: str | Path | None = None) -> PipelineConfig:
     return parse_pipeline(_read_yaml(p, str(p)), str(p), None)
 
 
-def _field_of(exc: Exception, root: str) -> str:
-    """The dotted field an error names: ``exc.field``, else the message's leading ``root.a.b``."""
-    fld = str(getattr(exc, "field", "") or "")
-    if fld:
-        return fld
-    match = re.match(rf"{re.escape(root)}(?:\.[A-Za-z_]\w*)*", str(exc))
-    return match.group(0) if match else root
-
-
-def resolve_section(cfg: PipelineConfig, name: str, loader: Loader, root: str) -> PipelineConfig:
-    """``cfg`` with section ``name`` validated by its library's own ``loader`` (the merged mapping is handed
-    to it as a YAML file; its error fields start with ``root``, e.g. ``skillgen``); errors are re-raised naming
-    the file and field the value came from."""
+def resolve_section(cfg: PipelineConfig, name: str, parser: Parser, root: str) -> PipelineConfig:
+    """``cfg`` with section ``name`` validated by its library's own ``parser`` (the merged mapping → its config;
+    its errors name fields starting with ``root``, e.g. ``skillgen.num_demos``); an error is re-raised naming the
+    file and field the value came from: ``pipeline.<name>.set.<field>`` in the pipeline file for an override,
+    else the field in the library's base file."""
     lib = cfg.libraries[name]
     try:
-        with tempfile.TemporaryDirectory(prefix="so101_pipeline_") as tmp:
-            merged = Path(tmp) / f"{name}.yaml"
-            merged.write_text(yaml.safe_dump(lib.merged, sort_keys=False), encoding="utf-8")
-            parsed = loader(merged)
-    except ValueError as exc:
-        text = str(exc)
-        fld = _field_of(exc, root)
-        message = str(getattr(exc, "message", "") or text.removeprefix(fld).lstrip(": ") or text)
+        parsed = parser(lib.merged)
+    except ConfigError as exc:
+        fld = exc.field or root
+        message = exc.message.removeprefix(fld).lstrip(": ") or exc.message  # "train.lr must be > 0" → "must …"
         rest = fld.removeprefix(root).lstrip(".")
         if rest and _has(lib.overrides, rest.split(".")):
             raise PipelineConfigError(f"pipeline.{name}.set.{rest}", message, file=cfg.file) from None

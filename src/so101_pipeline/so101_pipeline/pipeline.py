@@ -31,12 +31,12 @@ from .stages import resolve, sections, so101_stages
 from .tracking import MlflowTracker
 
 PARSERS: dict[str, tuple[str, str, str]] = {
-    "skillgen": ("so101_skillgen.config", "load_skillgen_config", "skillgen"),
-    "dataset": ("so101_dataset.config", "load_dataset_config", "dataset"),
-    "train": ("so101_policy.config", "load_train_config", "train"),
-    "eval": ("so101_policy.config", "load_eval_config", "eval"),
+    "skillgen": ("so101_skillgen.config", "parse_skillgen_config", "skillgen"),
+    "dataset": ("so101_dataset.config", "parse_dataset_config", "dataset"),
+    "train": ("so101_policy.config", "parse_train_config", "train"),
+    "eval": ("so101_policy.config", "parse_eval_config", "eval"),
 }
-"""Stage → (module, config loader (YAML path → config), the loader's field prefix)."""
+"""Stage → (module, its library's parser (mapping → config), the parser's field prefix)."""
 
 
 SLICE_RESERVE_S = 30.0

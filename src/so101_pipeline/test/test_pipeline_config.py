@@ -9,7 +9,7 @@ from so101_core.config import config_dir
 from so101_pipeline.config import load_pipeline_config, resolve_section
 from so101_pipeline.errors import PipelineConfigError
 from so101_pipeline.pipeline import resolve_config
-from so101_skillgen.config import load_skillgen_config
+from so101_skillgen.config import parse_skillgen_config
 
 
 def _write(tmp_path: Path, text: str, name: str = "pipeline.yaml") -> Path:
@@ -58,11 +58,11 @@ def test_library_override_errors_name_the_pipeline_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "skillgen:\n  set: {num_demos: 0}\n")
     cfg = load_pipeline_config(path)
     with pytest.raises(PipelineConfigError, match="must be >= 1") as info:
-        resolve_section(cfg, "skillgen", load_skillgen_config, "skillgen")
+        resolve_section(cfg, "skillgen", parse_skillgen_config, "skillgen")
     assert (info.value.file, info.value.field) == (str(path), "pipeline.skillgen.set.num_demos")
     nested = _write(tmp_path, "skillgen:\n  set: {smoothing: {window: 20}}\n", "nested.yaml")
     with pytest.raises(PipelineConfigError, match="must be odd") as info:
-        resolve_section(load_pipeline_config(nested), "skillgen", load_skillgen_config, "skillgen")
+        resolve_section(load_pipeline_config(nested), "skillgen", parse_skillgen_config, "skillgen")
     assert info.value.field == "pipeline.skillgen.set.smoothing.window"
 
 
@@ -72,8 +72,39 @@ def test_library_base_file_errors_name_that_file(tmp_path: Path) -> None:
     cfg = load_pipeline_config(path)
     assert cfg.libraries["skillgen"].merged["num_demos"] == 4
     with pytest.raises(PipelineConfigError) as info:
-        resolve_section(cfg, "skillgen", load_skillgen_config, "skillgen")
+        resolve_section(cfg, "skillgen", parse_skillgen_config, "skillgen")
     assert (info.value.file, info.value.field) == (str(base), "skillgen.num_trials")
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("train:\n  set: {lr_schedule: linear}\n", "pipeline.train.set.lr_schedule", "must be one of"),
+        ("train:\n  set: {batch_size: 0}\n", "pipeline.train.set.batch_size", "must be > 0"),
+        ("train:\n  set: {batch_sise: 8}\n", "pipeline.train.set.batch_sise", "unknown field"),
+        ("eval:\n  set: {blend_alpha: 0}\n", "pipeline.eval.set.blend_alpha", "must be in"),
+        ("dataset:\n  set: {video: {crf: 99}}\n", "pipeline.dataset.set.video.crf", "must be <= 63"),
+        ("dataset:\n  set: {render: {gl: vulkan}}\n", "pipeline.dataset.set.render.gl", "must be one of"),
+    ],
+)
+def test_every_librarys_override_errors_name_the_pipeline_field(
+    tmp_path: Path, text: str, field: str, message: str
+) -> None:
+    """Each stage library's parser takes the merged mapping and names the field; the pipeline maps it to the
+    override that set it (no detour through a temporary file, no parsing of the message)."""
+    path = _write(tmp_path, text)
+    with pytest.raises(PipelineConfigError, match=message) as info:
+        resolve_config(load_pipeline_config(path), ["skillgen", "dataset", "train", "eval"])
+    assert (info.value.file, info.value.field) == (str(path), field)
+    assert info.value.message.startswith(message)  # "<field>: <problem>", the field not repeated
+
+
+def test_a_train_base_file_error_names_that_file_and_field(tmp_path: Path) -> None:
+    base = _write(tmp_path, "warmup_steps: 500\nsteps: 100\n", "my_train.yaml")
+    path = _write(tmp_path, f"train:\n  config: {base}\n")
+    with pytest.raises(PipelineConfigError, match=r"must be in \[0, steps\)") as info:
+        resolve_config(load_pipeline_config(path), ["train"])
+    assert (info.value.file, info.value.field) == (str(base), "train.warmup_steps")
 
 
 @pytest.mark.parametrize("name", ["pipeline.yaml", "pipeline_h200.yaml"])

@@ -77,26 +77,28 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.lr_schedule not in SCHEDULES:
-            raise ConfigError(f"train.lr_schedule must be one of {list(SCHEDULES)}, got {self.lr_schedule!r}")
+            raise _invalid("train.lr_schedule", f"must be one of {list(SCHEDULES)}, got {self.lr_schedule!r}")
         if self.backbone_norm not in BACKBONE_NORMS:
-            raise ConfigError(f"train.backbone_norm must be one of {list(BACKBONE_NORMS)}, got {self.backbone_norm!r}")
+            raise _invalid("train.backbone_norm", f"must be one of {list(BACKBONE_NORMS)}, got {self.backbone_norm!r}")
         if not 0 <= self.warmup_steps < self.steps:
-            raise ConfigError(f"train.warmup_steps must be in [0, steps), got {self.warmup_steps}")
+            raise _invalid("train.warmup_steps", f"must be in [0, steps), got {self.warmup_steps}")
         if self.frame_cache_gb < 0:
-            raise ConfigError(f"train.frame_cache_gb must be >= 0 (0 = never), got {self.frame_cache_gb}")
+            raise _invalid("train.frame_cache_gb", f"must be >= 0 (0 = never), got {self.frame_cache_gb}")
         if self.image_shift_px < 0:
-            raise ConfigError(f"train.image_shift_px must be >= 0 (0 = none), got {self.image_shift_px}")
+            raise _invalid("train.image_shift_px", f"must be >= 0 (0 = none), got {self.image_shift_px}")
         if self.time_limit_s < 0:
-            raise ConfigError(f"train.time_limit_s must be >= 0 (0 = none), got {self.time_limit_s}")
+            raise _invalid("train.time_limit_s", f"must be >= 0 (0 = none), got {self.time_limit_s}")
         _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))
         _positive(self, "train", ("n_encoder_layers", "n_decoder_layers", "latent_dim", "save_freq", "log_freq"))
         _positive(self, "train", ("lr", "lr_backbone", "grad_clip_norm"))
         if self.num_workers < 0 or self.weight_decay < 0 or self.kl_weight < 0 or not 0 <= self.dropout < 1:
-            raise ConfigError("train: num_workers, weight_decay, kl_weight must be >= 0 and dropout in [0, 1)")
+            raise ConfigError(
+                "train: num_workers, weight_decay, kl_weight must be >= 0 and dropout in [0, 1)", field="train"
+            )
         if self.dim_model % self.n_heads:
-            raise ConfigError(f"train.dim_model ({self.dim_model}) must be a multiple of n_heads ({self.n_heads})")
+            raise _invalid("train.dim_model", f"({self.dim_model}) must be a multiple of n_heads ({self.n_heads})")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
-            raise ConfigError(f"train.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+            raise _invalid("train.device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         _cameras(self.cameras, "train")
 
 
@@ -145,13 +147,13 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         if self.scene_seeds and len(self.scene_seeds) < self.episodes:
-            raise ConfigError(f"eval.scene_seeds holds {len(self.scene_seeds)} seeds for {self.episodes} episodes")
+            raise _invalid("eval.scene_seeds", f"holds {len(self.scene_seeds)} seeds for {self.episodes} episodes")
         _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz", "graphs"))
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
         if not 0 < self.blend_alpha <= 1:
-            raise ConfigError(f"eval.blend_alpha must be in (0, 1], got {self.blend_alpha}")
+            raise _invalid("eval.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
         if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
-            raise ConfigError("eval: videos, width, height, replan_steps must be >= 0")
+            raise ConfigError("eval: videos, width, height, replan_steps must be >= 0", field="eval")
         _cameras(self.cameras, "eval")
 
 
@@ -191,27 +193,32 @@ class PolicyNodeConfig:
         _positive(self, "policy", ("rate_hz", "horizon", "horizon_sim", "server_timeout_ms", "stale_joint_s"))
         _positive(self, "policy", ("stale_camera_s", "refusal_limit"))
         if self.max_excursion_rad < 0:
-            raise ConfigError(f"policy.max_excursion_rad must be >= 0, got {self.max_excursion_rad}")
+            raise _invalid("policy.max_excursion_rad", f"must be >= 0, got {self.max_excursion_rad}")
         if len(self.max_step_rad) != 5 or not all(v > 0 for v in self.max_step_rad):
-            raise ConfigError(f"policy.max_step_rad needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
+            raise _invalid("policy.max_step_rad", f"needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
         if not 0 < self.blend_alpha <= 1:
-            raise ConfigError(f"policy.blend_alpha must be in (0, 1], got {self.blend_alpha}")
+            raise _invalid("policy.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
         if self.replan_steps < 0:
-            raise ConfigError(f"policy.replan_steps must be >= 0, got {self.replan_steps}")
+            raise _invalid("policy.replan_steps", f"must be >= 0, got {self.replan_steps}")
         _cameras(self.cameras, "policy")
+
+
+def _invalid(field: str, problem: str) -> ConfigError:
+    """The error of a bad ``field`` (dotted, e.g. ``train.lr``): the message reads "<field> <problem>"."""
+    return ConfigError(f"{field} {problem}", field=field)
 
 
 def _positive(cfg: object, root: str, names: tuple[str, ...]) -> None:
     for name in names:
         value = getattr(cfg, name)
         if not value > 0:
-            raise ConfigError(f"{root}.{name} must be > 0, got {value}")
+            raise _invalid(f"{root}.{name}", f"must be > 0, got {value}")
 
 
 def _cameras(cameras: tuple[str, ...], root: str) -> None:
     unknown = [c for c in cameras if c not in CAMERA_NAMES]
     if unknown or len(set(cameras)) != len(cameras):
-        raise ConfigError(f"{root}.cameras must be distinct names of {list(CAMERA_NAMES)}, got {list(cameras)}")
+        raise _invalid(f"{root}.cameras", f"must be distinct names of {list(CAMERA_NAMES)}, got {list(cameras)}")
 
 
 _PLURAL = {str: "strings", int: "integers", float: "numbers"}
@@ -264,7 +271,7 @@ def _load[T](cls: type[T], path: str | Path | None, name: str) -> T:
         fields = load_yaml(path, name) if path else _default_fields(name)
         return typing.cast(T, _read(fields, cls))
     except FieldError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(str(exc), field=exc.field) from None
 
 
 def _default_fields(name: str) -> Fields:
@@ -277,7 +284,17 @@ def parse_config[T](cls: type[T], data: Mapping[str, Any], name: str) -> T:
     try:
         return typing.cast(T, _read(Fields(data, name), cls))
     except FieldError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(str(exc), field=exc.field) from None
+
+
+def parse_train_config(data: Mapping[str, Any]) -> TrainConfig:
+    """A ``train`` mapping (as in train.yaml) validated; ConfigError names the field (``train.<key>``)."""
+    return parse_config(TrainConfig, data, "train")
+
+
+def parse_eval_config(data: Mapping[str, Any]) -> EvalConfig:
+    """An ``eval`` mapping (as in eval.yaml) validated; ConfigError names the field (``eval.<key>``)."""
+    return parse_config(EvalConfig, data, "eval")
 
 
 def load_train_config(path: str | Path | None = None) -> TrainConfig:
