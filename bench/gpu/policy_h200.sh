@@ -56,6 +56,13 @@ if [ -n "${DEMOS_FROM:-}" ] && [ ! -f "$RUN/.skillgen" ]; then
   cp -r "$DEMOS_FROM/seeds" "$DEMOS_FROM/demos" "$RUN/" && touch "$RUN/.seeds" "$RUN/.skillgen"
 fi
 stamp() { echo "== $1: $(( $(date +%s) - START )) s into this call, $(left) s left" | tee -a "$RUN/times.log"; }
+keep() {  # every call, however it ends: the run's small records back under $OUT (one archive: the tool returns 8 files)
+  [ -n "${OUT:-}" ] || return 0
+  (cd "$RUN" && find . -maxdepth 3 \( -name times.log -o -name sweep.json -o -name train_result.json \
+    -o -name fast_results.json -o -name fast_episodes.jsonl -o -name results.json -o -name render_times.json \) -print0 |
+    tar czf "$OUT/policy_run_records.tgz" --null -T -) || true
+}
+trap keep EXIT
 need() { [ "$(left)" -ge "$1" ] || { echo "policy_h200: slice ends ($(left) s left, $2 needs $1): run again"; exit 0; }; }
 
 if [ ! -f "$RUN/.seeds" ]; then
@@ -77,6 +84,15 @@ if [ ! -f "$RUN/.render" ]; then
     > "$RUN/dataset.yaml"
   so101 dataset render --demos "$RUN/demos" --out "$RUN/dataset" --config "$RUN/dataset.yaml" \
     --width "$WIDTH" --height "$HEIGHT" --workers "$WORKERS"
+  "$PY" - "$RUN/dataset" > "$RUN/render_times.json" <<'PYEOF'
+import json, pathlib, sys
+units = sorted(pathlib.Path(sys.argv[1]).glob("episodes/episode_*/episode.json"))
+totals: dict = {}
+for u in units:
+    for k, v in json.loads(u.read_text()).get("times", {}).items():
+        totals[k] = totals.get(k, 0.0) + v
+print(json.dumps({"units": len(units), "seconds_summed_over_units": totals}, indent=1))
+PYEOF
   touch "$RUN/.render"
 fi
 [ "${UNTIL:-}" = render ] && { echo "policy_h200: stopped after render (UNTIL)"; exit 0; }

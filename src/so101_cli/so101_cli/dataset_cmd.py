@@ -22,6 +22,8 @@ WIDTH = typer.Option(None, "--width", help="px (overrides the config)")
 HEIGHT = typer.Option(None, "--height", help="px (overrides the config)")
 WORKERS = typer.Option(None, "--workers", help="render processes (overrides the config)")
 ADDRESS = typer.Option("", "--address", help="render on Ray: 'local' or a cluster address (default: processes here)")
+DEMOS = typer.Option(..., "--demos", help="directory of kept demos (*.npz, e.g. a skillgen output)")
+EPISODES = typer.Option(None, "--episodes", min=1, help="only the first N demos")
 
 
 def _config(config: Path | None, **overrides: Any) -> Any:
@@ -58,16 +60,17 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
 
 @app.command()
 def build(
-    demos: Path = typer.Option(..., "--demos", help="directory of kept demos (*.npz, e.g. a skillgen output)"),
+    demos: Path = DEMOS,
     out: Path = typer.Option(..., "--out", help="output directory (resumed if it exists)"),
     width: int | None = WIDTH,
     height: int | None = HEIGHT,
     workers: int | None = WORKERS,
-    episodes: int | None = typer.Option(None, "--episodes", min=1, help="only the first N demos"),
+    episodes: int | None = EPISODES,
     address: str = ADDRESS,
     config: Path | None = CONFIG,
 ) -> None:
     """Render and export: <out>/lerobot_v3, <out>/lerobot_v21, <out>/bags, <out>/report (resumable)."""
+    from so101_core.episode_units import UNITS_DIR
     from so101_dataset.build import build_dataset
 
     with _errors():
@@ -78,17 +81,17 @@ def build(
             )
     typer.echo(f"{r.episodes} episodes, {r.frames} frames -> {r.v3_dir}, {r.v21_dir}, {r.bags_dir}, {r.report_dir}")
     if r.failed:
-        typer.echo(f"{len(r.failed)} demo(s) failed (not in the datasets): see {out / 'episodes' / 'failures.json'}")
+        typer.echo(f"{len(r.failed)} demo(s) failed (not in the datasets): see {out / UNITS_DIR / 'failures.json'}")
 
 
 @app.command()
 def render(
-    demos: Path = typer.Option(..., "--demos", help="directory of kept demos (*.npz)"),
+    demos: Path = DEMOS,
     out: Path = typer.Option(..., "--out", help="output directory; units go to <out>/episodes (resumable)"),
     width: int | None = WIDTH,
     height: int | None = HEIGHT,
     workers: int | None = WORKERS,
-    episodes: int | None = typer.Option(None, "--episodes", min=1, help="only the first N demos"),
+    episodes: int | None = EPISODES,
     address: str = ADDRESS,
     config: Path | None = CONFIG,
 ) -> None:
