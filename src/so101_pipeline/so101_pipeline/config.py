@@ -68,7 +68,10 @@ class TrackingSection:
 class PipelineConfig:
     """The whole pipeline. ``out``: default output directory; ``file``: where it was read from; ``threads``:
     CPU threads of OpenMP/MKL (torch) and llvmpipe (software OpenGL) in every stage process (0 = their
-    default, one per core; 1 on a small shared CPU, where spinning worker threads cost 2-10x)."""
+    default, one per core; 1 on a small shared CPU, where spinning worker threads cost 2-10x); ``dr_profile``:
+    the scene distribution (dr.yaml profile, "" = its base ranges) that SkillGen generates the demos in and the
+    evaluation draws its episodes from: one setting, so a policy is never scored on scenes it was not trained
+    for."""
 
     file: str
     out: str
@@ -76,6 +79,7 @@ class PipelineConfig:
     tracking: TrackingSection
     libraries: dict[str, LibrarySection] = field(default_factory=dict)
     threads: int = 0
+    dr_profile: str = ""
 
     def section(self, stage: str) -> Any:
         """What enters ``stage``'s fingerprint (its settings, as parsed)."""
@@ -83,7 +87,8 @@ class PipelineConfig:
             return self.seeds
         if stage in self.libraries:
             lib = self.libraries[stage]
-            return {"config": lib.parsed if lib.parsed is not None else lib.merged, "workers": lib.workers}
+            settings = {"config": lib.parsed if lib.parsed is not None else lib.merged, "workers": lib.workers}
+            return settings | {"dr_profile": self.dr_profile} if stage == "skillgen" else settings
         return None
 
 
@@ -167,6 +172,7 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
         f = Fields(data if data is not None else {}, "pipeline", error=PipelineConfigError)
         out = f.text("out", "out/pipeline")
         threads = f.integer("threads", 0, lo=0, hi=1024)
+        dr_profile = f.text("dr_profile", "")
         s = f.sub("seeds", {})
         d = SeedsSection()
         seeds = SeedsSection(
@@ -196,7 +202,8 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
         f.finish()
     except ConfigError as exc:
         raise PipelineConfigError(exc.field, exc.message, file=file) from None
-    return PipelineConfig(file=file, out=out, seeds=seeds, tracking=tracking, libraries=libraries, threads=threads)
+    return PipelineConfig(file=file, out=out, seeds=seeds, tracking=tracking, libraries=libraries, threads=threads,
+                          dr_profile=dr_profile)  # fmt: skip
 
 
 def load_pipeline_config(path: str | Path | None = None) -> PipelineConfig:

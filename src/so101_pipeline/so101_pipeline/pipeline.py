@@ -11,6 +11,7 @@ or null), ``slices`` (invocations since the last complete one) and ``pipeline_wa
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import importlib
 import json
@@ -24,7 +25,7 @@ from so101_core.threads import thread_env
 
 from .atomic import write_json
 from .config import PipelineConfig, load_pipeline_config, resolve_section
-from .errors import StageDependencyError
+from .errors import PipelineConfigError, StageDependencyError
 from .report import wilson
 from .runner import PipelineRun, Reporter, Runner
 from .stages import resolve, sections, so101_stages
@@ -70,7 +71,31 @@ def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfi
         except (ImportError, AttributeError) as exc:
             raise StageDependencyError(name, f"needs {module}.{func}, which does not import here ({exc})") from exc
         cfg = resolve_section(cfg, name, parser, root)
-    return cfg
+    return _one_scene_distribution(cfg) if "eval" in stage_names else cfg
+
+
+def _one_scene_distribution(cfg: PipelineConfig) -> PipelineConfig:
+    """``cfg`` whose evaluation draws its scenes from ``pipeline.dr_profile`` (the demos' distribution); an
+    evaluation section that sets another profile is an error naming both fields."""
+    from so101_core.sim.randomization import load_dr_config
+
+    try:
+        load_dr_config(profile=cfg.dr_profile or None)
+    except ValueError as exc:
+        raise PipelineConfigError("pipeline.dr_profile", str(exc), file=cfg.file) from None
+    lib = cfg.libraries["eval"]
+    evaluated = lib.merged.get("dr_profile")
+    if evaluated and evaluated != cfg.dr_profile:
+        overridden = "dr_profile" in lib.overrides
+        raise PipelineConfigError(
+            "pipeline.eval.set.dr_profile" if overridden else "eval.dr_profile",
+            f"is {evaluated!r}, but the demos are generated in pipeline.dr_profile {cfg.dr_profile!r}: "
+            "set the scene distribution once, at pipeline.dr_profile",
+            file=cfg.file if overridden else lib.file,
+        )
+    parsed = dataclasses.replace(lib.parsed, dr_profile=cfg.dr_profile)
+    libraries = {**cfg.libraries, "eval": dataclasses.replace(lib, parsed=parsed)}
+    return dataclasses.replace(cfg, libraries=libraries)
 
 
 def _shown(file: str) -> str:

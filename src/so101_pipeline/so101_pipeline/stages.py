@@ -176,7 +176,9 @@ def run_skillgen(ctx: StageContext) -> dict[str, Any]:
     gen_mod = _require("so101_skillgen.generation", "skillgen")
     cfg = ctx.section["config"]
     demos, names = gen_mod.load_seed_dir(resolve(ctx.inputs["seeds"], "dir"))
-    generator = gen_mod.Generator(demos, cfg, names=names)
+    profile = str(ctx.section.get("dr_profile") or "")  # pipeline.dr_profile: the evaluation's scenes too
+    dr = _require("so101_core.sim.randomization", "skillgen").load_dr_config(profile=profile) if profile else None
+    generator = gen_mod.Generator(demos, cfg, names=names, dr=dr)
     target = int(cfg.num_demos)
 
     def on_event(ev: Any) -> None:

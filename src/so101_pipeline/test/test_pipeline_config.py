@@ -111,3 +111,23 @@ def test_a_train_base_file_error_names_that_file_and_field(tmp_path: Path) -> No
 def test_shipped_configs_load(name: str) -> None:
     cfg = resolve_config(load_pipeline_config(config_dir() / name), ["skillgen"])
     assert cfg.seeds.count == 5 and cfg.libraries["skillgen"].parsed.num_demos >= 20
+
+
+def test_one_scene_distribution_for_the_demos_and_the_evaluation(tmp_path: Path) -> None:
+    """pipeline.dr_profile is the evaluation's profile and enters SkillGen's fingerprint; an evaluation section
+    that names another profile, or a profile dr.yaml lacks, is an error naming the field."""
+    cfg = resolve_config(load_pipeline_config(_write(tmp_path, "dr_profile: wide\n")), ["skillgen", "eval"])
+    assert cfg.libraries["eval"].parsed.dr_profile == "wide"
+    assert cfg.section("skillgen")["dr_profile"] == "wide" and "dr_profile" not in cfg.section("dataset")
+    base = resolve_config(load_pipeline_config(_write(tmp_path, "threads: 1\n", "base.yaml")), ["eval"])
+    assert base.libraries["eval"].parsed.dr_profile == "" and base.section("skillgen")["dr_profile"] == ""
+    path = _write(tmp_path, "dr_profile: wide\neval:\n  set: {dr_profile: ''}\n", "same.yaml")
+    assert resolve_config(load_pipeline_config(path), ["eval"]).libraries["eval"].parsed.dr_profile == "wide"
+    path = _write(tmp_path, "eval:\n  set: {dr_profile: wide}\n", "split.yaml")
+    with pytest.raises(PipelineConfigError, match=r"set the scene distribution once, at pipeline\.dr_profile") as info:
+        resolve_config(load_pipeline_config(path), ["eval"])
+    assert (info.value.file, info.value.field) == (str(path), "pipeline.eval.set.dr_profile")
+    path = _write(tmp_path, "dr_profile: narrowest\n", "unknown.yaml")
+    with pytest.raises(PipelineConfigError, match="narrowest") as info:
+        resolve_config(load_pipeline_config(path), ["eval"])
+    assert info.value.field == "pipeline.dr_profile"
