@@ -278,7 +278,8 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/train_<label>.json"),
 ) -> None:
-    """ACT training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader;
+    """ACT training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader,
+    or a dataset build's rendered frames (``render.keep_frames``) with the cold start a training slice pays;
     ``--synthetic``: training samples/s of train.yaml's model per batch size and backbone norm, no dataset."""
     import dataclasses
 

@@ -1,10 +1,13 @@
 """``so101 bench train``: how fast each data source feeds ACT training, and training throughput.
 
-Sources: ``memory`` (the dataset decoded once into device memory, :mod:`.frame_cache`) and ``dataloader``
-(LeRobot's per-frame video decoding in ``num_workers`` processes). Per source: ``data_samples_per_s`` (batches
-pulled without a model: the ceiling that source puts on training), ``cold_start_s`` (opening the source and its
-first batch: decoding into memory, or spawning the workers) and, with ``steps`` > 0, ``samples_per_s`` of a fresh
-training run of train.yaml's model and batch size (on a CPU the model, not the data, bounds that figure).
+Sources of a LeRobot v3.0 dataset: ``memory`` (decoded once into device memory, :mod:`.frame_cache`) and
+``dataloader`` (LeRobot's per-frame video decoding in ``num_workers`` processes); of a dataset build whose units
+kept their renders: ``rendered frames`` (read into device memory, :func:`.training_data.decode_units`). Per source:
+``data_samples_per_s`` (batches pulled without a model: the ceiling that source puts on training), ``open_s``
+(metadata and normalisation statistics), ``cold_start_s`` (opening the source and its first batch: decoding or
+reading into memory, or spawning the workers; ``open_s`` not included) and, with ``steps`` > 0, ``samples_per_s``
+of a fresh training run of train.yaml's model and batch size (on a CPU the model, not the data, bounds that
+figure). Every training slice pays ``open_s + cold_start_s`` before its first step.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ def data_throughput(dataset_dir: Path, cfg: TrainConfig, batches: int) -> dict[s
     import torch
 
     device = resolve_device(cfg.device)
+    t_open = time.perf_counter()
     data = open_training_data(dataset_dir)
+    opened = time.perf_counter() - t_open
     images = _check_dataset(data.features, cfg.cameras)
     t0 = time.perf_counter()
     source, stream = batch_stream(data, images, cfg, 0, device)
@@ -47,7 +52,7 @@ def data_throughput(dataset_dir: Path, cfg: TrainConfig, batches: int) -> dict[s
     if shutdown is not None:
         shutdown()
     del stream, first
-    return {"data_source": source, "cold_start_s": cold, "data_samples_per_s": rate}
+    return {"data_source": source, "open_s": opened, "cold_start_s": cold, "data_samples_per_s": rate}
 
 
 def run_train_benchmark(
@@ -55,13 +60,14 @@ def run_train_benchmark(
 ) -> dict[str, Any]:
     """``{"sources": {name: {...}}, "data_speedup_memory_vs_dataloader", "train_samples_per_s"}``."""
     base = dataclasses.replace(config or load_train_config(), device=device)
-    info = json.loads((Path(dataset) / "meta" / "info.json").read_text())
-    images = {k: v["shape"] for k, v in info["features"].items() if is_image_key(k)}
+    data = open_training_data(dataset)
+    sources = SOURCES if data.kind == "lerobot" else (("rendered frames", base.frame_cache_gb),)
     out: dict[str, Any] = {
         "dataset": str(dataset),
-        "dataset_episodes": info["total_episodes"],
-        "dataset_frames": info["total_frames"],
-        "dataset_images": images,
+        "dataset_kind": data.kind,
+        "dataset_episodes": data.episodes,
+        "dataset_frames": data.frames,
+        "dataset_images": {k: list(v["shape"]) for k, v in data.features.items() if is_image_key(k)},
         "device": resolve_device(device),
         "batch_size": base.batch_size,
         "num_workers": base.num_workers,
@@ -69,7 +75,7 @@ def run_train_benchmark(
         "steps": steps,
         "sources": {},
     }
-    for name, gb in SOURCES:
+    for name, gb in sources:
         cfg = dataclasses.replace(base, frame_cache_gb=gb)
         row = data_throughput(dataset, cfg, batches)
         if steps > 0:
@@ -81,9 +87,10 @@ def run_train_benchmark(
             row["samples_per_s"] = result.samples_per_s
         out["sources"][name] = row
     rows = out["sources"]
-    out["data_speedup_memory_vs_dataloader"] = (
-        rows["memory"]["data_samples_per_s"] / rows["dataloader"]["data_samples_per_s"]
-    )
+    if data.kind == "lerobot":
+        out["data_speedup_memory_vs_dataloader"] = (
+            rows["memory"]["data_samples_per_s"] / rows["dataloader"]["data_samples_per_s"]
+        )
     out["train_samples_per_s"] = max((r["samples_per_s"] for r in rows.values() if "samples_per_s" in r), default=None)
     return out
 

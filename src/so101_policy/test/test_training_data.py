@@ -67,3 +67,21 @@ def test_a_frames_file_that_is_no_archive_is_named(tmp_path: Path) -> None:
     (unit / "frames.npz").write_bytes(b"not a zip archive")
     with pytest.raises(ConfigError, match=r"episode_000000/frames.npz: not an npz archive"):
         open_training_data(tmp_path)
+
+
+def test_the_training_benchmark_measures_rendered_units(tmp_path: Path) -> None:
+    """``so101 bench train`` on a build's units: one source, what a slice pays before its first step (open and
+    read) and the data rate, with the dataset's size as read."""
+    from so101_policy.bench_train import run_train_benchmark
+    from so101_policy.config import TrainConfig
+
+    rng = np.random.default_rng(5)
+    for k, frames in enumerate((14, 9)):
+        _write_unit(tmp_path, k, frames, rng)
+    cfg = TrainConfig(batch_size=4, num_workers=0, chunk_size=4, cameras=("top",), system_metrics=False)
+    out = run_train_benchmark(tmp_path, device="cpu", config=cfg, batches=3)
+    assert (out["dataset_kind"], out["dataset_episodes"], out["dataset_frames"]) == ("units", 2, 23)
+    assert out["dataset_images"]["observation.images.top"] == [12, 16, 3]
+    (row,) = out["sources"].values()
+    assert row["data_source"] == "rendered frames" and "data_speedup_memory_vs_dataloader" not in out
+    assert row["open_s"] > 0 and row["cold_start_s"] > 0 and row["data_samples_per_s"] > 0
