@@ -260,13 +260,3 @@ def own_graph_backend(request: pytest.FixtureRequest) -> Iterator[GraphBackend]:
 def byte_value(field: int | bytes) -> int:
     """A ``byte`` field (``DiagnosticStatus.level``) as an int: rclpy holds it as one byte, zenoh as an int."""
     return field[0] if isinstance(field, bytes) else int(field)
-
-
-def wait_until(predicate: Callable[[], object], timeout_s: float, period_s: float = 0.05) -> bool:
-    """True as soon as ``predicate()`` is truthy; False when it still is not after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(period_s)
-    return bool(predicate())

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from so101_hardware.calibration import ArmCalibration, load_calibration
@@ -44,12 +42,3 @@ def move_by_hand(emu: FeetechEmulator, cal: ArmCalibration, joint: str, rad: flo
     """Set an arm joint's present position to ``rad`` as if moved by hand."""
     m = cal[joint]
     emu.set_present_position(m.id, round(m.mid + rad / RAD_PER_COUNT))
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` every 20 ms; fail only if it never holds within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout_s} s")
-        time.sleep(0.02)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from graph_testing import context, endpoint, router  # noqa: F401
+from nodegraph.testing import wait_until
 from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
@@ -34,13 +35,6 @@ OK, WARN, ERROR = 0, 1, 2
 
 def stamp_ns(msg: Any) -> int:
     return to_ns(msg.header.stamp)
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout_s} s"
-        time.sleep(0.02)
 
 
 class Listener:

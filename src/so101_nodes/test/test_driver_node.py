@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, wait_until, write_calibration
+from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, write_calibration
 from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import GoalStatus, Node
+from nodegraph.testing import wait_until
 from nodegraph.time import to_ns
 from so101_cli.benchmarks.driver import run_driver_benchmark
 from so101_core.control.safety import JointLimits

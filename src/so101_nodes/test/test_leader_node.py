@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_testing import RAD_PER_COUNT, move_by_hand, park_at_middle, wait_until, write_calibration
+from arm_testing import RAD_PER_COUNT, move_by_hand, park_at_middle, write_calibration
 from graph_testing import endpoint, router  # noqa: F401
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.testing import wait_until
 from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
@@ -80,15 +81,6 @@ def graph(graph_backend: GraphBackend) -> Iterator[Graph]:
     g = Graph(graph_backend)
     yield g
     g.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_topics_carry_the_driver_names_and_types(graph: Graph) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,16 +16,9 @@ import pytest
 from fake_server import FakeServer, ScriptedBackend
 from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import Node
+from nodegraph.testing import wait_until
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout_s} s")
-        time.sleep(0.02)
 
 
 class Watch:

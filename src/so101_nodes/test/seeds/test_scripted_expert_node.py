@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from nodegraph.testing import wait_until
 from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
@@ -19,13 +20,6 @@ from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import JOINT_NAMES
 from so101_nodes.scripted_expert_node import ScriptedExpertNode, ScriptedExpertParams
 from so101_nodes.sim_node import SimNode
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 class Graph:
@@ -84,7 +78,7 @@ def graph(router: RouterProcess) -> Iterator[Graph]:
 
 
 def test_expert_waits_for_start_then_places_the_vial(graph: Graph) -> None:
-    wait_until(lambda: len(graph.states) > 20)
+    wait_until(lambda: len(graph.states) > 20, 20.0)
     assert graph.commands == []  # autostart false: nothing before ~/start
     assert graph.trigger("/scripted_expert/start").success
     wait_until(lambda: bool(graph.done) and graph.done[-1], 30.0)
@@ -106,7 +100,7 @@ def test_expert_waits_for_start_then_places_the_vial(graph: Graph) -> None:
     assert reset.wait_for_service(5.0)
     assert reset.call(graph.watch.message("so101_msgs/srv/ResetSim_Request", seed=1), 10.0).success
     assert graph.trigger("/scripted_expert/start").success
-    wait_until(lambda: len(graph.commands) > count + 10)
+    wait_until(lambda: len(graph.commands) > count + 10, 20.0)
     assert graph.trigger("/scripted_expert/stop").success
     time.sleep(0.2)
     count = len(graph.commands)
@@ -132,7 +126,7 @@ def test_expert_places_the_vial_in_the_episodes_target_slot(graph: Graph) -> Non
     assert reset.call(graph.watch.message("so101_msgs/srv/ResetSim_Request", seed=2), 10.0).success
     episode = graph.sim.twin.episode
     assert episode is not None and episode.prefilled == (8,) and episode.target_slot == 6
-    wait_until(lambda: graph.expert.sim_slot == 6)
+    wait_until(lambda: graph.expert.sim_slot == 6, 20.0)
     assert graph.trigger("/scripted_expert/start").success
     wait_until(lambda: bool(graph.done) and graph.done[-1], 40.0)
     assert graph.expert.slot == 6

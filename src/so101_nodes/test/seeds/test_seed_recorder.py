@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from graph_testing import GraphBackend
 from nodegraph.bag import info
 from nodegraph.graph.api import Node
 from nodegraph.interfaces.messages import make, serialize, time_message
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
@@ -28,13 +29,6 @@ from so101_nodes.seed_recorder_node import JOINT_STATE, TARGET, SeedRecorder, Se
 from so101_nodes.sim_node import SimNode
 
 LEADER_HZ = 50.0
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 class Leader:
@@ -87,12 +81,12 @@ def test_teleop_episodes_end_on_services(own_graph_backend: GraphBackend, tmp_pa
     )
     recorder = SeedRecorder(rec_node)
     try:
-        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 30)
+        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 30, 20.0)
         assert call_trigger(leader_node, "/seed_recorder/next_episode").success
-        wait_until(lambda: len(recorder.results) == 1)
-        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 30)
+        wait_until(lambda: len(recorder.results) == 1, 20.0)
+        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 30, 20.0)
         assert call_trigger(leader_node, "/seed_recorder/stop").success
-        wait_until(lambda: rec_node.is_shutdown)  # stops by itself after ~/stop
+        wait_until(lambda: rec_node.is_shutdown, 20.0)  # stops by itself after ~/stop
     finally:
         rec_node.shutdown()
         recorder.close()
@@ -144,7 +138,7 @@ def test_messages_of_the_scene_before_a_reset_stay_out_of_the_episode(
     before_reset = time.time_ns()
     recorder = SeedRecorder(rec_node)
     try:
-        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 10)
+        wait_until(lambda: recorder._episode is not None and len(recorder._episode.t_ns) >= 10, 20.0)
         # late deliveries from before the reset: seed 0's scene (target slot 6), an arm far from the reset pose
         stale = SentAt(before_reset)
         late_target = serialize(make(TARGET, data=6), TARGET)
@@ -158,7 +152,7 @@ def test_messages_of_the_scene_before_a_reset_stay_out_of_the_episode(
         assert recorder.target_slot == Twin().reset(3).target_slot  # the reset's scene, not the late one
         assert not np.allclose(recorder._episode.q[-1], far)
         assert call_trigger(leader_node, "/seed_recorder/stop").success
-        wait_until(lambda: rec_node.is_shutdown)
+        wait_until(lambda: rec_node.is_shutdown, 20.0)
     finally:
         rec_node.shutdown()
         recorder.close()

@@ -1,0 +1,21 @@
+"""Helpers for the tests of node graphs, shipped with the runtime so that every package's tests share them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def wait_until[T](
+    predicate: Callable[[], T], timeout_s: float = 10.0, what: str = "condition", period_s: float = 0.02
+) -> T:
+    """``predicate()``'s first truthy value, polled every ``period_s`` s; AssertionError naming ``what`` when none
+    comes within ``timeout_s`` s. No timing is asserted: the timeout only bounds a wait that should succeed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout_s} s")
+        time.sleep(period_s)
