@@ -1,5 +1,5 @@
-"""One rendered episode unit (``<out>/episodes/episode_NNNNNN``, layout in :mod:`.episodes`): its name, its
-provenance and the renderer that builds it in a worker process or Ray actor (:class:`UnitRenderer`)."""
+"""One rendered episode unit (``<out>/episodes/episode_NNNNNN``, laid out as :mod:`so101_core.episode_units` says):
+its provenance and the renderer that builds it in a worker process or Ray actor (:class:`UnitRenderer`)."""
 
 from __future__ import annotations
 

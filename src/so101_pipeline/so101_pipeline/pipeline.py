@@ -71,18 +71,24 @@ def resolve_config(cfg: PipelineConfig, stage_names: list[str]) -> PipelineConfi
         except (ImportError, AttributeError) as exc:
             raise StageDependencyError(name, f"needs {module}.{func}, which does not import here ({exc})") from exc
         cfg = resolve_section(cfg, name, parser, root)
+    if {"skillgen", "eval"} & set(stage_names):  # the stages that draw scenes from pipeline.dr_profile
+        _check_scene_distribution(cfg)
     return _one_scene_distribution(cfg) if "eval" in stage_names else cfg
 
 
-def _one_scene_distribution(cfg: PipelineConfig) -> PipelineConfig:
-    """``cfg`` whose evaluation draws its scenes from ``pipeline.dr_profile`` (the demos' distribution); an
-    evaluation section that sets another profile is an error naming both fields."""
+def _check_scene_distribution(cfg: PipelineConfig) -> None:
+    """PipelineConfigError naming ``pipeline.dr_profile`` when dr.yaml lacks that profile (or does not load)."""
     from so101_core.sim.randomization import load_dr_config
 
     try:
         load_dr_config(profile=cfg.dr_profile or None)
     except ValueError as exc:
         raise PipelineConfigError("pipeline.dr_profile", str(exc), file=cfg.file) from None
+
+
+def _one_scene_distribution(cfg: PipelineConfig) -> PipelineConfig:
+    """``cfg`` whose evaluation draws its scenes from ``pipeline.dr_profile`` (the demos' distribution); an
+    evaluation section that sets another profile is an error naming both fields."""
     lib = cfg.libraries["eval"]
     evaluated = lib.merged.get("dr_profile")
     if evaluated and evaluated != cfg.dr_profile:

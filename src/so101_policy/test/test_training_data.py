@@ -30,7 +30,7 @@ def _write_unit(root: Path, k: int, frames: int, rng: np.random.Generator, rows:
 def test_image_statistics_equal_a_float_pass_over_every_tenth_frame(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     units = [_write_unit(tmp_path, k, frames, rng) for k, frames in enumerate((23, 31, 9))]
-    stats = _image_stats(units, "top")
+    stats = _image_stats(units, ["ego", "top"])["top"]
     x = np.concatenate([np.load(u / "frames.npz")["top"][::10] for u in units]).reshape(-1, 3) / 255.0
     np.testing.assert_allclose(stats["mean"].ravel(), x.mean(0), rtol=0, atol=1e-12)
     np.testing.assert_allclose(stats["std"].ravel(), x.std(0), rtol=0, atol=1e-12)
