@@ -212,12 +212,18 @@ def test_opencv_camera_process_publishes_and_resumes_after_the_source_disappears
     )
     try:
         wait_until(lambda: listener.count(listener.info) >= 3, 20.0, "images from the camera process")
-        image = listener.get(listener.image)[-1]
+
+        def newest_with_info() -> tuple[Any, Any] | None:  # a frame's camera_info follows its image on the wire
+            infos = {stamp_ns(m): m for m in listener.get(listener.info)}
+            return next(((im, infos[stamp_ns(im)]) for im in reversed(listener.get(listener.image))
+                         if stamp_ns(im) in infos), None)  # fmt: skip
+
+        image, info = wait_until(newest_with_info, 10.0, "an image with its camera_info")
         assert (image.encoding, image.height, image.width, image.step) == ("rgb8", H, W, W * 3)
         assert image.header.frame_id == "ego_camera_optical_frame"
         rgb = np.asarray(image.data, dtype=np.uint8).reshape(H, W, 3).astype(int)
         assert np.abs(rgb[8:40, 8:56, 1] - np.arange(8, 56)[None, :]).max() <= 12  # RGB order: G = column
-        info = next(m for m in listener.get(listener.info) if stamp_ns(m) == stamp_ns(image))
+        assert stamp_ns(info) == stamp_ns(image)
         assert info.header.frame_id == image.header.frame_id and (info.width, info.height) == (W, H)
         expected_k = np.array([[32.0, 0.0, 31.5], [0.0, 32.0, 23.5], [0.0, 0.0, 1.0]])
         np.testing.assert_allclose(np.asarray(info.k).reshape(3, 3), expected_k)
