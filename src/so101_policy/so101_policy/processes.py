@@ -88,9 +88,14 @@ def python_module(module: str, *args: str) -> list[str]:
 
 
 def child_env(zenoh_endpoint: str) -> dict[str, str]:
+    """The environment of a graph's node processes: zenoh through the router at ``zenoh_endpoint``, whatever
+    ``$SO101_TRANSPORT`` says (the evaluator's own node is a zenoh node; with rclpy importable, ``auto`` would put
+    the sim and policy nodes on DDS, where the evaluator never sees their services)."""
+    from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
     from nodegraph.transport.zenoh.config import ENDPOINT_ENV
 
     env = dict(os.environ)
     env[ENDPOINT_ENV] = zenoh_endpoint
+    env[TRANSPORT_ENV] = "zenoh"
     env.setdefault("HF_HUB_OFFLINE", "1")
     return env

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from so101_core.lerobot_units import to_lerobot
 from so101_policy.config import EvalConfig, parse_config
 from so101_policy.evaluate import PolicySpec, run_evaluation
@@ -54,7 +55,12 @@ def config(seconds: float) -> EvalConfig:
 
 
 @pytest.mark.slow
-def test_replayed_demo_succeeds_and_an_open_gripper_never_does(demo: tuple[Path, int, float], tmp_path: Path) -> None:
+def test_replayed_demo_succeeds_and_an_open_gripper_never_does(
+    demo: tuple[Path, int, float], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as a user's shell has it: no SO101_TRANSPORT, so "auto" (rclpy when it imports, as in the venv); the graph's
+    # nodes must still be on the evaluator's zenoh router
+    monkeypatch.delenv(TRANSPORT_ENV, raising=False)
     actions, steps, opened = demo
     replay = PolicySpec(("--replay", str(actions), "--cameras", "top", "--horizon", "16"), ("top",), 32, 24, "replay")
     result = run_evaluation(replay, tmp_path / "replay", config(steps / 30.0 + 3.0))
