@@ -32,8 +32,8 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
-from .metrics import aggregate, frame_metrics, wilson_interval
-from .outcome import failure_reason
+from .metrics import aggregate, frame_metrics, success_by_target_slot, wilson_interval
+from .outcome import failure_reason, final_placement
 from .processes import Child, child_env, free_port, python_module, ros_args
 from .sim_env import make_twin
 
@@ -101,6 +101,7 @@ def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor:
         "success": success,
         "workshop_success": (log.workshop_step >= 0) if monitor.workshop is not None else None,
         "failure": failure_reason(arrays, success, monitor.task, monitor.twin.config.rack),
+        "final_placement": final_placement(arrays, log.target_slot, monitor.twin.config.rack),
         "success_step": log.success_step,
         "workshop_step": log.workshop_step,
         "holds": sum(1 for s in log.policy_status if s.startswith("holding")),
@@ -388,6 +389,7 @@ def summarize(
         "workshop_successes": shop,
         "workshop_rate": (shop / n if n else 0.0) if shop is not None else None,
         "workshop_wilson_95": list(asdict(wilson_interval(shop, n)).values()) if shop is not None else None,
+        "by_target_slot": success_by_target_slot(rows),
         "metrics": metrics,
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
         "cameras": list(spec.cameras),

@@ -33,7 +33,7 @@ from so101_core.lerobot_units import from_lerobot, to_lerobot
 from .admission import ChunkLimits, admit_chunk
 from .blending import Plan
 from .config import EvalConfig, load_policy_config
-from .metrics import wilson_interval
+from .metrics import success_by_target_slot, wilson_interval
 from .protocol import check_action
 from .sim_env import EnvConfig, VialRackEnv
 
@@ -208,6 +208,7 @@ def _wave(
             "success": bool(info_last[i]["is_success"]),
             "workshop_success": bool(info_last[i]["workshop_success"]),
             "steps": int(info_last[i]["steps"]),
+            "target_slot": int(info_last[i]["target_slot"]),
             "queries": queries,
             **stats[i],
         }
@@ -238,6 +239,7 @@ def _summarize(
         "workshop_successes": shop,
         "workshop_rate": shop / n if n else 0.0,
         "workshop_wilson_95": [shop_iv.low, shop_iv.high],
+        "by_target_slot": success_by_target_slot(rows),
         "episodes_per_min": 60.0 * n / wall if wall > 0 else 0.0,
         "wall_s": wall,
         "envs": envs,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +47,24 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> Int
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
     return Interval(low, high)
+
+
+def success_by_target_slot(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per target slot (rows' ``target_slot``; -1 or absent: none, skipped): ``episodes``, ``successes``,
+    ``success_rate`` and ``wilson_95``, keyed by the slot as text (JSON keys), in slot order. Which scenes fail:
+    with the first free slot as target, the slot says how many vials stood in the rack."""
+    counts: dict[int, list[int]] = {}
+    for row in rows:
+        slot = int(row.get("target_slot", -1))
+        if slot >= 0:
+            tally = counts.setdefault(slot, [0, 0])
+            tally[0] += 1
+            tally[1] += bool(row["success"])
+    out: dict[str, dict[str, Any]] = {}
+    for slot, (n, ok) in sorted(counts.items()):
+        iv = wilson_interval(ok, n)
+        out[str(slot)] = {"episodes": n, "successes": ok, "success_rate": ok / n, "wilson_95": [iv.low, iv.high]}
+    return out
 
 
 def _traj(x: npt.ArrayLike, min_len: int, name: str) -> F64:

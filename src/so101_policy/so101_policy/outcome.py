@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from so101_core.sim.config import RackConfig, TaskConfig
-from so101_core.sim.task import placed
+from so101_core.sim.task import placed, slot_centres, up_axis_z
 
 NO_STEPS = "no twin steps recorded"
 NEVER_GRASPED = "never grasped the vial"
@@ -43,3 +43,23 @@ def failure_reason(
     if placed(vial[-1, :3], vial[-1, 3:], rack_pose[-1, :3], rack_pose[-1, 3:], rack, task):
         return PLACED_HELD if jaws[-1] else PLACED_SHORT
     return CARRYING if jaws[-1] else RELEASED_ELSEWHERE
+
+
+def final_placement(arrays: dict[str, npt.NDArray[Any]], target_slot: int, rack: RackConfig) -> dict[str, Any] | None:
+    """Where the vial ended, to tell a near miss from a wrong slot or a drop: ``nearest_slot`` (the slot whose
+    centre is nearest in xy), ``target_offset_mm`` (xy distance from the centre of ``target_slot``; None without
+    a target, ``target_slot`` < 0), ``height_mm`` (vial centre above the rack's origin, i.e. the mat) and
+    ``tilt_deg`` (its axis from vertical). None when nothing was recorded. ``arrays`` as in :func:`failure_reason`."""
+    vial, rack_pose = arrays["vial"], arrays["rack"]
+    if len(vial) == 0:
+        return None
+    pos, quat = vial[-1, :3], vial[-1, 3:]
+    centres = slot_centres(rack_pose[-1, :3], rack_pose[-1, 3:], rack)
+    gaps = np.linalg.norm(centres - pos[:2], axis=1)
+    up = float(np.clip(up_axis_z(quat), -1.0, 1.0))
+    return {
+        "nearest_slot": int(np.argmin(gaps)),
+        "target_offset_mm": round(1000.0 * float(gaps[target_slot]), 1) if 0 <= target_slot < len(gaps) else None,
+        "height_mm": round(1000.0 * float(pos[2] - rack_pose[-1, 2]), 1),
+        "tilt_deg": round(float(np.degrees(np.arccos(up))), 1),
+    }

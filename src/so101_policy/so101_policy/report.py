@@ -71,6 +71,17 @@ def write_video(frames: list[npt.NDArray[np.uint8]], fps: float, path: Path, max
     return None
 
 
+def _placement(row: dict[str, Any]) -> str:
+    """A failed episode's final vial placement (``final_placement``) as a muted line, else ''."""
+    p = row.get("final_placement")
+    if row.get("success") or not p:
+        return ""
+    offset = p.get("target_offset_mm")
+    target = f", {offset:g} mm from slot {row.get('target_slot')}" if offset is not None else ""
+    text = f"ended nearest slot {p['nearest_slot']}{target}, {p['height_mm']:g} mm up, tilted {p['tilt_deg']:g}°"
+    return f"<div class='muted'>{html.escape(text)}</div>"
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -112,7 +123,8 @@ def write_html(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) 
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>so101 policy evaluation</title>",
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-        "padding:3px 8px;font-size:13px}th{background:#eee}.ok{color:#080}.bad{color:#a00}</style></head><body>",
+        "padding:3px 8px;font-size:13px}th{background:#eee}.ok{color:#080}.bad{color:#a00}"
+        ".muted{color:#777;font-size:12px}</style></head><body>",
         "<h1>so101 policy evaluation</h1><table>",
         *[
             f"<tr><th>{_fmt(k)}</th><td>{_fmt(v) if not isinstance(v, str) else html.escape(v)}</td></tr>"
@@ -139,7 +151,7 @@ def write_html(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) 
         cls = "ok" if r["success"] else "bad"
         parts.append(
             f"<tr><td>{r['index']}</td><td>{r['seed']}</td><td class='{cls}'>{_fmt(r['success'])}</td>"
-            f"<td>{_fmt(r.get('workshop_success'))}</td><td>{_fmt(r.get('failure'))}</td>"
+            f"<td>{_fmt(r.get('workshop_success'))}</td><td>{_fmt(r.get('failure'))}{_placement(r)}</td>"
             f"<td>{_fmt(r['duration_s'])}</td><td>{r.get('holds', 0)}</td>"
             + "".join(f"<td>{_fmt(m.get(k))}</td>" for k in per_ep_keys)
             + f"<td>{' '.join(links)}</td></tr>"

@@ -117,6 +117,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
             "workshop_success": self._workshop_ok,
             "seed": self._seed,
             "steps": self._steps,
+            "target_slot": self.twin.episode.target_slot if self.twin.episode is not None else -1,
         }
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:

@@ -97,6 +97,12 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(
         replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",), gripper_override=grip)
         fast = run_fast_evaluation(replay, tmp_path / "fast", config(seconds), ("top",), (32, 24), envs=1)
         assert (fast.episodes, fast.successes, fast.workshop_successes) == (1, want, want)
+    # ... and names the same target slot for the seed (the results' by_target_slot tables come from it)
+    fast_row = json.loads((tmp_path / "fast" / "fast_episodes.jsonl").read_text())
+    graph_row = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
+    assert fast_row["seed"] == graph_row["seed"] == SEED and fast_row["target_slot"] == graph_row["target_slot"] >= 0
+    by_slot = json.loads((tmp_path / "open" / "results.json").read_text())["by_target_slot"]
+    assert sum(v["episodes"] for v in by_slot.values()) == 2 and all(v["successes"] == 0 for v in by_slot.values())
     # the demo's scene named by scene_seeds (the training scenes' check), whatever the first seed says
     replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",))
     on_scene = dataclasses.replace(config(steps / 30.0 + 3.0), seed=SEED + 100, scene_seeds=(SEED,))
@@ -105,6 +111,10 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(
     assert json.loads((tmp_path / "scene" / "fast_episodes.jsonl").read_text())["seed"] == SEED
     failed = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
     assert failed["failure"] == NEVER_GRASPED and "never grasped" in result.report_html.read_text()
+    # never grasped: the vial lies where it spawned, on the mat, off the target slot (the report says where)
+    end = failed["final_placement"]
+    assert end["target_offset_mm"] > 30.0 and end["height_mm"] < 30.0 and end["tilt_deg"] > 45.0
+    assert f"mm from slot {failed['target_slot']}" in result.report_html.read_text()
     m = failed["metrics"]
     # what is left is the jaws' first move from home to the opening, which the replayed demo has too
     assert m["gripper_mse"] < 0.4 * row["metrics"]["gripper_mse"]

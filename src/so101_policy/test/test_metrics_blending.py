@@ -17,6 +17,7 @@ from so101_policy.metrics import (
     path_length,
     path_smoothness,
     rte,
+    success_by_target_slot,
     wilson_interval,
 )
 
@@ -29,6 +30,30 @@ def test_wilson_interval_matches_known_values() -> None:
     assert wilson_interval(50, 50).high == 1.0
     with pytest.raises(ValueError):
         wilson_interval(11, 10)
+
+
+def test_success_by_target_slot_counts_each_slots_episodes() -> None:
+    rows = [
+        {"target_slot": 8, "success": False},
+        {"target_slot": 6, "success": True},
+        {"target_slot": 8, "success": True},
+        {"target_slot": 8, "success": False},
+        {"target_slot": -1, "success": True},  # no target (several vials): not a slot's episode
+        {"success": True},
+    ]
+    table = success_by_target_slot(rows)
+    assert list(table) == ["6", "8"]
+    assert table["8"]["episodes"] == 3 and table["8"]["successes"] == 1
+    assert table["8"]["success_rate"] == pytest.approx(1 / 3)
+    iv = wilson_interval(1, 3)
+    assert table["8"]["wilson_95"] == [iv.low, iv.high]
+    assert table["6"] == {
+        "episodes": 1,
+        "successes": 1,
+        "success_rate": 1.0,
+        "wilson_95": [wilson_interval(1, 1).low, 1.0],
+    }
+    assert success_by_target_slot([]) == {}
 
 
 def test_path_metrics() -> None:

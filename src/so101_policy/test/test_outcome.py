@@ -58,6 +58,25 @@ def test_failure_reasons_along_a_real_episode(episode: tuple[dict[str, npt.NDArr
     assert why(_upto(arrays, 0)) == outcome.NO_STEPS
 
 
+def test_final_placement_tells_a_near_miss_from_a_wrong_slot(
+    episode: tuple[dict[str, npt.NDArray[Any]], Any, Any],
+) -> None:
+    arrays, task, rack = episode
+    target = task.fill_order[0]  # the nominal scene's first free slot, where the expert placed the vial
+    end = outcome.final_placement(arrays, target, rack)
+    assert end is not None and end["nearest_slot"] == target
+    assert end["target_offset_mm"] < 1000.0 * task.slot_tolerance and end["tilt_deg"] < 10.0 and end["height_mm"] > 0
+    other = task.fill_order[1]  # judged against another slot: off by at least one slot pitch, same nearest slot
+    wrong = outcome.final_placement(arrays, other, rack)
+    assert wrong is not None and wrong["nearest_slot"] == target
+    assert wrong["target_offset_mm"] > 1000.0 * rack.slot_pitch * 0.99
+    held = np.flatnonzero(arrays["both_jaws"])
+    carried = outcome.final_placement(_upto(arrays, held[0] + 30), target, rack)
+    assert carried is not None and carried["height_mm"] > end["height_mm"]  # lifted off the mat
+    assert outcome.final_placement(arrays, -1, rack)["target_offset_mm"] is None  # type: ignore[index]
+    assert outcome.final_placement(_upto(arrays, 0), target, rack) is None
+
+
 def test_the_first_success_and_failure_after_the_first_episodes_keep_a_video() -> None:
     rows: list[dict[str, Any]] = []
     kept = []

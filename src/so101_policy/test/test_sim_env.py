@@ -22,7 +22,9 @@ def env() -> VialRackEnv:
 
 def test_same_seed_same_episode_and_lerobot_units(env: VialRackEnv) -> None:
     a, info = env.reset(seed=3)
-    assert info == {"is_success": False, "workshop_success": False, "seed": 3, "steps": 0}
+    slot = env.twin.episode.target_slot
+    assert info == {"is_success": False, "workshop_success": False, "seed": 3, "steps": 0, "target_slot": slot}
+    assert slot in env.twin.task.fill_order  # the first free slot: the scene's own target, not a placeholder
     assert a["pixels"]["top"].shape == (24, 32, 3) and a["pixels"]["top"].dtype == np.uint8
     assert env.observation_space.contains(a)
     np.testing.assert_allclose(a["agent_pos"], to_lerobot(env.twin.joint_positions()), atol=1e-4)
