@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from so101_core.atomic import write_json
+
 from .config import DatasetConfig
 from .episodes import render_episodes, selected_units
 from .errors import DatasetError
-from .units import write_json
 
 Progress = Callable[[str, int, int], None]
 

@@ -21,12 +21,13 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from so101_core.atomic import write_json
 from so101_core.episode_units import EPISODE_FILE, UNIT_GLOB, UNITS_DIR
 from so101_core.seeds.format import FAILED_DIR
 
 from .config import DatasetConfig
 from .errors import DatasetError, DemoFileError
-from .units import UnitRenderer, UnitResult, write_json
+from .units import UnitRenderer, UnitResult
 
 
 def find_demos(demos_dir: Path) -> list[Path]:

@@ -3,7 +3,6 @@ its provenance and the renderer that builds it in a worker process or Ray actor 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -14,16 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from so101_core.atomic import write_json
 from so101_core.episode_units import EPISODE_FILE, FRAMES_FILE, REPLAY_FILE, unit_name
 
 from .config import DatasetConfig
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write (temp file + rename)."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def provenance_source(demo_source: str) -> str:

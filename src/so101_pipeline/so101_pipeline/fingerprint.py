@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import TMP_SUFFIX
+from so101_core.atomic import TMP_SUFFIX
 
 CHUNK = 1 << 20
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from so101_core.atomic import write_json
 from so101_core.threads import thread_env
 
-from .atomic import write_json
 from .config import PipelineConfig, load_pipeline_config, resolve_section
 from .errors import PipelineConfigError, StageDependencyError
 from .report import wilson

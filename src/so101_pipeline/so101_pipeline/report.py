@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from so101_core.atomic import write_text
 from so101_core.lerobot_schema import camera_of, is_image_key
 
-from .atomic import write_text
 from .report_figures import read_metrics, stage_times_chart, training_curves
 from .runner import StageRecord
 

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .atomic import read_json, write_json
+from so101_core.atomic import read_json, write_json
+
 from .errors import PipelineError, SliceEnded, StageError
 from .fingerprint import hash_json, intact, manifest, manifest_hash
 from .isolation import run_isolated

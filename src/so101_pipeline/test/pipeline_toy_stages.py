@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from so101_pipeline.atomic import write_json
+from so101_core.atomic import write_json
 from so101_pipeline.errors import SliceEnded
 from so101_pipeline.runner import Runner, Stage, StageContext
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pipeline_toy_stages as toy
 import pytest
-from so101_pipeline.atomic import write_json
+from so101_core.atomic import write_json
 from so101_pipeline.errors import PipelineError, StageError
 from so101_pipeline.runner import (
     CHANGED,

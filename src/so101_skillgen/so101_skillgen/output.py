@@ -11,22 +11,15 @@ corrupt, and (attempts being deterministic) the same files as an uninterrupted r
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from so101_core.atomic import write_json
 from so101_core.seeds.format import SeedDemo, SeedFormatError, load_seed, save_seed
 
 from .errors import ResumeError
 
 DEMO_GLOB = "demo_*.npz"
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write (temp file + rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class OutputDir:

@@ -1,5 +1,6 @@
 """Atomic file writes: a temp file in the same directory, fsync, then ``os.replace`` (a reader or a crash
-sees the old file or the new one, never half of one)."""
+sees the old file or the new one, never half of one). The one home of this rule for the pipeline's markers,
+the dataset's units and SkillGen's progress."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ def write_text(path: str | Path, text: str) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.{os.getpid()}{TMP_SUFFIX}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write leaves the old file and nothing beside it
+        raise
     return p
 
 
