@@ -49,6 +49,7 @@ class TrainingData:
     episodes: int
     frames: int
     units: tuple[Path, ...] = ()
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # units: state, action (N, 6), episode (N,)
 
 
 def rendered_units(path: Path) -> list[Path]:
@@ -78,11 +79,13 @@ def open_training_data(path: Path) -> TrainingData:
     }
     for cam in first["cameras"]:
         features[image_key(cam)] = {"dtype": "video", "shape": (h, w, 3), "names": ["height", "width", "channels"]}
-    state, action, _ = _rows(units)
+    rows = _rows(units)  # read once: the statistics here, the training rows in decode_units
+    state, action, _ = rows
     stats: dict[str, Any] = {OBS_STATE: _vector_stats(state), ACTION: _vector_stats(action)}
     for cam, cam_stats in _image_stats(units, list(first["cameras"])).items():
         stats[image_key(cam)] = cam_stats
-    return TrainingData("units", path, features, stats, float(first["fps"]), len(units), len(state), tuple(units))
+    return TrainingData("units", path, features, stats, float(first["fps"]), len(units), len(state), tuple(units),
+                        rows)  # fmt: skip
 
 
 def _frames(unit: Path) -> dict[str, np.ndarray]:
@@ -147,7 +150,7 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
     """
     import torch
 
-    state, action, episode = _rows(list(data.units))
+    state, action, episode = data.rows if data.rows is not None else _rows(list(data.units))
     cams = [camera_of(k) for k in image_keys]
     rows = np.bincount(episode, minlength=len(data.units))
     ends = np.cumsum(rows)  # each unit's rows: starts[k]:ends[k]
