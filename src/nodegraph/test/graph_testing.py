@@ -10,7 +10,6 @@ import functools
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,23 +21,17 @@ from typing import Any
 import pytest
 from nodegraph.graph.api import Node
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
-from nodegraph.transport.zenoh.config import ENDPOINT_ENV
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.router import RouterProcess
 
 PEER = Path(__file__).parent / "transport" / "peer.py"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh endpoint for this test, exported to the test process and its children."""
-    value = f"tcp/127.0.0.1:{free_port()}"
+    value = free_endpoint()
     monkeypatch.setenv(ENDPOINT_ENV, value)
     return value
 
@@ -216,7 +209,7 @@ def graph_backend_for(name: str) -> Iterator[GraphBackend]:
     """Set up ``name``'s graph (a router, or a reserved ROS domain), exported to this process and its children."""
     with pytest.MonkeyPatch.context() as patch:
         if name == "zenoh":
-            endpoint = f"tcp/127.0.0.1:{free_port()}"
+            endpoint = free_endpoint()
             env = {TRANSPORT_ENV: "zenoh", ENDPOINT_ENV: endpoint}
             for key, value in env.items():
                 patch.setenv(key, value)

@@ -11,12 +11,12 @@ episode in progress is saved). Also runs as ``python -m so101_cli.seeds_cmd``.
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
+from nodegraph.transport.zenoh.config import free_endpoint
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -31,12 +31,6 @@ FAST_REAL_TIME_FACTOR = 3.0
 """``--fast``: the closed loop (sim → expert → sim over the graph) keeps up at 3× real time even on a busy
 2-core machine; ``real_time_factor`` 0 would let the sim run ahead of the expert (the sim does not wait
 for commands)."""
-
-
-def _free_endpoint() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"tcp/127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _cameras(value: str) -> list[str]:
@@ -152,7 +146,7 @@ def record(
     console = Console()
     chosen = endpoint or router_endpoint()
     if scripted and not endpoint and endpoint_accepts_connections(chosen):
-        chosen = _free_endpoint()  # a graph is running there (maybe a sim): keep ours apart
+        chosen = free_endpoint()  # a graph is running there (maybe a sim): keep ours apart
         console.print(f"a router already listens on the default endpoint; this recording uses {chosen}")
     data = record_description(
         out,

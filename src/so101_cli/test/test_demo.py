@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 from browser_check import CHROMIUM, Chromium, PageCheck
-from graph_testing import free_port
 from nodegraph.bag import info
-from nodegraph.transport.zenoh.config import ENDPOINT_ENV
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 from so101_core.seeds import load_seeds
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -37,7 +36,7 @@ tracking: {mlflow: true}
 
 def _demo(config: Path, out: Path) -> subprocess.CompletedProcess[str]:
     args = [sys.executable, "-m", "so101_cli", "demo", "--config", str(config), "--out", str(out)]
-    env = {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}", "COLUMNS": "200"}
+    env = {**os.environ, ENDPOINT_ENV: free_endpoint(), "COLUMNS": "200"}
     done = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done

@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from graph_testing import free_port
-from nodegraph.transport.zenoh.config import ENDPOINT_ENV
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -41,7 +40,7 @@ def _args(config: Path, out: Path) -> list[str]:
 
 def _env() -> dict[str, str]:
     """The environment of a pipeline process: the seed recording's router on a free loopback port."""
-    return {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}"}
+    return {**os.environ, ENDPOINT_ENV: free_endpoint()}
 
 
 def _run(config: Path, out: Path) -> dict[str, dict[str, object]]:

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 from nodegraph.images import image_fields
+from nodegraph.transport.zenoh.config import free_endpoint
 from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key
 
-from .processes import free_port
 from .protocol import observation
 from .server import PolicyServer, ServerConfig
 
@@ -152,7 +152,7 @@ def loop_jitter(seconds: float = 10.0, rate_hz: float = 30.0) -> dict[str, Any]:
     from .nodes.policy_node import PolicyNode
     from .replay_policy import ReplayPolicy
 
-    endpoint = f"tcp/127.0.0.1:{free_port()}"
+    endpoint = free_endpoint()
     backend = ReplayPolicy(np.zeros((100, 6), np.float32) + 10.0, horizon=16, cameras=("top",))
     server = PolicyServer(backend, ServerConfig(port=0))
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.graph.arguments import ros_arguments
+from nodegraph.transport.zenoh.config import free_endpoint, free_port
 from so101_core.lerobot_schema import camera_of, is_image_key
 
 from . import report
@@ -34,7 +36,7 @@ from .config import EvalConfig
 from .errors import PolicyError
 from .metrics import aggregate, frame_metrics, success_by_target_slot, wilson_interval
 from .outcome import failure_reason, final_placement
-from .processes import Child, child_env, free_port, python_module, ros_args
+from .processes import Child, child_env, python_module
 from .sim_env import make_twin
 
 POLICY_NODE = "policy"
@@ -206,7 +208,7 @@ def run_episodes(
     video_camera = "side" if "side" in cameras else cameras[0]
     episodes_file = out_dir / "episodes.jsonl"
     done = _done_episodes(episodes_file)
-    endpoint = f"tcp/127.0.0.1:{free_port()}"
+    endpoint = free_endpoint()
     env = child_env(endpoint)
     token = secrets.token_hex(8)
     zmq_port = free_port()
@@ -234,7 +236,7 @@ def run_episodes(
             "randomize": config.randomize,
             "dr_profile": config.dr_profile,
         }
-        children.append(Child("sim", python_module("so101_nodes.sim_node", *ros_args(sim_params)), logs, env))
+        children.append(Child("sim", python_module("so101_nodes.sim_node", *ros_arguments(sim_params)), logs, env))
         policy_params = {
             "sim": True,
             "horizon_sim": config.horizon,
@@ -251,7 +253,7 @@ def run_episodes(
         children.append(
             Child(
                 "policy_node",
-                python_module("so101_policy.nodes.policy_node", *ros_args(policy_params, POLICY_NODE)),
+                python_module("so101_policy.nodes.policy_node", *ros_arguments(policy_params, POLICY_NODE)),
                 logs,
                 env,
             )

@@ -6,40 +6,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from .errors import PolicyError
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def ros_args(params: dict[str, Any], node_name: str | None = None) -> list[str]:
-    """``--ros-args -p k:=v ...`` (lists as YAML flow sequences, bools lower case)."""
-    out = ["--ros-args"]
-    if node_name:
-        out += ["-r", f"__node:={node_name}"]
-    for key, value in params.items():
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, list | tuple):
-            text = "[" + ", ".join(str(v) for v in value) + "]"
-        elif isinstance(value, str):
-            text = value if value else "''"
-            if value and (value[0] in "[{'\"!&*#?|-<>=%@`" or ":" in value or value.lower() in ("true", "false")):
-                text = "'" + value.replace("'", "''") + "'"
-        else:
-            text = str(value)
-        out += ["-p", f"{key}:={text}"]
-    return out
 
 
 class Child:

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 import zmq
+from nodegraph.transport.zenoh.config import free_port
 from so101_policy.client import PolicyClient
 from so101_policy.errors import PolicyError, ServerError
-from so101_policy.processes import free_port
 from so101_policy.protocol import observation
 from so101_policy.replay_policy import ReplayPolicy
 from so101_policy.serve import parser, serve

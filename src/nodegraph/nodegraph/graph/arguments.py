@@ -6,6 +6,8 @@ Supported: ``-p name:=value``, ``--params-file FILE``, ``-r from:=to`` (with ``_
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,28 @@ class RosArguments:
     remaps: dict[str, str] = field(default_factory=dict)
     log_level: str | None = None
     remaining: list[str] = field(default_factory=list)
+
+
+def format_parameter_value(value: Any) -> str:
+    """A ``-p name:=value`` value that YAML reads back as ``value`` (strings quoted only when needed)."""
+    if isinstance(value, str):
+        try:
+            plain = value != "" and yaml.safe_load(value) == value and "\n" not in value
+        except yaml.YAMLError:
+            plain = False
+        return value if plain else json.dumps(value)
+    return json.dumps(value)
+
+
+def ros_arguments(parameters: Mapping[str, Any], node_name: str | None = None) -> list[str]:
+    """``--ros-args [-r __node:=NAME] -p k:=v ...``: what :func:`parse_ros_arguments` reads back as
+    ``parameters`` (and ``node_name``)."""
+    out = ["--ros-args"]
+    if node_name:
+        out += ["-r", f"__node:={node_name}"]
+    for key, value in parameters.items():
+        out += ["-p", f"{key}:={format_parameter_value(value)}"]
+    return out
 
 
 def _split_assignment(flag: str, text: str) -> tuple[str, str]:

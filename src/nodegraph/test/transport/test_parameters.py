@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from graph_testing import Peer
-from nodegraph.graph.arguments import ArgumentError, parse_ros_arguments
+from nodegraph.graph.arguments import ArgumentError, parse_ros_arguments, ros_arguments
 from nodegraph.graph.names import InvalidNameError, resolve_name
 from nodegraph.graph.parameters import ParameterError, ParameterStore, parameters_from_file
 from nodegraph.transport.zenoh.context import Context
@@ -61,6 +61,14 @@ def test_ros_arguments() -> None:
         parse_ros_arguments(["--ros-args", "-p", "novalue"])
     with pytest.raises(ArgumentError, match="unknown ROS argument"):
         parse_ros_arguments(["--ros-args", "--bogus"])
+
+
+def test_rendered_ros_arguments_parse_back() -> None:
+    params = {"cameras": ["ego", "side"], "rate": 30, "alpha": 0.2, "autostart": False, "task": "put it: there",
+              "token": "", "seed": "007"}  # fmt: skip
+    parsed = parse_ros_arguments(["prog-arg", *ros_arguments(params, "policy")])
+    assert parsed.parameters == params and parsed.node_name == "policy" and parsed.remaining == ["prog-arg"]
+    assert ros_arguments({}) == ["--ros-args"]
 
 
 def test_parameter_types_are_checked() -> None:

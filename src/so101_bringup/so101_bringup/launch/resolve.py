@@ -7,13 +7,13 @@ whose items stay strings. ``ResolvedNode.ros_arguments()`` is the node's command
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from nodegraph.graph.arguments import format_parameter_value
 
 from so101_bringup.launch import substitution
 from so101_bringup.launch.description import LaunchDescriptionData, NodeEntry, parse_bool
@@ -65,17 +65,6 @@ class ResolvedLaunch:
     nodes: tuple[ResolvedNode, ...]
     skipped: tuple[str, ...] = field(default=())
     """Names of nodes whose condition is false."""
-
-
-def format_parameter_value(value: Any) -> str:
-    """A ``-p name:=value`` value that YAML reads back as ``value`` (strings quoted only when needed)."""
-    if isinstance(value, str):
-        try:
-            plain = value != "" and yaml.safe_load(value) == value and "\n" not in value
-        except yaml.YAMLError:
-            plain = False
-        return value if plain else json.dumps(value)
-    return json.dumps(value)
 
 
 def normalize_namespace(namespace: str) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from launch_test_support import RunnerProcess, free_port
+from launch_test_support import RunnerProcess
+from nodegraph.transport.zenoh.config import free_endpoint
 
 
 @pytest.fixture
 def endpoint() -> str:
     """A loopback endpoint on a free port (one per test, so tests never share a router)."""
-    return f"tcp/127.0.0.1:{free_port()}"
+    return free_endpoint()
 
 
 @pytest.fixture

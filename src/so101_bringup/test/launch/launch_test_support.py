@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,12 +15,6 @@ import time
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pid_alive(pid: int) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nodegraph.graph.arguments import parse_ros_arguments
+from nodegraph.graph.arguments import format_parameter_value, parse_ros_arguments
 from so101_bringup.launch.catalog import get_launch, launch_names
 from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 from so101_bringup.launch.errors import (
@@ -15,7 +15,7 @@ from so101_bringup.launch.errors import (
     UnknownLaunchError,
 )
 from so101_bringup.launch.executables import EntryPointResolver, ScriptResolver
-from so101_bringup.launch.resolve import format_parameter_value, resolve_launch
+from so101_bringup.launch.resolve import resolve_launch
 from so101_bringup.launch.substitution import ArgRef, parse, substitute
 
 ARGS = (

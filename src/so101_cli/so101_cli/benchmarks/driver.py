@@ -15,7 +15,6 @@ the next cycle). ``cold_command_to_bus_ms`` is the first command after start (th
 
 from __future__ import annotations
 
-import socket
 import tempfile
 import threading
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.transport.zenoh.config import free_endpoint
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration, save_calibration
 from so101_hardware.example_calibration import EXAMPLE_FOLLOWER_CALIBRATION
@@ -46,12 +46,6 @@ def _stats_ms(values_s: list[float] | np.ndarray) -> dict[str, float]:
         "p99": round(float(np.percentile(ms, 99)), 3),
         "max": round(float(ms.max()), 3),
     }
-
-
-def _free_endpoint() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"tcp/127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _wait(predicate: Any, timeout_s: float) -> bool:
@@ -82,7 +76,7 @@ def run_driver_benchmark(seconds: float = 5.0, rate_hz: float = 100.0, samples: 
     bus = run_bus_benchmark(min(seconds, 5.0), rate_hz)
     max_rate = run_max_rate_benchmark(min(seconds, 3.0))
     calibration = ArmCalibration.from_dict(_CALIBRATION)
-    endpoint = _free_endpoint()
+    endpoint = free_endpoint()
     with tempfile.TemporaryDirectory() as tmp, FeetechEmulator() as emu, RouterProcess(endpoint):
         cal_path = save_calibration(calibration, Path(tmp) / "follower.json")
         config = Path(tmp) / "robot.yaml"

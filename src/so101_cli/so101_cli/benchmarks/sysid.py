@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.transport.zenoh.config import free_endpoint
 from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.sim.config import SimConfig, load_sim_config
@@ -72,12 +72,6 @@ def hidden_dynamics(nominal: ArmDynamics, seed: int = 0) -> ArmDynamics:
     return ArmDynamics(tuple(joints), "hidden")
 
 
-def _free_endpoint() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"tcp/127.0.0.1:{sock.getsockname()[1]}"
-
-
 @dataclass
 class EmulatedArm:
     """The pieces of a running emulated arm (see :func:`emulated_arm`)."""
@@ -111,7 +105,7 @@ def emulated_arm(
     plant = TwinPlant(hidden, calibration, q0=start, config=config)
     with contextlib.ExitStack() as stack:
         if endpoint is None:
-            endpoint = _free_endpoint()
+            endpoint = free_endpoint()
             stack.enter_context(RouterProcess(endpoint))
         emu = stack.enter_context(FeetechEmulator(plant=plant))
         for m in calibration.motors.values():

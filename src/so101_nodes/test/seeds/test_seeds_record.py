@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graph_testing import free_port
 from nodegraph.bag import info, read_messages
 from nodegraph.interfaces.messages import deserialize
-from nodegraph.transport.zenoh.config import ENDPOINT_ENV
+from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 from so101_core.robot_spec import JOINT_NAMES
 from so101_core.seeds import SeedDemo, load_seed
 from so101_core.sim.config import load_task_config
@@ -27,7 +26,7 @@ SEEDS_CLI = [sys.executable, "-m", "so101_cli.seeds_cmd"]
 
 
 def run_cli(*args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, ENDPOINT_ENV: f"tcp/127.0.0.1:{free_port()}", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    env = {**os.environ, ENDPOINT_ENV: free_endpoint(), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     return subprocess.run([*SEEDS_CLI, *args], env=env, capture_output=True, text=True, timeout=timeout_s)
 
 

@@ -18,6 +18,19 @@ class EndpointError(ValueError):
     """A zenoh endpoint string cannot be used."""
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now (the OS picks it; nothing holds it for the caller): a router or a
+    policy server of one's own, apart from any other graph on the machine."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def free_endpoint(host: str = "127.0.0.1") -> str:
+    """``tcp/HOST:PORT`` on a :func:`free_port`: a router endpoint no other graph uses."""
+    return f"tcp/{host}:{free_port(host)}"
+
+
 def router_endpoint(environ: Mapping[str, str] | None = None) -> str:
     """The router endpoint: ``$SO101_ZENOH_ENDPOINT`` when set and non-empty, else ``DEFAULT_ENDPOINT``."""
     env = os.environ if environ is None else environ
