@@ -88,10 +88,13 @@ if [ ! -f "$RUN/.render" ]; then
 import json, pathlib, sys
 units = sorted(pathlib.Path(sys.argv[1]).glob("episodes/episode_*/episode.json"))
 totals: dict = {}
+gl: set = set()
 for u in units:
-    for k, v in json.loads(u.read_text()).get("times", {}).items():
+    meta = json.loads(u.read_text())
+    gl.add(meta.get("gl_renderer", ""))
+    for k, v in meta.get("times", {}).items():
         totals[k] = totals.get(k, 0.0) + v
-print(json.dumps({"units": len(units), "seconds_summed_over_units": totals}, indent=1))
+print(json.dumps({"units": len(units), "gl_renderer": sorted(gl), "seconds_summed_over_units": totals}, indent=1))
 PYEOF
   touch "$RUN/.render"
 fi

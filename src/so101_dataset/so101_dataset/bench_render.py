@@ -89,7 +89,8 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
 
     from .lerobot_v3 import ShardWriter
 
-    out: dict[str, Any] = {"phase": ph["name"], "rank": rank, "cold_start_s": cold, "frames": 0}
+    out: dict[str, Any] = {"phase": ph["name"], "rank": rank, "cold_start_s": cold, "frames": 0,
+                           "gl_renderer": er.renderer.gl_renderer}  # fmt: skip
     import mujoco as _mj
 
     er.renderer.frames_per_pass = ph.get("frames_per_pass", 1)
@@ -241,6 +242,7 @@ def run_render_benchmark(
                 "three_cam_fps": round(fps, 1),
                 "worker_time_s": shares,
                 "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
+                "gl_renderer": sorted({r.get("gl_renderer", "") for r in rows}),
             }
             if ph["mode"] == "dataset":
                 shards = [Path(s) for r in rows for s in r["shards"]]

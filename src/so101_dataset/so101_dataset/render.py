@@ -47,6 +47,18 @@ def select_gl(preference: str) -> str:
     return os.environ["MUJOCO_GL"]
 
 
+def gl_renderer_name() -> str:
+    """``GL_VENDOR / GL_RENDERER`` of the current OpenGL context ('' when PyOpenGL cannot say): which GPU, or which
+    software rasterizer (Mesa's llvmpipe), rendered. Recorded with every unit: a GPU figure is only one if it says
+    the GPU's name."""
+    try:
+        from OpenGL import GL
+
+        return " / ".join(bytes(GL.glGetString(k)).decode() for k in (GL.GL_VENDOR, GL.GL_RENDERER))
+    except Exception:  # no PyOpenGL, or a platform it does not know (PYOPENGL_PLATFORM unset for EGL)
+        return ""
+
+
 @dataclass
 class RenderTimes:
     """Seconds spent per phase, summed over ``frames`` frames (all cameras of a frame count once)."""
@@ -131,6 +143,7 @@ class TiledRenderer:
                 f"cannot create an OpenGL context (MUJOCO_GL={os.environ.get('MUJOCO_GL')}): {exc}"
             ) from exc
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._ctx)
+        self.gl_renderer = gl_renderer_name()
         if self._ctx.offWidth < bw or self._ctx.offHeight < bh:
             raise RenderError(f"offscreen buffer {self._ctx.offWidth}x{self._ctx.offHeight} < {bw}x{bh} requested")
         self._scene = mujoco.MjvScene(model, maxgeom=10000)

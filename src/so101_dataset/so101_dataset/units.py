@@ -163,6 +163,7 @@ class UnitRenderer:
                 "sources": extra.get("sources", []),
             },
             "visual_dr": dr if cfg.render.visual_dr else None,
+            "gl_renderer": self.renderer.renderer.gl_renderer,
             "times": times,
         }
         write_json(tmp / EPISODE_FILE, meta)

@@ -54,6 +54,7 @@ def test_frames_decode_to_the_rendered_pixels_and_render_is_deterministic(built)
     result, cfg, _ = built
     unit = sorted((result.out_dir / "episodes").glob("episode_*"))[1]
     meta = json.loads((unit / "episode.json").read_text())
+    assert "/" in meta["gl_renderer"]  # vendor / renderer of the context that rendered: GPU or software, said
     with np.load(unit / "replay.npz") as z:
         rep = Replay(z["t"], z["q"], z["action"], {k[12:]: z[k] for k in z.files if k.startswith("object_pose/")})
     r = EpisodeRenderer(cfg.width, cfg.height, cfg.cameras, frames_per_pass=5)
