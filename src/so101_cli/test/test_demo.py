@@ -3,7 +3,8 @@ eval → report) end to end, prints the stage table (ran, and why) with the summ
 run skips every stage. (Deleting an output re-runs it and what follows: test_stage_runner.py, on stages that cost
 nothing.) The three reports it wrote (pipeline, dataset, evaluation) are opened in headless Chromium: every image
 and video loads, every relative link leads to a file, and a full-page screenshot is taken. Its seed recording gets
-a router endpoint of its own (a free port), apart from any other test's graph."""
+a router endpoint of its own (a free port), apart from any other test's graph; the transport is left to choose
+itself, as in a user's shell."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from browser_check import CHROMIUM, Chromium, PageCheck
 from nodegraph.bag import info
+from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 from so101_core.seeds import load_seeds
 
@@ -36,7 +38,10 @@ tracking: {mlflow: true}
 
 def _demo(config: Path, out: Path) -> subprocess.CompletedProcess[str]:
     args = [sys.executable, "-m", "so101_cli", "demo", "--config", str(config), "--out", str(out)]
-    env = {**os.environ, ENDPOINT_ENV: free_endpoint(), "COLUMNS": "200"}
+    # as a newcomer's shell has it: no SO101_TRANSPORT (the suite pins zenoh for its own graphs), so the nodes pick
+    # their backend as `make demo` does (rclpy where it imports)
+    env = {k: v for k, v in os.environ.items() if k != TRANSPORT_ENV}
+    env.update({ENDPOINT_ENV: free_endpoint(), "COLUMNS": "200"})
     done = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done
