@@ -10,9 +10,12 @@ here). What differs, by construction: inference takes no sim time here (in the g
 the step its reply arrives), and the policy sees the images rendered after the last step (in the graph: the
 newest frame of the 30 Hz camera stream).
 
-Episodes run in waves of ``envs``: every environment of a wave starts together, so all share one control step
-and the policy answers all of them in one batch. Writes ``fast_results.json`` (the same keys as the graph
-evaluation's ``results.json`` where they exist, plus ``episodes_per_min``) and ``fast_episodes.jsonl``.
+``envs`` environments run the episodes; one whose episode ends takes the next seed at the next replanning step
+(a multiple of ``replan_every`` on the common clock), so every episode's own clock replans at its multiples of
+``replan_every`` and the policy answers all environments in one batch (``options["step"]``: each row's step in
+its episode). No environment waits for the slowest episode of a wave. Writes ``fast_results.json`` (the same
+keys as the graph evaluation's ``results.json`` where they exist, plus ``episodes_per_min``) and
+``fast_episodes.jsonl``.
 """
 
 from __future__ import annotations
@@ -119,9 +122,7 @@ def run_fast_evaluation(
     as the policy node)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    most = max(1, min(envs or os.cpu_count() or 1, config.episodes))
-    waves = -(-config.episodes // most)
-    n_env = -(-config.episodes // waves)  # equal waves: 50 episodes on 16 cores run as 4 waves of 13
+    n_env = max(1, min(envs or os.cpu_count() or 1, config.episodes))
     horizon = config.horizon
     replan = config.replan_steps or max(1, horizon // 2)
     limits = ChunkLimits.from_config(load_policy_config())
@@ -133,87 +134,122 @@ def run_fast_evaluation(
         randomize=config.randomize,
         dr_profile=config.dr_profile,
         task=config.task,
-        pixels_every_step=False,  # rendered when the policy is asked (_wave), the same images, 1/replan the cost
+        pixels_every_step=False,  # rendered when the policy is asked (_run), the same images, 1/replan the cost
     )
-    rows: list[dict[str, Any]] = []
+    seeds = [config.episode_seed(i) for i in range(config.episodes)]
     t0 = time.perf_counter()
     vec = make_vector_env(spec, n_env)
     try:
-        for first in range(0, config.episodes, n_env):
-            count = min(n_env, config.episodes - first)
-            seeds = [config.episode_seed(first + k) for k in range(count)]
-            seeds += [config.seed + first + k for k in range(count, n_env)]  # a last wave's idle environments
-            rows.extend(_wave(vec, backend, spec, seeds, horizon, replan, config.blend_alpha, limits)[:count])
-            for k, row in enumerate(rows[first:]):
-                row["index"] = first + k
-                if progress is not None:
-                    progress(row["index"] + 1, config.episodes, row)
+        rows = _run(vec, backend, spec, seeds, Execution(horizon, replan, config.blend_alpha, limits), progress)
     finally:
         vec.close()
     wall = time.perf_counter() - t0
     return _summarize(rows, out_dir, config, cameras, size, n_env, replan, wall)
 
 
-def _wave(
-    vec: Any, backend: Any, spec: EnvConfig, seeds: list[int], horizon: int, replan: int, alpha: float,
-    limits: ChunkLimits,
+@dataclass(frozen=True)
+class Execution:
+    """How chunks are executed, as the policy node does: ``horizon`` steps of a chunk, a new one every ``replan``
+    steps, EMA weight ``alpha`` on the new chunk, admitted within ``limits``."""
+
+    horizon: int
+    replan: int
+    alpha: float
+    limits: ChunkLimits
+
+
+class _Episode:
+    """One environment's current episode: its index in the evaluation, seed, start on the common clock, plan,
+    last command and hold position (rad), and counters."""
+
+    def __init__(self, index: int, seed: int, start: int) -> None:
+        self.index, self.seed, self.start = index, seed, start
+        self.plan: Plan | None = None
+        self.last: np.ndarray | None = None
+        self.hold: np.ndarray | None = None
+        self.stats = {"clamped_values": 0, "rejected_chunks": 0, "held_steps": 0, "queries": 0}
+
+
+def _run(
+    vec: Any, backend: Any, spec: EnvConfig, seeds: list[int], ex: Execution,
+    progress: Callable[[int, int, dict[str, Any]], None] | None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """One wave: every environment from its seed until its episode ends; a row per environment. Chunks enter
-    each plan through :func:`~.admission.admit_chunk`, as in the policy node; where an environment has no
-    planned action (every chunk so far refused) it holds the position measured when the hold began."""
-    obs, _ = vec.reset(seed=seeds)
+    """Every episode of ``seeds`` on ``vec``'s environments (see the module docstring); a row per episode, in
+    episode order. Chunks enter each plan through :func:`~.admission.admit_chunk`, as in the policy node; where
+    an environment has no planned action (every chunk so far refused) it holds the position measured when the hold
+    began. An environment without an episode (more environments than episodes left) holds still, unseen."""
+    n = vec.num_envs
+    todo = list(range(len(seeds)))
+    running: list[_Episode | None] = [None] * n
+    first = [todo.pop(0) if todo else -1 for _ in range(n)]
+    obs, _ = vec.reset(seed=[seeds[e] if e >= 0 else seeds[0] for e in first])
     backend.reset(None)
-    n = len(seeds)
-    plans: list[Plan | None] = [None] * n
-    last: list[np.ndarray | None] = [None] * n  # the last command (rad)
-    hold: list[np.ndarray | None] = [None] * n
-    stats = [{"clamped_values": 0, "rejected_chunks": 0, "held_steps": 0} for _ in range(n)]
-    done = np.zeros(n, dtype=bool)
-    info_last: list[dict[str, Any]] = [{} for _ in range(n)]
+    for i, e in enumerate(first):
+        running[i] = _Episode(e, seeds[e], 0) if e >= 0 else None
+    rows: dict[int, dict[str, Any]] = {}
+    idle: list[int] = []  # environments whose episode ended, waiting for the next replanning step
     step = 0
-    queries = 0
-    while not done.all():
+    while todo or any(ep is not None for ep in running):  # every environment may end at once, with seeds left
+        if step % ex.replan == 0 and idle:
+            mask = np.zeros(n, dtype=bool)
+            for i in idle:
+                if todo:
+                    e = todo.pop(0)
+                    running[i], mask[i] = _Episode(e, seeds[e], step), True
+            idle = []
+            if mask.any():
+                obs, _ = vec.reset(seed=[ep.seed if ep is not None else 0 for ep in running],
+                                   options={"reset_mask": mask})  # fmt: skip
         q = from_lerobot(np.asarray(obs["agent_pos"], dtype=np.float64))
-        if step % replan == 0 or any(p is None or p.remaining(step) == 0 for p in plans):
+        active = [i for i, ep in enumerate(running) if ep is not None]
+        due = any(ep.plan is None or ep.plan.remaining(step) == 0 for ep in running if ep is not None)
+        if step % ex.replan == 0 or due:
             pixels = _render(vec, spec)
-            chunk, _ = backend.get_action(batched_observation(pixels, obs["agent_pos"], spec.task), {"step": step})
-            queries += 1
-            for i, rows in enumerate(_chunks(chunk)):
-                ref = last[i]
-                admitted = admit_chunk(plans[i], rows, step, step, horizon, alpha, limits, q[i] if ref is None else ref)
-                plans[i] = admitted.plan
-                stats[i]["clamped_values"] += admitted.clamped
-                stats[i]["rejected_chunks"] += bool(admitted.refused)
-        command = np.empty((n, 6))
-        for i, plan in enumerate(plans):
-            action = plan.at(step) if plan is not None else None
+            local = [step - ep.start if ep is not None else 0 for ep in running]
+            chunk, _ = backend.get_action(batched_observation(pixels, obs["agent_pos"], spec.task), {"step": local})
+            rows_of = _chunks(chunk)
+            for i in active:
+                ep = running[i]
+                assert ep is not None
+                ref = q[i] if ep.last is None else ep.last
+                admitted = admit_chunk(ep.plan, rows_of[i], step, step, ex.horizon, ex.alpha, ex.limits, ref)
+                ep.plan = admitted.plan
+                ep.stats["clamped_values"] += admitted.clamped
+                ep.stats["rejected_chunks"] += bool(admitted.refused)
+                ep.stats["queries"] += 1
+        command = q.copy()  # an environment without an episode holds where it is
+        for i in active:
+            ep = running[i]
+            assert ep is not None
+            action = ep.plan.at(step) if ep.plan is not None else None
             if action is None:
-                hold[i] = q[i].copy() if hold[i] is None else hold[i]
-                action = hold[i]
-                stats[i]["held_steps"] += int(not done[i])
+                ep.hold = q[i].copy() if ep.hold is None else ep.hold
+                action = ep.hold
+                ep.stats["held_steps"] += 1
             else:
-                hold[i] = None
-            command[i] = last[i] = action
+                ep.hold = None
+            command[i] = ep.last = action
         obs, _, terminated, truncated, info = vec.step(np.asarray(to_lerobot(command), dtype=np.float32))
         step += 1
-        for i in range(n):
-            if not done[i] and (terminated[i] or truncated[i]):
-                done[i] = True
-                info_last[i] = {
-                    k: (v[i] if isinstance(v, np.ndarray) else v) for k, v in info.items() if not k.startswith("_")
+        for i in active:
+            if terminated[i] or truncated[i]:
+                ep = running[i]
+                assert ep is not None
+                end = {k: (v[i] if isinstance(v, np.ndarray) else v) for k, v in info.items() if not k.startswith("_")}
+                rows[ep.index] = {
+                    "seed": ep.seed,
+                    "success": bool(end["is_success"]),
+                    "workshop_success": bool(end["workshop_success"]),
+                    "steps": int(end["steps"]),
+                    "target_slot": int(end["target_slot"]),
+                    **ep.stats,
+                    "index": ep.index,
                 }
-    return [
-        {
-            "seed": int(seeds[i]),
-            "success": bool(info_last[i]["is_success"]),
-            "workshop_success": bool(info_last[i]["workshop_success"]),
-            "steps": int(info_last[i]["steps"]),
-            "target_slot": int(info_last[i]["target_slot"]),
-            "queries": queries,
-            **stats[i],
-        }
-        for i in range(n)
-    ]
+                running[i] = None
+                idle.append(i)
+                if progress is not None:
+                    progress(len(rows), len(seeds), rows[ep.index])
+    return [rows[e] for e in sorted(rows)]
 
 
 def _render(vec: Any, spec: EnvConfig) -> dict[str, np.ndarray]:

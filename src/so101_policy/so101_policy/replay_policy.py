@@ -1,8 +1,9 @@
 """Scripted policies for evaluation checks and benchmarks: replay a recorded action sequence, or a constant.
 
 :class:`ReplayPolicy` answers ``get_action`` with ``actions[k : k + H]`` (padded with the last action), where
-``k`` is ``options["step"]`` (the policy node sends its control step, counted from its first action) or,
-without it, the number of ``get_action`` calls since ``reset`` times ``step_per_call``. Actions are in dataset
+``k`` is ``options["step"]`` (the policy node sends its control step, counted from its first action; the fast
+evaluator one step per row) or, without it, the number of ``get_action`` calls since ``reset`` times
+``step_per_call``. Actions are in dataset
 (LeRobot) units, (N, 6).
 """
 
@@ -42,12 +43,22 @@ class ReplayPolicy:
 
     def get_action(self, observation: dict[str, Any], options: dict[str, Any] | None) -> tuple[dict, dict]:
         b, _ = check_observation(observation, self.cameras)
-        step = options.get("step") if isinstance(options, dict) else None
-        k = int(step) if isinstance(step, int) and step >= 0 else self.calls * self.step_per_call
+        asked = options.get("step") if isinstance(options, dict) else None
+        steps = self._steps(asked, b)
         self.calls += 1
-        idx = np.minimum(np.arange(k, k + self.horizon), len(self.actions) - 1)
-        chunk = np.broadcast_to(self.actions[idx], (b, self.horizon, 6))
-        return {"single_arm": chunk[:, :, :5].copy(), "gripper": chunk[:, :, 5:].copy()}, {"step": k}
+        idx = np.minimum(np.asarray(steps)[:, None] + np.arange(self.horizon), len(self.actions) - 1)
+        chunk = self.actions[idx]  # (B, H, 6)
+        said: int | list[int] = steps if isinstance(asked, list | tuple) else steps[0]  # the step(s) as asked
+        return {"single_arm": chunk[:, :, :5].copy(), "gripper": chunk[:, :, 5:].copy()}, {"step": said}
+
+    def _steps(self, step: Any, batch: int) -> list[int]:
+        """Each row's step: ``step`` one int for all rows or a list of B ints (the fast evaluator's rows run
+        episodes started at different times); else the call count times ``step_per_call``."""
+        if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+            return [step] * batch
+        if isinstance(step, list | tuple) and len(step) == batch and all(isinstance(k, int) and k >= 0 for k in step):
+            return [int(k) for k in step]
+        return [self.calls * self.step_per_call] * batch
 
     def reset(self, options: dict[str, Any] | None) -> dict[str, Any]:
         self.calls = 0

@@ -140,3 +140,19 @@ def test_graphs_share_the_episodes_in_contiguous_seed_ranges() -> None:
     assert split(50, 4) == [(0, 13), (13, 13), (26, 12), (38, 12)]
     assert split(2, 4) == [(0, 1), (1, 1)]  # never an empty graph
     assert sum(n for _, n in split(7, 3)) == 7
+
+
+@pytest.mark.slow
+def test_fast_environments_take_the_next_episode_when_theirs_ends(
+    demo: tuple[Path, int, float], tmp_path: Path
+) -> None:
+    # three episodes on two environments: the third starts when the first one ends, mid-run on the common clock;
+    # replaying the demo from its own step 0 (each row's step in its episode) it succeeds like the first two
+    actions, steps, _ = demo
+    replay = ReplayPolicy(np.load(actions), horizon=16, cameras=("top",))
+    three = dataclasses.replace(config(steps / 30.0 + 3.0), episodes=3)
+    fast = run_fast_evaluation(replay, tmp_path, three, ("top",), (32, 24), envs=2)
+    rows = [json.loads(line) for line in (tmp_path / "fast_episodes.jsonl").read_text().splitlines()]
+    assert [r["index"] for r in rows] == [0, 1, 2] and [r["seed"] for r in rows] == [SEED, SEED + 1, SEED + 2]
+    assert fast.successes == 3, rows
+    assert all(r["queries"] >= steps // 16 for r in rows)  # each episode asked for its own chunks
