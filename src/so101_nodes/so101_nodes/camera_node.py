@@ -33,6 +33,7 @@ from typing import Any
 
 from nodegraph.diagnostics import DIAGNOSTICS_QOS, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node
+from nodegraph.graph.declared_params import check_bounds
 from so101_core.config_paths import config_dir
 from so101_core.robot_spec import optical_frame
 from so101_hardware.cameras.base import (
@@ -48,7 +49,6 @@ from so101_hardware.cameras.realsense import DeviceSource
 from so101_hardware.errors import ConfigError
 
 from so101_nodes import camera_messages as cm
-from so101_nodes.params import check_bounds
 
 # the parameters that make a camera config, per backend (the rest of a config entry, e.g. k, comes from the file)
 CAMERA_PARAMETERS = {

@@ -67,6 +67,7 @@ from nodegraph.diagnostics import (
     status_message,
 )
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.control.safety import CommandFilter, EStop, JointLimits, Watchdog
@@ -79,7 +80,6 @@ from so101_hardware.robot import ArmState, SO101Arm
 
 from so101_nodes.arm_link import ArmLink, load_arm
 from so101_nodes.joint_messages import joint_state_message, joint_vector
-from so101_nodes.params import check_bounds, declare_params
 from so101_nodes.trajectory import (
     ACTION_NAME,
     CONTROLLER_STATE,

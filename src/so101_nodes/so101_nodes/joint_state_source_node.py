@@ -11,9 +11,8 @@ import math
 from dataclasses import dataclass
 
 from nodegraph.graph.api import Node
+from nodegraph.graph.declared_params import declare_params
 from so101_core.robot_spec import JOINT_NAMES
-
-from so101_nodes.params import declare_params
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from nodegraph.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node
+from nodegraph.graph.declared_params import check_bounds, declare_params
 from so101_hardware.robot import SO101Leader
 
 from so101_nodes.arm_link import ArmLink, load_arm
 from so101_nodes.joint_messages import joint_state_message
-from so101_nodes.params import check_bounds, declare_params
 
 
 @dataclass(frozen=True)

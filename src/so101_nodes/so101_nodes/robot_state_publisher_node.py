@@ -23,13 +23,12 @@ from typing import Any
 
 import numpy as np
 from nodegraph.graph.api import Message, Node
+from nodegraph.graph.declared_params import declare_params
 from nodegraph.graph.qos import LATCHED
 from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.description.urdf import UrdfJoint, load_urdf
 from so101_core.geometry import mat_to_quat_xyzw
-
-from so101_nodes.params import declare_params
 
 TF = "tf2_msgs/msg/TFMessage"
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from nodegraph.graph.api import Message, Node
+from nodegraph.graph.declared_params import declare_params
 from nodegraph.graph.qos import QoS
 from nodegraph.time import to_ns
 from so101_core.sim import JOINT_NAMES
@@ -52,7 +53,6 @@ from so101_core.sim.scripted_expert import ScriptedExpert
 from so101_core.sim.twin import Pose, Twin
 
 from so101_nodes.driver_node import joint_vector
-from so101_nodes.params import declare_params
 
 STATE_QOS = QoS(depth=1)  # keep-last 1: always answer the newest state, never a backlog
 

@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 from nodegraph.bag.writer import BagWriter
 from nodegraph.graph.api import Client, Node, ServiceTimeout
+from nodegraph.graph.declared_params import check_bounds
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
 from nodegraph.time import to_ns
@@ -77,7 +78,6 @@ from so101_core.sim.randomization import prefilled_before
 from so101_core.sim.scene import RACK, VIAL, standing_names
 from so101_core.sim.task import SuccessDetector, TaskState
 
-from so101_nodes.params import check_bounds
 from so101_nodes.seed_episode import SeedEpisode, StreamHistory
 
 MODES = ("scripted", "teleop")

@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.graph.qos import QoS
 from so101_core.arrays import F64
 from so101_core.config_paths import config_dir
@@ -82,7 +83,6 @@ from so101_core.sim.twin import Twin
 
 from so101_nodes import camera_messages
 from so101_nodes.joint_messages import joint_vector
-from so101_nodes.params import check_bounds
 from so101_nodes.sim_rendering import SimCameras
 from so101_nodes.trajectory import (
     ACTION_NAME,
@@ -127,28 +127,7 @@ class SimParams:
 
     @classmethod
     def declare(cls, node: Node) -> SimParams:
-        d = cls()
-        cameras = node.declare_parameter("cameras", list(d.cameras))
-        params = cls(
-            sim_config=str(node.declare_parameter("sim_config", d.sim_config)),
-            dr_config=str(node.declare_parameter("dr_config", d.dr_config)),
-            dr_profile=str(node.declare_parameter("dr_profile", d.dr_profile)),
-            randomize=bool(node.declare_parameter("randomize", d.randomize)),
-            seed=int(node.declare_parameter("seed", d.seed)),
-            real_time_factor=float(node.declare_parameter("real_time_factor", d.real_time_factor)),
-            joint_state_rate_hz=float(node.declare_parameter("joint_state_rate_hz", d.joint_state_rate_hz)),
-            cameras=tuple(str(c) for c in cameras or () if c),  # ros2 launch gives [""] for []
-            camera_rate_hz=float(node.declare_parameter("camera_rate_hz", d.camera_rate_hz)),
-            width=int(node.declare_parameter("width", d.width)),
-            height=int(node.declare_parameter("height", d.height)),
-            depth=bool(node.declare_parameter("depth", d.depth)),
-            diagnostics_period_s=float(node.declare_parameter("diagnostics_period_s", d.diagnostics_period_s)),
-            goal_tolerance_rad=float(node.declare_parameter("goal_tolerance_rad", d.goal_tolerance_rad)),
-            goal_time_tolerance_s=float(node.declare_parameter("goal_time_tolerance_s", d.goal_time_tolerance_s)),
-            robot_config=str(node.declare_parameter("robot_config", d.robot_config)),
-            robot_id=str(node.declare_parameter("robot_id", d.robot_id)),
-            arm_file=str(node.declare_parameter("arm_file", d.arm_file)),
-        )
+        params = declare_params(node, cls, read_only=False)  # settable, as ROS users have used them
         params.validate()
         return params
 

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 from nodegraph.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Message, Node
+from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.time import to_ns
 from so101_core.arrays import F64
 from so101_core.robot_spec import JOINT_NAMES
 
 from so101_nodes.joint_messages import joint_vector
-from so101_nodes.params import check_bounds, declare_params
 
 
 @dataclass(frozen=True)

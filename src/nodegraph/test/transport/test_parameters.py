@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from graph_testing import Peer
 from nodegraph.graph.arguments import ArgumentError, parse_ros_arguments, ros_arguments
+from nodegraph.graph.declared_params import declare_params
 from nodegraph.graph.names import InvalidNameError, resolve_name
 from nodegraph.graph.parameters import ParameterError, ParameterStore, parameters_from_file
 from nodegraph.transport.zenoh.context import Context
@@ -69,6 +71,33 @@ def test_rendered_ros_arguments_parse_back() -> None:
     parsed = parse_ros_arguments(["prog-arg", *ros_arguments(params, "policy")])
     assert parsed.parameters == params and parsed.node_name == "policy" and parsed.remaining == ["prog-arg"]
     assert ros_arguments({}) == ["--ros-args"]
+
+
+@dataclass(frozen=True)
+class _Params:
+    cameras: tuple[str, ...] = ("top",)
+    rate_hz: float = 30.0
+    name: str = "arm"
+
+
+class _Declarer:  # what declare_params needs of a node: declare_parameter on a parameter store
+    def __init__(self, overrides: dict[str, object]) -> None:
+        self.store = ParameterStore(overrides)
+
+    def declare_parameter(self, name: str, default: object, *, read_only: bool = False) -> object:
+        return self.store.declare(name, default, read_only=read_only)
+
+
+def test_dataclass_parameters_are_declared_read_only_with_their_defaults() -> None:
+    node = _Declarer({"cameras": [""], "rate_hz": 60})  # ros2 launch's [""] for an empty list; an int widens
+    params = declare_params(node, _Params, _Params(name="follower"))  # type: ignore[arg-type]
+    assert params == _Params(cameras=(), rate_hz=60.0, name="follower")
+    assert isinstance(params.rate_hz, float)
+    assert not node.store.set({"name": "other"})[0].successful  # read once: a change is refused, not ignored
+    assert declare_params(_Declarer({}), _Params) == _Params()  # type: ignore[arg-type]
+    settable = _Declarer({})
+    declare_params(settable, _Params, read_only=False)  # type: ignore[arg-type]
+    assert settable.store.set({"name": "other"})[0].successful
 
 
 def test_parameter_types_are_checked() -> None:

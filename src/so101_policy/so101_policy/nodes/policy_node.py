@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
 from nodegraph.graph.api import Node
+from nodegraph.graph.declared_params import declare_params
 from nodegraph.images import ImageError, to_rgb
 from so101_core.arrays import F64
 from so101_core.lerobot_units import from_lerobot, to_lerobot
@@ -84,19 +85,10 @@ class PolicyParams(PolicyNodeConfig):
 
     @classmethod
     def declare(cls, node: Node) -> PolicyParams:
+        """policy.yaml (or the ``policy_config`` file) gives the defaults of its fields, the class the rest."""
         path = str(node.declare_parameter("policy_config", ""))
         base = load_policy_config(path or None)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            default = getattr(base, f.name, None)
-            if default is None:
-                default = getattr(cls(), f.name)
-            if isinstance(default, tuple):
-                kind = type(default[0]) if default else str
-                values[f.name] = tuple(kind(v) for v in node.declare_parameter(f.name, list(default)) or ())
-            else:
-                values[f.name] = type(default)(node.declare_parameter(f.name, default))
-        return cls(**values)
+        return declare_params(node, cls, cls(**{f.name: getattr(base, f.name) for f in fields(base)}), read_only=False)
 
 
 @dataclass
