@@ -54,7 +54,6 @@ Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import shutil
 import threading
@@ -66,7 +65,7 @@ from typing import Any
 import numpy as np
 from nodegraph.bag.writer import BagWriter
 from nodegraph.graph.api import Client, Node, ServiceTimeout
-from nodegraph.graph.declared_params import check_bounds
+from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
 from nodegraph.time import to_ns
@@ -124,27 +123,7 @@ class SeedRecorderParams:
 
     @classmethod
     def declare(cls, node: Node) -> SeedRecorderParams:
-        d = cls(output="")
-        values = {f.name: node.declare_parameter(f.name, getattr(d, f.name)) for f in dataclasses.fields(cls)}
-        params = cls(
-            output=str(values["output"]),
-            mode=str(values["mode"]),
-            episodes=int(values["episodes"]),
-            seed=int(values["seed"]),
-            reset_sim=bool(values["reset_sim"]),
-            action_topic=str(values["action_topic"]),
-            expert=str(values["expert"]),
-            max_steps=int(values["max_steps"]),
-            done_steps=int(values["done_steps"]),
-            retries=int(values["retries"]),
-            episode_timeout_s=float(values["episode_timeout_s"]),
-            service_timeout_s=float(values["service_timeout_s"]),
-            task_config=str(values["task_config"]),
-            sim_config=str(values["sim_config"]),
-            images=bool(values["images"]),
-            held_gripper_max_rad=float(values["held_gripper_max_rad"]),
-            exit_when_done=bool(values["exit_when_done"]),
-        )
+        params = declare_params(node, cls, cls(output=""), read_only=False)
         params.validate()
         return params
 

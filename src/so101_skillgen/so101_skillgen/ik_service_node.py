@@ -29,12 +29,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from nodegraph.graph.api import Node
+from nodegraph.graph.declared_params import declare_params
 from so101_core.arrays import F64
 from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
@@ -63,8 +64,7 @@ class IKServiceParams:
 
     @classmethod
     def declare(cls, node: Node) -> IKServiceParams:
-        d = cls()
-        p = cls(**{f.name: node.declare_parameter(f.name, getattr(d, f.name)) for f in fields(cls)})
+        p = declare_params(node, cls, read_only=False)
         for name in ("max_velocity", "rate_hz", "check_step"):
             if not getattr(p, name) > 0:
                 raise SkillGenError(f"parameter {name}: must be > 0, got {getattr(p, name)}")

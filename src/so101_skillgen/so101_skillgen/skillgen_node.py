@@ -30,11 +30,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
+from nodegraph.graph.declared_params import declare_params
 from so101_core.seeds.format import SeedFormatError
 from so101_core.sim.config import load_task_variant
 from so101_core.sim.errors import SimError
@@ -61,8 +62,7 @@ class SkillGenNodeParams:
 
     @classmethod
     def declare(cls, node: Node) -> SkillGenNodeParams:
-        d = cls()
-        p = cls(**{f.name: node.declare_parameter(f.name, getattr(d, f.name)) for f in fields(cls)})
+        p = declare_params(node, cls, read_only=False)
         if p.workers < 1:
             raise SkillGenError(f"parameter workers: must be >= 1, got {p.workers}")
         if p.executor not in ("local", "ray"):
