@@ -1,5 +1,5 @@
-"""Node parameters as frozen dataclasses: every field is declared with its default, read once (the nodes'
-template; one reader for every node of the house)."""
+"""Node parameters as frozen dataclasses: every field is declared with its default, read once (the node
+template's parameter block, in the runtime so that every package's nodes can use it)."""
 
 from __future__ import annotations
 
