@@ -56,10 +56,12 @@ if [ -n "${DEMOS_FROM:-}" ] && [ ! -f "$RUN/.skillgen" ]; then
   cp -r "$DEMOS_FROM/seeds" "$DEMOS_FROM/demos" "$RUN/" && touch "$RUN/.seeds" "$RUN/.skillgen"
 fi
 stamp() { echo "== $1: $(( $(date +%s) - START )) s into this call, $(left) s left" | tee -a "$RUN/times.log"; }
-keep() {  # every call, however it ends: the run's small records back under $OUT (one archive: the tool returns 8 files)
+keep() {  # every call, however it ends: the run's small records back under $OUT (one archive: the tool returns 8 files;
+  # the graph's per-episode rows too: target slot, final placement)
   [ -n "${OUT:-}" ] || return 0
   (cd "$RUN" && find . -maxdepth 3 \( -name times.log -o -name sweep.json -o -name train_result.json \
-    -o -name fast_results.json -o -name fast_episodes.jsonl -o -name results.json -o -name render_times.json \) -print0 |
+    -o -name fast_results.json -o -name fast_episodes.jsonl -o -name results.json -o -name render_times.json \
+    -o -name episodes.jsonl \) -print0 |
     tar czf "$OUT/policy_run_records.tgz" --null -T -) || true
 }
 trap keep EXIT
