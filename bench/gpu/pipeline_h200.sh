@@ -10,15 +10,24 @@
 # `so101 pipeline run` reads SO101_SLICE_S itself: training stops in time for its final checkpoint, the
 # evaluation starts no episode it cannot finish, other stages are stopped at the slice's end and resume; it
 # exits with 75 until the pipeline has finished. The summary's per-stage `produced_wall_s` adds up the slices.
+# On a bare device machine the carried wheels (.whl, then .whl_b: one call carries at most 64 MiB) and GL loaders
+# (.gl) are installed by bench/gpu/device_env.sh; UNTIL=skillgen stops after the stages the first folder serves:
+#   call 1 (carry .whl .gl):    UNTIL=skillgen SO101_SLICE_S=560 bench/gpu/pipeline_h200.sh
+#   calls 2.. (carry .whl_b .gl, the machine still warm): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/pipeline_h200}
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
-export MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-export SO101_MACHINE=${SO101_MACHINE:-device machine}  # the result files' machine.host
-export PYTHONPATH=${PYTHONPATH:-$(ls -d "$PWD"/src/*/ | paste -sd:)}
+. bench/gpu/device_env.sh  # carried wheels and GL loaders installed, the environment exported
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+if [ -n "${UNTIL:-}" ]; then
+  status=0
+  "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" --until "$UNTIL" || status=$?
+  if [ "$status" -eq 75 ]; then echo "slice ended: run again to go on"; exit 0; fi
+  [ "$status" -eq 0 ] || exit "$status"
+  echo "pipeline_h200: stopped after $UNTIL (UNTIL)"; exit 0
+fi
 if [ -n "${SO101_SLICE_S:-}" ]; then
   status=0
   "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" || status=$?

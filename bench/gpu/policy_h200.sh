@@ -32,22 +32,7 @@ FULL=${FULL---full-resolution}  # FULL= (empty) on a CPU: no 3 x 640x480 latency
 START=$(date +%s)
 DEADLINE=$((START + ${SO101_SLICE_S:-100000}))
 left() { echo $((DEADLINE - $(date +%s))); }
-for d in .whl .whl_b; do  # wheels carried by the device tool (bench/README.md), installed once per machine
-  if compgen -G "$d/*.whl" >/dev/null; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$d"/*.whl
-  fi
-done
-if compgen -G ".gl/*.deb" >/dev/null; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
-[ -d /tmp/site ] && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
-export PYTHONPATH=$(ls -d "$PWD"/src/*/ | paste -sd:):${PYTHONPATH:-}
-if ! "$PY" -c "import importlib.metadata as m; m.distribution('so101_nodes')" 2>/dev/null; then
-  # no venv here: our packages' metadata (console scripts the launcher runs, interface entry points) into
-  # /tmp/site; their code is still imported from src/ (first on the path)
-  ls -d src/*/ | grep -v so101_msgs | xargs "$PY" -m pip install -q --no-deps --no-build-isolation --no-index \
-    --target /tmp/site
-fi
-export NODEGRAPH_INTERFACE_PATH=$PWD/src/so101_msgs MUJOCO_GL=egl PYOPENGL_PLATFORM=egl HF_HUB_OFFLINE=1
-export PYTHONUNBUFFERED=1 SO101_MACHINE=${SO101_MACHINE:-device machine}
+. bench/gpu/device_env.sh  # carried wheels and GL loaders installed, the environment exported
 [ "${UNTIL:-}" = install ] && { echo "policy_h200: installed (UNTIL)"; exit 0; }
 [ -n "${OUT:-}" ] && export SO101_BENCH_RESULTS=$OUT
 so101() { "$PY" -m so101_cli "$@"; }
