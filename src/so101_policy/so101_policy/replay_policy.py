@@ -56,7 +56,9 @@ class ReplayPolicy:
         episodes started at different times); else the call count times ``step_per_call``."""
         if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
             return [step] * batch
-        if isinstance(step, list | tuple) and len(step) == batch and all(isinstance(k, int) and k >= 0 for k in step):
+        if isinstance(step, list | tuple):  # a row's step missing or wrong would replay another moment: refused
+            if len(step) != batch or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in step):
+                raise ValueError(f"replay: options.step must be {batch} steps >= 0, one per row, got {step!r}")
             return [int(k) for k in step]
         return [self.calls * self.step_per_call] * batch
 

@@ -150,7 +150,9 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
     """
     import torch
 
-    state, action, episode = data.rows if data.rows is not None else _rows(list(data.units))
+    if data.rows is None:
+        raise ConfigError(f"{data.path}: not a dataset build with rendered frames (kind {data.kind!r})")
+    state, action, episode = data.rows
     cams = [camera_of(k) for k in image_keys]
     rows = np.bincount(episode, minlength=len(data.units))
     ends = np.cumsum(rows)  # each unit's rows: starts[k]:ends[k]

@@ -67,6 +67,11 @@ def test_every_endpoint(served: PolicyServer) -> None:
         assert info == {"step": 3}
         action, _ = client.get_action(make_obs(b=2))  # batched, no step: counts calls since reset
         assert action["single_arm"].shape == (2, 4, 5)
+        action, info = client.get_action(make_obs(b=2), {"step": [1, 5]})  # one step per row
+        np.testing.assert_array_equal(action["single_arm"][:, 0], ACTIONS[[1, 5], :5])
+        assert info == {"step": [1, 5]}
+        with pytest.raises(ServerError, match="2 steps >= 0, one per row"):
+            client.get_action(make_obs(b=2), {"step": [1]})
         assert client.reset() == {}
         config = client.get_modality_config()
         assert set(config) == {"video", "state", "action", "language"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from so101_policy.errors import ConfigError
-from so101_policy.training_data import _image_stats, decode_units, open_training_data
+from so101_policy.training_data import TrainingData, _image_stats, decode_units, open_training_data
 
 CAMERAS = ("ego", "top")
 
@@ -57,6 +57,12 @@ def test_the_frame_cache_holds_every_units_frames_in_row_order(tmp_path: Path, m
         got = cache.images[f"observation.images.{cam}"].permute(0, 2, 3, 1).numpy()  # (N, 3, H, W) -> (N, H, W, 3)
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(cache.episode_end, np.repeat([11, 15, 32], [11, 4, 17]))
+
+
+def test_only_rendered_units_decode_into_the_frame_cache(tmp_path: Path) -> None:
+    lerobot = TrainingData("lerobot", tmp_path, {}, {}, 30.0, 0, 0)
+    with pytest.raises(ConfigError, match="not a dataset build with rendered frames"):
+        decode_units(lerobot, ["observation.images.top"], chunk=4, device="cpu")
 
 
 def test_a_unit_whose_frames_do_not_match_its_rows_is_named(tmp_path: Path) -> None:
