@@ -13,9 +13,10 @@
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
-# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=install|seeds|skillgen|render|train_scenes: stop
-# after that step (a call whose carried wheels serve only the steps up to it). DEMOS_FROM=DIR: seeds/ and demos/
-# made elsewhere (steps 1-2 on a CPU machine, carried in DIR) stand for steps 1 and 2.
+# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=install|seeds|skillgen|render|
+# train_scenes|graph: stop after that step (a call whose carried wheels serve only the steps up to it).
+# TRAIN_SCENES=0 skips the check on the training demos' scenes. DEMOS_FROM=DIR: seeds/ and demos/ made elsewhere
+# (steps 1-2 on a CPU machine, carried in DIR) stand for steps 1 and 2.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -46,7 +47,7 @@ keep() {  # every call, however it ends: the run's small records back under $OUT
   [ -n "${OUT:-}" ] || return 0
   (cd "$RUN" && find . -maxdepth 3 \( -name times.log -o -name sweep.json -o -name train_result.json \
     -o -name fast_results.json -o -name fast_episodes.jsonl -o -name results.json -o -name render_times.json \
-    -o -name episodes.jsonl \) -print0 |
+    -o -name episodes.jsonl -o -name '*.mp4' -o -name report.html \) -print0 |
     tar czf "$OUT/policy_run_records.tgz" --null -T -) || true
 }
 trap keep EXIT
@@ -117,7 +118,7 @@ else:  # no variants: eval.yaml's execution, as the sweep scored it
 PYEOF
 )
 read -r H A R <<<"$CHOICE"
-if [ ! -f "$RUN/fast/train_scenes/fast_results.json" ]; then
+if [ "${TRAIN_SCENES:-1}" != 0 ] && [ ! -f "$RUN/fast/train_scenes/fast_results.json" ]; then
   need 100 "fast eval on the training scenes"; stamp "fast eval on the training scenes"
   SCENES=$("$PY" -c "import json,sys; from so101_core.seeds.format import load_seeds
 print(json.dumps([d.seed for d in load_seeds(sys.argv[1])][:int(sys.argv[2])]))" "$RUN/demos" "$EPISODES")
@@ -126,12 +127,14 @@ print(json.dumps([d.seed for d in load_seeds(sys.argv[1])][:int(sys.argv[2])]))"
     --set replan_steps="$R" --set device="$DEVICE" --set episode_s="$EPISODE_S"
 fi
 [ "${UNTIL:-}" = train_scenes ] && { echo "policy_h200: stopped after the training-scene check (UNTIL)"; exit 0; }
+RTF=2; [ "$R" -lt 4 ] && RTF=1  # a query every step or two: real time, so the server's answers keep pace
 if [ ! -f "$RUN/graph/results.json" ]; then
   need 240 "graph evaluation"; stamp "graph evaluation h=$H alpha=$A replan=$R"
-  so101 eval --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/graph" --set graphs="$GRAPHS" --set real_time_factor=2 \
+  so101 eval --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/graph" --set graphs="$GRAPHS" --set real_time_factor=$RTF \
     --set dr_profile=wide --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set device="$DEVICE" \
     --set videos=2 --set episode_s="$EPISODE_S"
 fi
+[ "${UNTIL:-}" = graph ] && { echo "policy_h200: stopped after the graph evaluation (UNTIL)"; exit 0; }
 need 120 "bench policy"; stamp "bench policy"
 # shellcheck disable=SC2086
 so101 bench policy --checkpoint "$CKPT" $FULL --device "$DEVICE" --calls 100 --jitter-seconds 8 \

@@ -34,7 +34,7 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
-from .metrics import aggregate, frame_metrics, success_by_target_slot, wilson_interval
+from .metrics import aggregate, frame_metrics, failure_counts, success_by_target_slot, wilson_interval
 from .outcome import failure_reason, final_placement
 from .processes import Child, child_env, python_module
 from .sim_env import make_twin
@@ -392,6 +392,7 @@ def summarize(
         "workshop_rate": (shop / n if n else 0.0) if shop is not None else None,
         "workshop_wilson_95": list(asdict(wilson_interval(shop, n)).values()) if shop is not None else None,
         "by_target_slot": success_by_target_slot(rows),
+        "failures": failure_counts(rows),
         "metrics": metrics,
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
         "cameras": list(spec.cameras),

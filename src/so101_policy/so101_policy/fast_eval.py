@@ -36,7 +36,7 @@ from so101_core.lerobot_units import from_lerobot, to_lerobot
 from .admission import ChunkLimits, admit_chunk
 from .blending import Plan
 from .config import EvalConfig, load_policy_config
-from .metrics import success_by_target_slot, wilson_interval
+from .metrics import failure_counts, success_by_target_slot, wilson_interval
 from .protocol import check_action
 from .sim_env import EnvConfig, VialRackEnv
 
@@ -231,24 +231,26 @@ def _run(
             command[i] = ep.last = action
         obs, _, terminated, truncated, info = vec.step(np.asarray(to_lerobot(command), dtype=np.float32))
         step += 1
-        for i in active:
-            if terminated[i] or truncated[i]:
-                ep = running[i]
-                assert ep is not None
-                end = {k: (v[i] if isinstance(v, np.ndarray) else v) for k, v in info.items() if not k.startswith("_")}
-                rows[ep.index] = {
-                    "seed": ep.seed,
-                    "success": bool(end["is_success"]),
-                    "workshop_success": bool(end["workshop_success"]),
-                    "steps": int(end["steps"]),
-                    "target_slot": int(end["target_slot"]),
-                    **ep.stats,
-                    "index": ep.index,
-                }
-                running[i] = None
-                idle.append(i)
-                if progress is not None:
-                    progress(len(rows), len(seeds), rows[ep.index])
+        ended = [i for i in active if terminated[i] or truncated[i]]
+        outcomes = vec.call("outcome") if ended else []
+        for i in ended:
+            ep = running[i]
+            assert ep is not None
+            end = {k: (v[i] if isinstance(v, np.ndarray) else v) for k, v in info.items() if not k.startswith("_")}
+            rows[ep.index] = {
+                "seed": ep.seed,
+                "success": bool(end["is_success"]),
+                "workshop_success": bool(end["workshop_success"]),
+                "steps": int(end["steps"]),
+                "target_slot": int(end["target_slot"]),
+                **outcomes[i],
+                **ep.stats,
+                "index": ep.index,
+            }
+            running[i] = None
+            idle.append(i)
+            if progress is not None:
+                progress(len(rows), len(seeds), rows[ep.index])
     return [rows[e] for e in sorted(rows)]
 
 
@@ -276,6 +278,7 @@ def _summarize(
         "workshop_rate": shop / n if n else 0.0,
         "workshop_wilson_95": [shop_iv.low, shop_iv.high],
         "by_target_slot": success_by_target_slot(rows),
+        "failures": failure_counts(rows),
         "episodes_per_min": 60.0 * n / wall if wall > 0 else 0.0,
         "wall_s": wall,
         "envs": envs,

@@ -17,6 +17,8 @@ Trajectories are ``(L, D)`` arrays (joint space, rad, unless said otherwise). De
 
 from __future__ import annotations
 
+from collections import Counter
+
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +67,11 @@ def success_by_target_slot(rows: list[dict[str, Any]]) -> dict[str, dict[str, An
         iv = wilson_interval(ok, n)
         out[str(slot)] = {"episodes": n, "successes": ok, "success_rate": ok / n, "wilson_95": [iv.low, iv.high]}
     return out
+
+
+def failure_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many failed episodes give each reason (rows' ``failure``, :mod:`.outcome`), most frequent first."""
+    return dict(Counter(str(r["failure"]) for r in rows if r.get("failure")).most_common())
 
 
 def _traj(x: npt.ArrayLike, min_len: int, name: str) -> F64:

@@ -38,28 +38,43 @@ def failure_reason(
     vial, rack_pose, jaws = arrays["vial"], arrays["rack"], np.asarray(arrays["both_jaws"], dtype=bool)
     if len(vial) == 0:
         return NO_STEPS
-    if not jaws.any():
+    return failure_at_end(vial[-1], rack_pose[-1], bool(jaws.any()), bool(jaws[-1]), task, rack)
+
+
+def failure_at_end(
+    vial: npt.ArrayLike, rack_pose: npt.ArrayLike, ever_held: bool, held_now: bool, task: TaskConfig, rack: RackConfig
+) -> str:
+    """A failed episode's reason from its last poses (``vial``, ``rack_pose``: (7,) xyz m + wxyz) and whether both
+    jaws ever held the vial / hold it now (what an environment keeps without recording the episode)."""
+    v, r = np.asarray(vial, dtype=np.float64), np.asarray(rack_pose, dtype=np.float64)
+    if not ever_held:
         return NEVER_GRASPED
-    if placed(vial[-1, :3], vial[-1, 3:], rack_pose[-1, :3], rack_pose[-1, 3:], rack, task):
-        return PLACED_HELD if jaws[-1] else PLACED_SHORT
-    return CARRYING if jaws[-1] else RELEASED_ELSEWHERE
+    if placed(v[:3], v[3:], r[:3], r[3:], rack, task):
+        return PLACED_HELD if held_now else PLACED_SHORT
+    return CARRYING if held_now else RELEASED_ELSEWHERE
 
 
 def final_placement(arrays: dict[str, npt.NDArray[Any]], target_slot: int, rack: RackConfig) -> dict[str, Any] | None:
-    """Where the vial ended, to tell a near miss from a wrong slot or a drop: ``nearest_slot`` (the slot whose
-    centre is nearest in xy), ``target_offset_mm`` (xy distance from the centre of ``target_slot``; None without
-    a target, ``target_slot`` < 0), ``height_mm`` (vial centre above the rack's origin, i.e. the mat) and
-    ``tilt_deg`` (its axis from vertical). None when nothing was recorded. ``arrays`` as in :func:`failure_reason`."""
+    """Where the vial ended (:func:`placement`, from the last recorded poses); None when nothing was recorded.
+    ``arrays`` as in :func:`failure_reason`."""
     vial, rack_pose = arrays["vial"], arrays["rack"]
     if len(vial) == 0:
         return None
-    pos, quat = vial[-1, :3], vial[-1, 3:]
-    centres = slot_centres(rack_pose[-1, :3], rack_pose[-1, 3:], rack)
-    gaps = np.linalg.norm(centres - pos[:2], axis=1)
-    up = float(np.clip(up_axis_z(quat), -1.0, 1.0))
+    return placement(vial[-1], rack_pose[-1], target_slot, rack)
+
+
+def placement(vial: npt.ArrayLike, rack_pose: npt.ArrayLike, target_slot: int, rack: RackConfig) -> dict[str, Any]:
+    """Where the vial is, to tell a near miss from a wrong slot or a drop: ``nearest_slot`` (the slot whose centre
+    is nearest in xy), ``target_offset_mm`` (xy distance from the centre of ``target_slot``; None without a target,
+    ``target_slot`` < 0), ``height_mm`` (vial centre above the rack's origin, i.e. the mat) and ``tilt_deg`` (its
+    axis from vertical). ``vial``, ``rack_pose``: (7,) xyz m + wxyz."""
+    v, r = np.asarray(vial, dtype=np.float64), np.asarray(rack_pose, dtype=np.float64)
+    centres = slot_centres(r[:3], r[3:], rack)
+    gaps = np.linalg.norm(centres - v[:2], axis=1)
+    up = float(np.clip(up_axis_z(v[3:]), -1.0, 1.0))
     return {
         "nearest_slot": int(np.argmin(gaps)),
         "target_offset_mm": round(1000.0 * float(gaps[target_slot]), 1) if 0 <= target_slot < len(gaps) else None,
-        "height_mm": round(1000.0 * float(pos[2] - rack_pose[-1, 2]), 1),
+        "height_mm": round(1000.0 * float(v[2] - r[2]), 1),
         "tilt_deg": round(float(np.degrees(np.arccos(up))), 1),
     }

@@ -31,6 +31,8 @@ from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.success import SuccessRules
 from so101_core.sim.twin import Twin
 
+from .outcome import failure_at_end, placement
+
 WORKSHOP_GRACE_S = 1.0  # s the graph evaluation waits for the workshop rule after our detector's success
 TASK_TEXT = "put the vial in the rack"
 
@@ -96,6 +98,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._steps = 0
         self._success_step = -1
         self._workshop_ok = False
+        self._ever_held = False
         self._done = True
         self._obs: dict[str, Any] = {}
 
@@ -128,6 +131,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.filter.reset(self.twin.joint_positions(), self.twin.time)
         self.rules.reset()
         self._steps, self._success_step, self._workshop_ok, self._done = 0, -1, False, False
+        self._ever_held = False
         self._obs = self._observe()
         return self._obs, self._info()
 
@@ -142,7 +146,9 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
             raise ValueError(f"command refused: {refusal}")
         self.twin.step(self.filter.step(self.twin.joint_positions(), t_next).goal)
         self._steps += 1
-        ours, self._workshop_ok = self.rules.update(self.twin.task_state())
+        state = self.twin.task_state()
+        self._ever_held = self._ever_held or state.held[0]
+        ours, self._workshop_ok = self.rules.update(state)
         reward = 0.0
         if ours and self._success_step < 0:
             self._success_step, reward = self._steps, 1.0
@@ -152,6 +158,18 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._done = terminated or truncated
         self._obs = self._observe(None if self.config.pixels_every_step else self._obs["pixels"])
         return self._obs, reward, terminated, truncated, self._info()
+
+    def outcome(self) -> dict[str, Any]:
+        """How the episode stands (at its end: how it ended): ``failure`` (None on success, else the graph
+        evaluation's reason, :mod:`.outcome`) and ``final_placement`` (where the vial is, :func:`.outcome.placement`)."""
+        state = self.twin.task_state()
+        (vp, vq), (rp, rq) = state.vials[0], state.rack
+        vial, rack = np.concatenate([vp, vq]), np.concatenate([rp, rq])
+        target = self.twin.episode.target_slot if self.twin.episode is not None else -1
+        failure = None
+        if self._success_step < 0:
+            failure = failure_at_end(vial, rack, self._ever_held, state.held[0], self.rules.detector.task, self.twin.config.rack)
+        return {"failure": failure, "final_placement": placement(vial, rack, target, self.twin.config.rack)}
 
     def render(self) -> np.ndarray:
         """The first camera's last image."""

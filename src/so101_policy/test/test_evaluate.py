@@ -101,6 +101,12 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(
     fast_row = json.loads((tmp_path / "fast" / "fast_episodes.jsonl").read_text())
     graph_row = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
     assert fast_row["seed"] == graph_row["seed"] == SEED and fast_row["target_slot"] == graph_row["target_slot"] >= 0
+    # ... gives the same reason for the failure, and finds the vial where the graph left it (on the mat, unmoved)
+    assert fast_row["failure"] == graph_row["failure"] == NEVER_GRASPED
+    assert json.loads((tmp_path / "fast" / "fast_results.json").read_text())["failures"] == {NEVER_GRASPED: 1}
+    fast_end, graph_end = fast_row["final_placement"], graph_row["final_placement"]
+    assert fast_end["nearest_slot"] == graph_end["nearest_slot"]
+    assert abs(fast_end["target_offset_mm"] - graph_end["target_offset_mm"]) < 2.0
     by_slot = json.loads((tmp_path / "open" / "results.json").read_text())["by_target_slot"]
     assert sum(v["episodes"] for v in by_slot.values()) == 2 and all(v["successes"] == 0 for v in by_slot.values())
     # the demo's scene named by scene_seeds (the training scenes' check), whatever the first seed says
@@ -108,7 +114,10 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(
     on_scene = dataclasses.replace(config(steps / 30.0 + 3.0), seed=SEED + 100, scene_seeds=(SEED,))
     fast = run_fast_evaluation(replay, tmp_path / "scene", on_scene, ("top",), (32, 24), envs=1)
     assert fast.successes == 1
-    assert json.loads((tmp_path / "scene" / "fast_episodes.jsonl").read_text())["seed"] == SEED
+    scene_row = json.loads((tmp_path / "scene" / "fast_episodes.jsonl").read_text())
+    assert scene_row["seed"] == SEED and scene_row["failure"] is None
+    assert scene_row["final_placement"]["nearest_slot"] == scene_row["target_slot"]  # placed in its target slot
+    assert scene_row["final_placement"]["target_offset_mm"] < 13.0
     failed = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
     assert failed["failure"] == NEVER_GRASPED and "never grasped" in result.report_html.read_text()
     # never grasped: the vial lies where it spawned, on the mat, off the target slot (the report says where)

@@ -70,3 +70,14 @@ def test_rendering_on_request_shows_what_rendering_every_step_shows(env: VialRac
         np.testing.assert_array_equal(lazy.step(target)[0]["pixels"]["top"], eager["pixels"]["top"])
     finally:
         lazy.close()
+
+
+def test_the_outcome_says_how_the_episode_stands(env: VialRackEnv) -> None:
+    from so101_policy.outcome import NEVER_GRASPED
+
+    env.reset(seed=3)
+    out = env.outcome()
+    assert out["failure"] == NEVER_GRASPED  # nothing held yet
+    end = out["final_placement"]  # the vial lies on the mat where it spawned, away from its target slot
+    assert end["target_offset_mm"] > 30.0 and end["height_mm"] < 30.0 and end["tilt_deg"] > 45.0
+    assert end["nearest_slot"] in range(9)
