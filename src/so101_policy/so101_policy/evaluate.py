@@ -34,7 +34,7 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
-from .metrics import aggregate, frame_metrics, failure_counts, success_by_target_slot, wilson_interval
+from .metrics import aggregate, failure_counts, frame_metrics, success_by_target_slot, wilson_interval
 from .outcome import failure_reason, final_placement
 from .processes import Child, child_env, python_module
 from .sim_env import make_twin

@@ -17,9 +17,8 @@ Trajectories are ``(L, D)`` arrays (joint space, rad, unless said otherwise). De
 
 from __future__ import annotations
 
-from collections import Counter
-
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 

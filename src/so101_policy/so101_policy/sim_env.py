@@ -161,14 +161,16 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
 
     def outcome(self) -> dict[str, Any]:
         """How the episode stands (at its end: how it ended): ``failure`` (None on success, else the graph
-        evaluation's reason, :mod:`.outcome`) and ``final_placement`` (where the vial is, :func:`.outcome.placement`)."""
+        evaluation's reason, :mod:`.outcome`) and ``final_placement`` (where the vial is,
+        :func:`.outcome.placement`)."""
         state = self.twin.task_state()
         (vp, vq), (rp, rq) = state.vials[0], state.rack
         vial, rack = np.concatenate([vp, vq]), np.concatenate([rp, rq])
         target = self.twin.episode.target_slot if self.twin.episode is not None else -1
         failure = None
         if self._success_step < 0:
-            failure = failure_at_end(vial, rack, self._ever_held, state.held[0], self.rules.detector.task, self.twin.config.rack)
+            task, rack_config = self.rules.detector.task, self.twin.config.rack
+            failure = failure_at_end(vial, rack, self._ever_held, state.held[0], task, rack_config)
         return {"failure": failure, "final_placement": placement(vial, rack, target, self.twin.config.rack)}
 
     def render(self) -> np.ndarray:
