@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import rclpy
 from control_msgs.action import FollowJointTrajectory
@@ -226,10 +227,26 @@ def test_a_ros_user_drives_the_sim_launch_with_plain_rclpy(
     for process in launches:
         process.send_signal(signal.SIGINT)
     assert [process.wait(timeout=60) for process in launches] == [0, 0]
+    # no node process outlives its launch (the launches' children are this domain's only other processes)
+    user.wait_for(lambda: not processes_in_domain(os.environ["ROS_DOMAIN_ID"]), 30.0, "every node process ended")
     # a clean exit announces the participant's removal; should that announcement be lost on a loaded host, the
     # node leaves at its DDS lease's expiry (Fast DDS: 20 s, checked on a timer), hence the minute
     try:
         user.wait_for(lambda: not {("/", "sim")} & {(ns, n) for n, ns in node.get_node_names_and_namespaces()}, 60.0,
                       "the sim node gone from the graph")  # fmt: skip
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; nodes seen: {node.get_node_names_and_namespaces()}") from None
+        seen, left = node.get_node_names_and_namespaces(), processes_in_domain(os.environ["ROS_DOMAIN_ID"])
+        raise AssertionError(f"{exc}; nodes seen: {seen}; processes left: {left}") from None
+
+
+def processes_in_domain(domain: str) -> list[str]:
+    """This host's processes started in ROS domain ``domain`` (their environment says so), but this one: pid and
+    command line each."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.pid != os.getpid() and proc.environ().get("ROS_DOMAIN_ID") == domain:
+                found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:160]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
