@@ -79,6 +79,49 @@ def sim(
 
 
 @app.command()
+def placement(
+    demos: Path = typer.Option(..., "--demos", help="successful episodes (SkillGen's demos, recorded seeds)"),
+    offsets: str = typer.Option("0,2,4,6,8,10,12", "--offsets", help="rack offsets, mm, comma-separated"),
+    limit: int = typer.Option(20, "--limit", help="episodes replayed (the first N)"),
+    dr_profile: str = typer.Option("", "--dr-profile", help="dr.yaml profile the demos were made under"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: placement_<label>.json"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/placement_<label>.json"),
+) -> None:
+    """The task's placement tolerance: each demo replayed open loop with the rack moved by each offset (mm) in
+    four directions; our success rule's rate per offset (how precisely a policy must set the vial down)."""
+    import time
+
+    from so101_core.seeds.format import load_seeds
+    from so101_core.sim.config import load_sim_config, load_task_config
+    from so101_core.sim.placement_tolerance import placement_tolerance, replay_of
+    from so101_core.sim.randomization import load_dr_config
+    from so101_core.sim.twin import Twin
+
+    try:
+        offsets_mm = [float(v) for v in offsets.split(",") if v.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"--offsets: numbers in mm, comma-separated ({exc})") from None
+    episodes = [d for d in load_seeds(demos) if d.success][:limit]
+    if not episodes:
+        raise typer.BadParameter(f"--demos: no successful episode in {demos}")
+    task = load_task_config()
+    started = time.perf_counter()
+    with Twin(load_sim_config(), load_dr_config(profile=dr_profile or None), task) as twin:
+        replays = [replay_of(d.seed, d.actions, d.object_poses) for d in episodes]
+        table = placement_tolerance(twin, replays, offsets_mm, task)
+    result = {
+        "measures": "open-loop replays of successful episodes, the rack moved by each offset along +-x, +-y",
+        "demos": str(demos),
+        "episodes": len(replays),
+        "dr_profile": dr_profile or "default",
+        "success_by_offset_mm": table,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+    _report(f"placement_{label}", result, as_json, save)
+
+
+@app.command()
 def driver(
     seconds: float = typer.Option(10.0, "--seconds", help="measurement time, s"),
     rate_hz: float = typer.Option(100.0, "--rate", help="driver control rate, Hz"),
