@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from nodegraph.images import image_fields
 from nodegraph.transport.zenoh.config import free_endpoint
 from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key
@@ -30,6 +31,8 @@ from .server import PolicyServer, ServerConfig
 # on CUDA the full-resolution latency is measured for each (precision, torch.compile mode); `so101 serve`
 # takes the best one as --precision / --compile
 CUDA_VARIANTS = (("fp32", ""), ("bf16", ""), ("bf16", "reduce-overhead"))
+SYNTHETIC_STATE_STD = 30.0  # deg (gripper: 0-100), synthetic_checkpoint's state spread about its centre
+SYNTHETIC_ACTION_STD = 0.05  # deg, its actions' spread: moves an evaluator's chunk admission accepts
 GOALS = {"inference_ms_p99_max_h200": 15.0, "loop_jitter_ms_p99_max": 2.0, "sim_success_rate_min": 0.9}
 
 
@@ -39,10 +42,19 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 
 def synthetic_checkpoint(
-    out_dir: Path, width: int, height: int, cameras: tuple[str, ...] = ("ego", "side", "top")
+    out_dir: Path,
+    width: int,
+    height: int,
+    cameras: tuple[str, ...] = ("ego", "side", "top"),
+    centre: npt.ArrayLike | None = None,
 ) -> Path:
     """An untrained ACT (train.yaml's architecture) for ``cameras`` × (height × width) images, saved like a
-    checkpoint: latency does not depend on the weights, so this measures a full-resolution policy."""
+    checkpoint: latency does not depend on the weights, so this measures a full-resolution policy.
+
+    ``centre`` (6,) LeRobot units (e.g. the robot's home pose): the normalisation centres states there (std
+    :data:`SYNTHETIC_STATE_STD`) and actions within :data:`SYNTHETIC_ACTION_STD` of it, so the untrained policy asks
+    for small moves about that pose that an evaluator admits (every episode then runs its full length: the fast
+    evaluator's worst case); None: zero mean, unit std."""
     import torch
     from lerobot.policies import make_pre_post_processors
     from lerobot.policies.act.modeling_act import ACTPolicy
@@ -64,8 +76,14 @@ def synthetic_checkpoint(
         },
     }
     act = _act_config(cfg, features, [image_key(c) for c in cameras], "cpu")
+    mean = torch.zeros(6) if centre is None else torch.as_tensor(np.asarray(centre, dtype=np.float32))
+    spread = (
+        {OBS_STATE: 1.0, ACTION: 1.0}
+        if centre is None
+        else {OBS_STATE: SYNTHETIC_STATE_STD, ACTION: SYNTHETIC_ACTION_STD}
+    )
     stats: dict[str, dict[str, Any]] = {
-        k: {"mean": torch.zeros(6), "std": torch.ones(6), "min": -torch.ones(6), "max": torch.ones(6)}
+        k: {"mean": mean, "std": torch.full((6,), spread[k]), "min": mean - spread[k], "max": mean + spread[k]}
         for k in (OBS_STATE, ACTION)
     }
     for c in cameras:

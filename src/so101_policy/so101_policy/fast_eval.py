@@ -202,13 +202,15 @@ def _run(
                                    options={"reset_mask": mask})  # fmt: skip
         q = from_lerobot(np.asarray(obs["agent_pos"], dtype=np.float64))
         active = [i for i, ep in enumerate(running) if ep is not None]
-        due = any(ep.plan is None or ep.plan.remaining(step) == 0 for ep in running if ep is not None)
-        if step % ex.replan == 0 or due:
+        # each environment asks on its own schedule, as its policy node would: every replan steps, or when its plan
+        # ran out (every chunk refused so far); one batched query serves those that ask, the others keep their plan
+        asking = [i for i in active if step % ex.replan == 0 or _plan_ran_out(running[i], step)]
+        if asking:
             pixels = _render(vec, spec)
             local = [step - ep.start if ep is not None else 0 for ep in running]
             chunk, _ = backend.get_action(batched_observation(pixels, obs["agent_pos"], spec.task), {"step": local})
             rows_of = _chunks(chunk)
-            for i in active:
+            for i in asking:
                 ep = running[i]
                 assert ep is not None
                 ref = q[i] if ep.last is None else ep.last
@@ -252,6 +254,10 @@ def _run(
             if progress is not None:
                 progress(len(rows), len(seeds), rows[ep.index])
     return [rows[e] for e in sorted(rows)]
+
+
+def _plan_ran_out(ep: _Episode | None, step: int) -> bool:
+    return ep is not None and (ep.plan is None or ep.plan.remaining(step) == 0)
 
 
 def _render(vec: Any, spec: EnvConfig) -> dict[str, np.ndarray]:

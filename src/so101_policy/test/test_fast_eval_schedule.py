@@ -1,0 +1,41 @@
+"""Each fast-evaluation environment asks the policy on its own schedule, as its policy node would: every replan
+steps, or every step while its plan is empty (every chunk refused). An environment holding after refusals does not
+make the others replan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from so101_policy.config import EvalConfig
+from so101_policy.fast_eval import run_fast_evaluation
+
+HORIZON, REPLAN, SECONDS = 16, 8, 1.0
+
+
+class RefuseFirstRow:
+    """Row 0 asks for a move 90° away on every joint (refused as a gross excursion), the other rows to stay."""
+
+    def reset(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        return {}
+
+    def get_action(self, obs: dict[str, Any], options: dict[str, Any] | None) -> tuple[dict[str, Any], dict]:
+        arm = np.repeat(obs["state"]["single_arm"], HORIZON, axis=1)
+        grip = np.repeat(obs["state"]["gripper"], HORIZON, axis=1)
+        arm[0] += 90.0
+        return {"single_arm": arm, "gripper": grip}, {}
+
+
+def test_a_holding_environment_does_not_make_the_others_replan(tmp_path: Path) -> None:
+    config = EvalConfig(episodes=2, episode_s=SECONDS, horizon=HORIZON, replan_steps=REPLAN, device="cpu")
+    run_fast_evaluation(RefuseFirstRow(), tmp_path, config, ("top",), (32, 24), envs=2)
+    rows = [json.loads(line) for line in (tmp_path / "fast_episodes.jsonl").read_text().splitlines()]
+    steps = round(SECONDS * 30)
+    refused, steady = rows
+    assert refused["steps"] == steady["steps"] == steps
+    # refused every time: no plan, so it asks at every step and holds every step
+    assert refused["queries"] == refused["rejected_chunks"] == refused["held_steps"] == steps
+    # the other asks every REPLAN steps only, and never holds
+    assert steady["queries"] == -(-steps // REPLAN) and steady["rejected_chunks"] == steady["held_steps"] == 0
