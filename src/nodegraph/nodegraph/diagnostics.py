@@ -6,14 +6,21 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
-from nodegraph.graph.api import Message, Node
+from nodegraph.graph.api import Message, Node, Publisher
 from nodegraph.graph.qos import QoS
 
+DIAGNOSTICS_TOPIC = "/diagnostics"
+DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
 DIAGNOSTICS_QOS = QoS(depth=10)
 """QoS of ``/diagnostics`` publishers."""
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
 """diagnostic_msgs/msg/DiagnosticStatus levels."""
+
+
+def diagnostics_publisher(node: Node) -> Publisher:
+    """``node``'s publisher of DiagnosticArray on ``/diagnostics`` (every node's, with the one QoS)."""
+    return node.create_publisher(DIAGNOSTICS_TYPE, DIAGNOSTICS_TOPIC, DIAGNOSTICS_QOS)
 
 
 def status_message(

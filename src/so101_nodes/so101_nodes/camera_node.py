@@ -31,7 +31,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from nodegraph.diagnostics import DIAGNOSTICS_QOS, diagnostic_array, status_message
+from nodegraph.diagnostics import diagnostic_array, diagnostics_publisher, status_message
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.declared_params import check_bounds
 from so101_core.config_paths import config_dir
@@ -163,7 +163,7 @@ class CameraNode:
         self.depth_info = (
             node.create_publisher("sensor_msgs/msg/CameraInfo", f"{base}/depth/camera_info") if depth else None
         )
-        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
+        self.diagnostics = diagnostics_publisher(node)
         self._published: deque[float] = deque(maxlen=int(max(2, 2 * cfg.fps)))
         self._stop = threading.Event()
         self._timer = node.create_timer(p.diagnostics_period_s, self.publish_diagnostics)

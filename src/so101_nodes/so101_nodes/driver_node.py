@@ -58,12 +58,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from nodegraph.diagnostics import (
-    DIAGNOSTICS_QOS,
     ERROR,
     OK,
     WARN,
     LoopRateMonitor,
     diagnostic_array,
+    diagnostics_publisher,
     status_message,
 )
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
@@ -167,7 +167,7 @@ class Driver:
 
         self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
         self.controller_state = node.create_publisher(CONTROLLER_STATE, "arm_controller/controller_state")
-        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
+        self.diagnostics = diagnostics_publisher(node)
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self.on_command)
         node.create_service("std_srvs/srv/SetBool", "~/estop", self.on_estop)
         node.create_service("std_srvs/srv/Trigger", "~/enable_torque", self.on_enable_torque)

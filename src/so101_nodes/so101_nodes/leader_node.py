@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from nodegraph.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, diagnostic_array, status_message
+from nodegraph.diagnostics import ERROR, OK, diagnostic_array, diagnostics_publisher, status_message
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.declared_params import check_bounds, declare_params
 from so101_hardware.robot import SO101Leader
@@ -60,7 +60,7 @@ class Leader:
         self.arm = SO101Leader(entry.arm, calibration)
         self.link = ArmLink(node, self.arm, self.params.reconnect_period_s, self.params.max_consecutive_failures)
         self.publisher = node.create_publisher("sensor_msgs/msg/JointState", "leader/joint_states")
-        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
+        self.diagnostics = diagnostics_publisher(node)
         self.published = 0
         self._closed = False
         self.link.ensure_connected()

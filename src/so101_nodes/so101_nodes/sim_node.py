@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
+from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, diagnostics_publisher, status_message
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
 from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.graph.qos import QoS
@@ -219,7 +219,7 @@ class SimNode:
         self.joint_states = node.create_publisher("sensor_msgs/msg/JointState", "joint_states")
         self.controller_state = node.create_publisher(CONTROLLER_STATE, "arm_controller/controller_state")
         self.clock = node.create_publisher("rosgraph_msgs/msg/Clock", "/clock", RELIABLE_LATEST)
-        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
+        self.diagnostics = diagnostics_publisher(node)
         self.object_poses = {
             name: node.create_publisher("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose")
             for name in self.twin.object_names

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 from nodegraph.bag.metadata import offered_qos_yaml
+from nodegraph.diagnostics import DIAGNOSTICS_TOPIC
 from nodegraph.graph.api import GoalStatus, Message, Node
 from nodegraph.interfaces.messages import serialize
 from nodegraph.time import to_ns
@@ -37,7 +38,7 @@ from so101_nodes.joint_messages import joint_vector
 from so101_nodes.recorder_node import Recorder
 from so101_nodes.trajectory import ACTION_NAME, FJT, duration_msg
 
-DIAGNOSTICS = "/diagnostics"
+DIAGNOSTICS = DIAGNOSTICS_TOPIC
 STRING = "std_msgs/msg/String"
 # A segment only has to be driven, not to end precisely: an arm softer than the nominal twin (the reason to
 # identify it) may settle short of the last point, and a loaded host may run its cycles late.

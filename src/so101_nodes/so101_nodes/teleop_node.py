@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from nodegraph.diagnostics import DIAGNOSTICS_QOS, ERROR, OK, WARN, diagnostic_array, status_message
+from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, diagnostics_publisher, status_message
 from nodegraph.graph.api import Message, Node
 from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.time import to_ns
@@ -72,7 +72,7 @@ class Teleop:
         self.dropped = 0
         self.publisher = node.create_publisher("sensor_msgs/msg/JointState", "joint_commands")
         node.create_subscription("sensor_msgs/msg/JointState", "leader/joint_states", self.on_leader)
-        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", DIAGNOSTICS_QOS)
+        self.diagnostics = diagnostics_publisher(node)
         node.create_timer(1.0 / self.params.rate_hz, self.on_timer)
         node.create_timer(self.params.diagnostics_period_s, self.publish_diagnostics)
         node.logger.info(

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from nodegraph.diagnostics import DIAGNOSTICS_TOPIC, DIAGNOSTICS_TYPE
 from nodegraph.graph.api import Node
 from nodegraph.images import ImageError, to_rgb
 from nodegraph.time import to_s
@@ -93,7 +94,7 @@ class EpisodeMonitor:
         node.create_subscription("sensor_msgs/msg/JointState", "joint_commands", self._on_command)
         for name in self._objects:
             node.create_subscription("geometry_msgs/msg/PoseStamped", f"sim/objects/{name}/pose", self._on_pose(name))
-        node.create_subscription("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", self._on_diagnostics)
+        node.create_subscription(DIAGNOSTICS_TYPE, DIAGNOSTICS_TOPIC, self._on_diagnostics)
         if video_camera:
             node.create_subscription("sensor_msgs/msg/Image", f"cameras/{video_camera}/image_raw", self._on_image)
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, status_message
+from nodegraph.diagnostics import ERROR, OK, WARN, diagnostic_array, diagnostics_publisher, status_message
 from nodegraph.graph.api import Node
 from nodegraph.graph.declared_params import declare_params
 from nodegraph.images import ImageError, to_rgb
@@ -150,7 +150,7 @@ class PolicyNode:
             api_token=p.api_token or None,
         )
         self.commands = node.create_publisher("sensor_msgs/msg/JointState", "joint_commands")
-        self.diagnostics = node.create_publisher("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics")
+        self.diagnostics = diagnostics_publisher(node)
         node.create_subscription("sensor_msgs/msg/JointState", "joint_states", self.on_joint_state)
         for cam in p.cameras:
             node.create_subscription("sensor_msgs/msg/Image", f"cameras/{cam}/image_raw", self._image_callback(cam))
