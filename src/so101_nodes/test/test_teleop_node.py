@@ -125,12 +125,12 @@ def test_leader_drives_follower_end_to_end(
     driver = start(stack, Driver, "driver", own_graph_backend, robot_config=str(config))
     start(stack, Leader, "leader", own_graph_backend, robot_config=str(config))
     start(stack, Teleop, "teleop", own_graph_backend)
-    wait_until(lambda: driver.latest_state() is not None, 10.0, "driver running")
+    wait_until(lambda: driver.latest_state() is not None, 30.0, "driver running")
 
     move_by_hand(leader_emu, cal, "shoulder_pan", 0.6)
     move_by_hand(leader_emu, cal, "wrist_flex", -0.4)
-    wait_until(lambda: abs(joint_position(follower_emu, cal, "shoulder_pan") - 0.6) < 0.01, 10.0, "pan follows")
-    wait_until(lambda: abs(joint_position(follower_emu, cal, "wrist_flex") + 0.4) < 0.01, 10.0, "wrist follows")
+    wait_until(lambda: abs(joint_position(follower_emu, cal, "shoulder_pan") - 0.6) < 0.01, 30.0, "pan follows")
+    wait_until(lambda: abs(joint_position(follower_emu, cal, "wrist_flex") + 0.4) < 0.01, 30.0, "wrist follows")
 
 
 def test_teleop_reports_a_silent_leader_on_diagnostics(
