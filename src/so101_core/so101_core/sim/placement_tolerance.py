@@ -40,7 +40,7 @@ class Replay:
 def replay_succeeds(twin: Twin, replay: Replay, shift_xy_m: tuple[float, float], task: TaskConfig) -> bool:
     """Replay ``replay`` on ``twin`` with the rack and its standing vials moved by ``shift_xy_m`` (m, world x, y);
     True when our success rule held. Raises :class:`SceneMismatchError` when the seed's rack is not where the
-    episode recorded it (more than 1 mm or 0.01 rad of quaternion away)."""
+    episode recorded it (more than 1 mm away, or its quaternion more than 0.01 away, sign aside)."""
     twin.reset(replay.seed)
     rack_pos, rack_quat = (np.asarray(v, dtype=np.float64) for v in twin.object_poses()["rack"])
     start = np.asarray(replay.rack_start, dtype=np.float64)
