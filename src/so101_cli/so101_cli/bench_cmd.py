@@ -105,11 +105,10 @@ def placement(
     episodes = [d for d in load_seeds(demos) if d.success][:limit]
     if not episodes:
         raise typer.BadParameter(f"--demos: no successful episode in {demos}")
-    task = load_task_config()
     started = time.perf_counter()
-    with Twin(load_sim_config(), load_dr_config(profile=dr_profile or None), task) as twin:
+    with Twin(load_sim_config(), load_dr_config(profile=dr_profile or None), load_task_config()) as twin:
         replays = [replay_of(d.seed, d.actions, d.object_poses) for d in episodes]
-        table = placement_tolerance(twin, replays, offsets_mm, task)
+        table = placement_tolerance(twin, replays, offsets_mm)
     result = {
         "measures": "open-loop replays of successful episodes, the rack moved by each offset along +-x, +-y",
         "demos": str(demos),

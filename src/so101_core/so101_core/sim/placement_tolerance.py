@@ -15,7 +15,6 @@ import numpy as np
 
 from so101_core.arrays import F64
 
-from .config import TaskConfig
 from .success import SuccessRules
 from .twin import Twin
 
@@ -37,10 +36,10 @@ class Replay:
     rack_start: F64
 
 
-def replay_succeeds(twin: Twin, replay: Replay, shift_xy_m: tuple[float, float], task: TaskConfig) -> bool:
+def replay_succeeds(twin: Twin, replay: Replay, shift_xy_m: tuple[float, float]) -> bool:
     """Replay ``replay`` on ``twin`` with the rack and its standing vials moved by ``shift_xy_m`` (m, world x, y);
-    True when our success rule held. Raises :class:`SceneMismatchError` when the seed's rack is not where the
-    episode recorded it (more than 1 mm away, or its quaternion more than 0.01 away, sign aside)."""
+    True when our success rule (for the twin's task) held. Raises :class:`SceneMismatchError` when the seed's rack
+    is not where the episode recorded it (more than 1 mm away, or its quaternion more than 0.01 away, sign aside)."""
     twin.reset(replay.seed)
     rack_pos, rack_quat = (np.asarray(v, dtype=np.float64) for v in twin.object_poses()["rack"])
     start = np.asarray(replay.rack_start, dtype=np.float64)
@@ -56,7 +55,7 @@ def replay_succeeds(twin: Twin, replay: Replay, shift_xy_m: tuple[float, float],
     for name in ("rack", *twin.standing_names):
         pos, quat = twin.object_poses()[name]
         twin.set_object_pose(name, (np.asarray(pos) + shift, quat))
-    rules = SuccessRules.of(task, twin.config)
+    rules = SuccessRules.of(twin.task, twin.config)
     success = False
     last = replay.actions[-1]
     for action in (*replay.actions, *([last] * SETTLE_STEPS)):
@@ -66,7 +65,7 @@ def replay_succeeds(twin: Twin, replay: Replay, shift_xy_m: tuple[float, float],
 
 
 def placement_tolerance(
-    twin: Twin, replays: Iterable[Replay], offsets_mm: Iterable[float], task: TaskConfig
+    twin: Twin, replays: Iterable[Replay], offsets_mm: Iterable[float]
 ) -> dict[str, dict[str, float]]:
     """Success of every replay at every offset (mm; 0: once, else in the four :data:`DIRECTIONS`), keyed by the
     offset as text: ``replays``, ``successes``, ``success_rate``."""
@@ -77,7 +76,7 @@ def placement_tolerance(
     for replay in replays:
         for offset in offsets:
             for dx, dy in DIRECTIONS if offset > 0 else ((0.0, 0.0),):
-                ok = replay_succeeds(twin, replay, (dx * offset / 1000.0, dy * offset / 1000.0), task)
+                ok = replay_succeeds(twin, replay, (dx * offset / 1000.0, dy * offset / 1000.0))
                 tally[offset][0] += 1
                 tally[offset][1] += ok
     return {_key(o): _row(n, ok) for o, (n, ok) in tally.items()}

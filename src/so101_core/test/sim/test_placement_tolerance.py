@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from so101_core.sim.config import load_sim_config, load_task_config
+from so101_core.sim.config import load_sim_config
 from so101_core.sim.placement_tolerance import SceneMismatchError, placement_tolerance, replay_of, replay_succeeds
 from so101_core.sim.randomization import DRConfig
 from so101_core.sim.rollout import run_scripted_episode
@@ -24,19 +24,18 @@ def twin_and_replay():  # type: ignore[no-untyped-def]
 
 def test_in_place_it_succeeds_and_a_slot_half_width_off_it_fails(twin_and_replay) -> None:  # type: ignore[no-untyped-def]
     twin, replay = twin_and_replay
-    task = load_task_config()
-    table = placement_tolerance(twin, [replay], [0, 25], task)
+    table = placement_tolerance(twin, [replay], [0, 25])
     assert table["0"] == {"replays": 1, "successes": 1, "success_rate": 1.0}
     # 25 mm: past the cell's opening (4 cm pitch, 6 mm walls) in every direction: on a wall or beside the rack
     assert table["25"]["replays"] == 4 and table["25"]["successes"] == 0
     with pytest.raises(ValueError, match="offsets must be finite and >= 0"):
-        placement_tolerance(twin, [replay], [-1], task)
+        placement_tolerance(twin, [replay], [-1])
 
 
 def test_a_replay_outside_its_scene_is_refused(twin_and_replay) -> None:  # type: ignore[no-untyped-def]
     twin, replay = twin_and_replay
     moved = dataclasses.replace(replay, rack_start=replay.rack_start + np.array([0.01, 0, 0, 0, 0, 0, 0]))
     with pytest.raises(SceneMismatchError, match="another DR profile"):
-        replay_succeeds(twin, moved, (0.0, 0.0), load_task_config())
+        replay_succeeds(twin, moved, (0.0, 0.0))
     with pytest.raises(SceneMismatchError, match="without a scene seed"):
         replay_of(None, replay.actions, {"rack": replay.rack_start[None]})
