@@ -8,7 +8,9 @@ vial starts lying on the mat, so its orientation alone says nothing before it is
 - ``placed, still held at the end``: upright in a slot (:func:`~so101_core.sim.task.placed`), jaws still on it;
 - ``placed and released, not held long enough``: the detector's ``hold_steps`` did not pass before the end;
 - ``still carrying the vial at the end``: held by both jaws, not in a slot;
-- ``released outside a slot``: grasped at some point, then let go (or dropped) anywhere but upright in a slot.
+- ``grasped, never lifted the vial``: the jaws closed on it, but it never rose :data:`LIFT_M` above where it lay
+  (a grasp that slipped, or a touch that only pushed it);
+- ``released outside a slot``: lifted, then let go (or dropped) anywhere but upright in a slot.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ NEVER_GRASPED = "never grasped the vial"
 PLACED_HELD = "placed, still held at the end"
 PLACED_SHORT = "placed and released, not held long enough"
 CARRYING = "still carrying the vial at the end"
+NEVER_LIFTED = "grasped, never lifted the vial"
 RELEASED_ELSEWHERE = "released outside a slot"
+LIFT_M = 0.05
+"""How far (m) the vial's centre must rise above its starting height to count as lifted: more than a lying vial
+tipped on end or rolled by the jaws rises."""
+
+
+def lifted(start_z: float, highest_z: float) -> bool:
+    """Whether a vial that started at height ``start_z`` and reached ``highest_z`` (m) was lifted."""
+    return highest_z - start_z >= LIFT_M
 
 
 def failure_reason(
@@ -38,20 +49,30 @@ def failure_reason(
     vial, rack_pose, jaws = arrays["vial"], arrays["rack"], np.asarray(arrays["both_jaws"], dtype=bool)
     if len(vial) == 0:
         return NO_STEPS
-    return failure_at_end(vial[-1], rack_pose[-1], bool(jaws.any()), bool(jaws[-1]), task, rack)
+    was_lifted = lifted(float(vial[0, 2]), float(np.max(vial[:, 2])))
+    return failure_at_end(vial[-1], rack_pose[-1], bool(jaws.any()), bool(jaws[-1]), was_lifted, task, rack)
 
 
 def failure_at_end(
-    vial: npt.ArrayLike, rack_pose: npt.ArrayLike, ever_held: bool, held_now: bool, task: TaskConfig, rack: RackConfig
+    vial: npt.ArrayLike,
+    rack_pose: npt.ArrayLike,
+    ever_held: bool,
+    held_now: bool,
+    was_lifted: bool,
+    task: TaskConfig,
+    rack: RackConfig,
 ) -> str:
-    """A failed episode's reason from its last poses (``vial``, ``rack_pose``: (7,) xyz m + wxyz) and whether both
-    jaws ever held the vial / hold it now (what an environment keeps without recording the episode)."""
+    """A failed episode's reason from its last poses (``vial``, ``rack_pose``: (7,) xyz m + wxyz), whether both
+    jaws ever held the vial / hold it now, and whether it was ever :func:`lifted` (what an environment keeps
+    without recording the episode)."""
     v, r = np.asarray(vial, dtype=np.float64), np.asarray(rack_pose, dtype=np.float64)
     if not ever_held:
         return NEVER_GRASPED
     if placed(v[:3], v[3:], r[:3], r[3:], rack, task):
         return PLACED_HELD if held_now else PLACED_SHORT
-    return CARRYING if held_now else RELEASED_ELSEWHERE
+    if held_now:
+        return CARRYING
+    return RELEASED_ELSEWHERE if was_lifted else NEVER_LIFTED
 
 
 def final_placement(arrays: dict[str, npt.NDArray[Any]], target_slot: int, rack: RackConfig) -> dict[str, Any] | None:

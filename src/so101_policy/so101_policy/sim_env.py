@@ -31,7 +31,7 @@ from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.success import SuccessRules
 from so101_core.sim.twin import Twin
 
-from .outcome import failure_at_end, placement
+from .outcome import failure_at_end, lifted, placement
 
 WORKSHOP_GRACE_S = 1.0  # s the graph evaluation waits for the workshop rule after our detector's success
 TASK_TEXT = "put the vial in the rack"
@@ -99,6 +99,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._success_step = -1
         self._workshop_ok = False
         self._ever_held = False
+        self._vial_z = (0.0, 0.0)  # the vial's starting and highest centre height this episode, m
         self._done = True
         self._obs: dict[str, Any] = {}
 
@@ -132,6 +133,8 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.rules.reset()
         self._steps, self._success_step, self._workshop_ok, self._done = 0, -1, False, False
         self._ever_held = False
+        z = float(self.twin.task_state().vials[0][0][2])
+        self._vial_z = (z, z)
         self._obs = self._observe()
         return self._obs, self._info()
 
@@ -148,6 +151,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._steps += 1
         state = self.twin.task_state()
         self._ever_held = self._ever_held or state.held[0]
+        self._vial_z = (self._vial_z[0], max(self._vial_z[1], float(state.vials[0][0][2])))
         ours, self._workshop_ok = self.rules.update(state)
         reward = 0.0
         if ours and self._success_step < 0:
@@ -170,7 +174,8 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         failure = None
         if self._success_step < 0:
             task, rack_config = self.rules.detector.task, self.twin.config.rack
-            failure = failure_at_end(vial, rack, self._ever_held, state.held[0], task, rack_config)
+            was_lifted = lifted(*self._vial_z)
+            failure = failure_at_end(vial, rack, self._ever_held, state.held[0], was_lifted, task, rack_config)
         return {"failure": failure, "final_placement": placement(vial, rack, target, self.twin.config.rack)}
 
     def render(self) -> np.ndarray:

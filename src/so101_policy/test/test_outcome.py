@@ -49,9 +49,17 @@ def test_failure_reasons_along_a_real_episode(episode: tuple[dict[str, npt.NDArr
     assert why(_upto(arrays, held[0])) == outcome.NEVER_GRASPED
     assert why(_upto(arrays, held[0] + 5)) == outcome.CARRYING
     assert why(arrays) == outcome.PLACED_SHORT  # placed and released: a failure only if the detector did not fire
-    released = {k: v.copy() for k, v in _upto(arrays, held[0] + 5).items()}
+    slipped = {k: v.copy() for k, v in _upto(arrays, held[0] + 5).items()}
+    slipped["both_jaws"][-1] = False  # let go before the vial left the mat
+    assert why(slipped) == outcome.NEVER_LIFTED
+    up = np.flatnonzero(arrays["vial"][:, 2] - arrays["vial"][0, 2] >= outcome.LIFT_M)
+    assert len(up) and up[0] > held[0] + 5, "the expert lifts the vial after closing the jaws"
+    released = {k: v.copy() for k, v in _upto(arrays, up[0] + 1).items()}
     released["both_jaws"][-1] = False  # let go mid-carry
     assert why(released) == outcome.RELEASED_ELSEWHERE
+    just_short = {k: v.copy() for k, v in _upto(arrays, up[0]).items()}
+    just_short["both_jaws"][-1] = False  # one step earlier: not yet lifted
+    assert why(just_short) == outcome.NEVER_LIFTED
     still_held = {k: v.copy() for k, v in arrays.items()}
     still_held["both_jaws"][-1] = True
     assert why(still_held) == outcome.PLACED_HELD

@@ -81,3 +81,45 @@ def test_the_outcome_says_how_the_episode_stands(env: VialRackEnv) -> None:
     end = out["final_placement"]  # the vial lies on the mat where it spawned, away from its target slot
     assert end["target_offset_mm"] > 30.0 and end["height_mm"] < 30.0 and end["tilt_deg"] > 45.0
     assert end["nearest_slot"] in range(9)
+
+
+def test_a_vial_let_go_before_or_after_it_left_the_mat() -> None:
+    """The expert's demo replayed, the jaws opened three steps after they first hold the vial (it never rose:
+    ``grasped, never lifted``) or once it is lifted (``released outside a slot``): the environment tracks the lift."""
+    from so101_core.sim.config import load_sim_config
+    from so101_core.sim.randomization import DRConfig
+    from so101_core.sim.rollout import run_scripted_episode
+    from so101_core.sim.twin import Twin
+    from so101_policy.outcome import LIFT_M, NEVER_LIFTED, RELEASED_ELSEWHERE
+
+    with Twin(load_sim_config(), DRConfig.disabled()) as twin:
+        rec = run_scripted_episode(twin, 7, record=True)
+    assert rec.success
+    actions = to_lerobot(rec.actions).astype(np.float32)
+    opened = float(actions[:, 5].max())
+    nominal = VialRackEnv(dataclasses.replace(SPEC, episode_s=30.0, randomize=False))
+    try:
+
+        def let_go(when: str) -> str | None:
+            nominal.reset(seed=7)
+            start_z, held_for = float(nominal.twin.task_state().vials[0][0][2]), 0
+            for a in actions:
+                state = nominal.twin.task_state()
+                held_for += int(state.held[0])
+                if (when == "grasped" and held_for >= 3) or (
+                    when == "lifted" and float(state.vials[0][0][2]) - start_z > LIFT_M + 0.01
+                ):
+                    break
+                nominal.step(a)
+            else:
+                raise AssertionError(f"the demo never reached '{when}'")
+            release = a.copy()
+            release[5] = opened
+            for _ in range(45):  # 1.5 s: the jaws open and the vial settles
+                nominal.step(release)
+            return nominal.outcome()["failure"]
+
+        assert let_go("grasped") == NEVER_LIFTED
+        assert let_go("lifted") == RELEASED_ELSEWHERE
+    finally:
+        nominal.close()
