@@ -39,29 +39,32 @@ class CameraBatchedBackbone(IntermediateLayerGetter):
 
     ``ACT.forward`` calls the backbone once per camera image; after ``prime(images)`` each of those calls
     returns its slice of the one batched pass (an image not primed is computed on its own, as before). The class
-    only adds behaviour: parameters and state-dict keys are the ``IntermediateLayerGetter``'s.
+    only adds behaviour: parameters and state-dict keys are the ``IntermediateLayerGetter``'s. The primed images
+    are matched by object (``is``), never by ``id()``: under ``torch.compile`` an ``id()`` becomes a guard on that
+    very tensor, and every call, bringing new images, would recompile.
     """
 
-    _primed: dict[int, Tensor]
+    _primed: list[tuple[Tensor, Tensor]]
 
     @classmethod
     def adopt(cls, backbone: IntermediateLayerGetter) -> CameraBatchedBackbone:
         """``backbone`` itself, now of this class."""
         backbone.__class__ = cls
         assert isinstance(backbone, cls)
-        backbone._primed = {}
+        backbone._primed = []
         return backbone
 
     def prime(self, images: list[Tensor]) -> None:
         """Compute the feature maps of ``images`` (each (B, 3, H, W), one shape) in one pass."""
         features = super().forward(torch.cat(images))["feature_map"]
-        self._primed = {id(img): f for img, f in zip(images, features.chunk(len(images)), strict=True)}
+        self._primed = list(zip(images, features.chunk(len(images)), strict=True))
 
     def forward(self, x: Tensor) -> dict[str, Tensor]:
-        feature = self._primed.pop(id(x), None)
-        if feature is None:
-            return cast(dict[str, Tensor], super().forward(x))
-        return {"feature_map": feature}
+        for k, (image, feature) in enumerate(self._primed):
+            if image is x:
+                del self._primed[k]
+                return {"feature_map": feature}
+        return cast(dict[str, Tensor], super().forward(x))
 
 
 def _norm_layers(backbone: nn.Module, kind: type[nn.Module]) -> list[tuple[nn.Module, str, nn.Module]]:

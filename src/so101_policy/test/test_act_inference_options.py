@@ -68,3 +68,32 @@ def test_folded_norms_and_one_backbone_pass_predict_what_stock_lerobot_predicts(
         want = fast.post(stock.predict_action_chunk(batch)).numpy()
     np.testing.assert_allclose(got["single_arm"], want[:, :, :5], rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(got["gripper"], want[:, :, 5:], rtol=1e-4, atol=1e-3)
+
+
+def test_a_compiled_policy_serves_new_images_without_recompiling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--compile``: each call brings new image tensors; the camera-batched backbone must not make dynamo guard on
+    them (it recompiled at every call until its recompile limit when it looked the images up by ``id()``). Dynamo's
+    guards are the same whatever backend compiles the graph: the test uses the eager backend (no C++ build)."""
+    import torch
+    import torch._dynamo
+
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None: compile_(model, backend="eager"))
+    checkpoint = synthetic_checkpoint(tmp_path, 64, 48, cameras=("side", "top"))
+    compiled = ActPolicy(checkpoint, device="cpu", compile_mode="reduce-overhead")
+    plain = ActPolicy(checkpoint, device="cpu")
+    assert compiled.backbone is not None
+    passes: list[int] = []
+    compiled.backbone.conv1.register_forward_hook(lambda m, args, out: passes.append(args[0].shape[0]))
+    rng = np.random.default_rng(2)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for _ in range(3):
+            frames = {c: rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for c in ("side", "top")}
+            obs = observation(frames, rng.normal(size=6), "put the vial in the rack")
+            got = compiled.get_action(obs, None)[0]
+            np.testing.assert_allclose(got["single_arm"], plain.get_action(obs, None)[0]["single_arm"], atol=1e-4)
+    assert passes == [2, 2, 2]  # one pass over both cameras per call: the compiled forward used the primed features
+    assert compiled.backbone._primed == []
