@@ -16,7 +16,8 @@
 # VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=install|seeds|skillgen|render|
 # train_scenes|graph: stop after that step (a call whose carried wheels serve only the steps up to it).
 # TRAIN_SCENES=0 skips the check on the training demos' scenes. DEMOS_FROM=DIR: seeds/ and demos/ made elsewhere
-# (steps 1-2 on a CPU machine, carried in DIR) stand for steps 1 and 2.
+# (steps 1-2 on a CPU machine, carried in DIR) stand for steps 1 and 2. SKILLGEN_CONFIG=FILE: SkillGen's config
+# (e.g. rollout.execution_noise_rad for DART demos).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -61,8 +62,9 @@ fi
 [ "${UNTIL:-}" = seeds ] && { echo "policy_h200: stopped after seeds (UNTIL)"; exit 0; }
 if [ ! -f "$RUN/.skillgen" ]; then
   need 150 skillgen; stamp skillgen
+  # shellcheck disable=SC2086
   so101 skillgen generate --seeds "$RUN/seeds" -n "$DEMOS" --out "$RUN/demos" --workers "$WORKERS" \
-    --executor local --dr-profile wide
+    --executor local --dr-profile wide ${SKILLGEN_CONFIG:+--config "$SKILLGEN_CONFIG"}
   touch "$RUN/.skillgen"
 fi
 [ "${UNTIL:-}" = skillgen ] && { echo "policy_h200: stopped after skillgen (UNTIL)"; exit 0; }

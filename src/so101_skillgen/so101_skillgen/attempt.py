@@ -116,13 +116,14 @@ class _Recorder:
         self.acts: list[F64] = []
         self.poses: dict[str, list[F64]] = {n: [] for n in twin.object_poses()}
 
-    def step(self, cmd: F64) -> bool:
+    def step(self, cmd: F64, offset: F64 | None = None) -> bool:
+        """Record ``cmd`` (6,) as this step's action and execute it, plus ``offset`` (6,) rad when given."""
         tw = self.twin
         self.qs.append(tw.joint_positions())
         for name, pose in tw.object_poses().items():
             self.poses[name].append(np.concatenate(pose))
         self.acts.append(np.asarray(cmd, dtype=np.float64).copy())
-        tw.step(cmd)
+        tw.step(cmd if offset is None else cmd + offset)
         state = tw.task_state()
         self.workshop.update_state(state)
         return self.detector.update_state(state)
@@ -155,14 +156,29 @@ class _Recorder:
         return np.asarray(self.acts), np.asarray(self.qs), {n: np.asarray(v) for n, v in self.poses.items()}
 
 
-def replay(twin: Twin, task: TaskConfig, scene_seed: int, actions: F64) -> tuple[bool, _Recorder]:
-    """Reset ``twin`` with ``scene_seed`` and play ``actions`` (T, 6); returns (task success, recording)."""
+def replay(
+    twin: Twin, task: TaskConfig, scene_seed: int, actions: F64, offsets: F64 | None = None
+) -> tuple[bool, _Recorder]:
+    """Reset ``twin`` with ``scene_seed`` and play ``actions`` (T, 6), each executed plus its row of ``offsets``
+    (T, 6) rad when given (the recording keeps ``actions``); returns (task success, recording)."""
     twin.reset(scene_seed)
     rec = _Recorder(twin, task)
     ok = False
-    for a in actions:
-        ok = rec.step(a)
+    for k, a in enumerate(actions):
+        ok = rec.step(a, None if offsets is None else offsets[k])
     return ok, rec
+
+
+def execution_noise(steps: int, std_rad: float, tau_s: float, dt_s: float, rng: np.random.Generator) -> F64:
+    """(steps, 6) command offsets, rad: a first-order Gauss-Markov process per arm joint (stationary standard
+    deviation ``std_rad``, correlation time ``tau_s``, sampled every ``dt_s``), starting at 0; the gripper's column
+    is 0 (its command opens and closes the jaws: a grasp's timing stays the plan's)."""
+    phi = float(np.exp(-dt_s / tau_s))
+    kick = std_rad * np.sqrt(1.0 - phi * phi) * rng.standard_normal((steps, GRIPPER_INDEX))
+    out = np.zeros((steps, 6))
+    for k in range(1, steps):
+        out[k, :GRIPPER_INDEX] = phi * out[k - 1, :GRIPPER_INDEX] + kick[k]
+    return out
 
 
 @dataclass
@@ -345,15 +361,40 @@ class AttemptRunner(GraspFitter):
             assert rollout is not None
             return rollout
         a, _, _ = rec.arrays()
-        for window in smoothing_windows(cfg.smoothing.window, cfg.smoothing.order):
-            ok, rep = replay(tw, self.task, scene_seed, smooth_joints(a, window, cfg.smoothing.order))
+        r = cfg.rollout
+        draws: list[F64 | None] = [None]
+        if r.execution_noise_rad > 0:  # drawn from the scene seed: a resumed run keeps the same demos
+            dt = 1.0 / tw.config.physics.control_hz
+            draws = [
+                execution_noise(
+                    len(a),
+                    r.execution_noise_rad,
+                    r.execution_noise_tau_s,
+                    dt,
+                    np.random.default_rng([scene_seed, 0xDA27, k]),
+                )
+                for k in range(r.execution_noise_draws)
+            ]
+        for offsets in draws:
+            for window in smoothing_windows(cfg.smoothing.window, cfg.smoothing.order):
+                ok, rep = replay(tw, self.task, scene_seed, smooth_joints(a, window, cfg.smoothing.order), offsets)
+                if ok:
+                    break
             if ok:
                 break
         a2, q2, p2 = rep.arrays()
         ws = rep.workshop.succeeded
         if not ok:
             return AttemptOutcome(
-                False, "replay_mismatch", "the executed commands do not succeed on replay", a2, q2, p2, sources, ws
+                False,
+                "replay_mismatch",
+                "the executed commands do not succeed on replay"
+                + ("" if offsets is None else " with the execution noise"),
+                a2,
+                q2,
+                p2,
+                sources,
+                ws,
             )
         # the last step too, not only the latched hold (a vial may tip after it), and in the episode's slots
         miss = final_miss(tw, self.task, {n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})

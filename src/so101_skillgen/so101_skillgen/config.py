@@ -89,10 +89,18 @@ class TrackingConfig:
 @dataclass(frozen=True)
 class RolloutConfig:
     """Physics rollout checks. ``settle_steps``: hold after the last segment for the success detector;
-    ``rack_push_tolerance``: rack displacement (m) before the release that counts as a ``collision``."""
+    ``rack_push_tolerance``: rack displacement (m) before the release that counts as a ``collision``.
+    ``execution_noise_rad`` (0 = none): the kept demo is executed with a smooth random offset of this standard
+    deviation (rad) on each arm joint's command (correlation time ``execution_noise_tau_s``, s), while its recorded
+    actions stay the planned commands: its states stray from the plan and its actions lead back (DART, Laskey et
+    al. 2017), what a policy needs when its own errors take it off the demos' paths. A draw whose execution fails
+    the task is replaced by the next, up to ``execution_noise_draws`` (then the attempt fails: ``replay_mismatch``)."""
 
     settle_steps: int = 20
     rack_push_tolerance: float = 0.01
+    execution_noise_rad: float = 0.0
+    execution_noise_tau_s: float = 0.3
+    execution_noise_draws: int = 3
 
 
 @dataclass(frozen=True)
@@ -203,6 +211,11 @@ def _parse(f: Fields) -> SkillGenConfig:
     rollout = RolloutConfig(
         settle_steps=r.integer("settle_steps", d.rollout.settle_steps, lo=0, hi=100_000),
         rack_push_tolerance=r.num("rack_push_tolerance", d.rollout.rack_push_tolerance, lo=0.0, hi=1.0, lo_open=True),
+        execution_noise_rad=r.num("execution_noise_rad", d.rollout.execution_noise_rad, lo=0.0, hi=0.5),
+        execution_noise_tau_s=r.num(
+            "execution_noise_tau_s", d.rollout.execution_noise_tau_s, lo=0.0, hi=60.0, lo_open=True
+        ),
+        execution_noise_draws=r.integer("execution_noise_draws", d.rollout.execution_noise_draws, lo=1, hi=1000),
     )
     r.finish()
     sym = f.raw("symmetric_objects", list(d.symmetric_objects))
