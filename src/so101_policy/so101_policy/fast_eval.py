@@ -15,7 +15,9 @@ newest frame of the 30 Hz camera stream).
 ``replan_every`` and the policy answers all environments in one batch (``options["step"]``: each row's step in
 its episode). No environment waits for the slowest episode of a wave. Writes ``fast_results.json`` (the same
 keys as the graph evaluation's ``results.json`` where they exist, plus ``episodes_per_min``) and
-``fast_episodes.jsonl``.
+``fast_episodes.jsonl``. ``phases`` in the results: where the wall time went (environment processes' start,
+resets, renders, policy queries, steps, end-of-episode outcomes: seconds and calls each; the rest is the loop's
+own work), so a slow run says which part to speed up.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +59,29 @@ class FastResult:
     episodes_per_min: float
     wall_s: float
     results_json: Path
+
+
+class Phases:
+    """Seconds and calls per named phase of a run (``with phases("step"): ...``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - t0
+            self.calls[name] += 1
+
+    def summary(self, wall_s: float) -> dict[str, Any]:
+        """{phase: {"s", "calls"}} and ``other_s``: ``wall_s`` less every phase."""
+        out: dict[str, Any] = {k: {"s": round(v, 3), "calls": self.calls[k]} for k, v in self.seconds.items()}
+        out["other_s"] = round(wall_s - sum(self.seconds.values()), 3)
+        return out
 
 
 def batched_observation(pixels: dict[str, np.ndarray], state: np.ndarray, task: str) -> dict[str, Any]:
@@ -137,14 +164,18 @@ def run_fast_evaluation(
         pixels_every_step=False,  # rendered when the policy is asked (_run), the same images, 1/replan the cost
     )
     seeds = [config.episode_seed(i) for i in range(config.episodes)]
+    phases = Phases()
     t0 = time.perf_counter()
-    vec = make_vector_env(spec, n_env)
+    with phases("start"):
+        vec = make_vector_env(spec, n_env)
     try:
-        rows = _run(vec, backend, spec, seeds, Execution(horizon, replan, config.blend_alpha, limits), progress)
+        ex = Execution(horizon, replan, config.blend_alpha, limits)
+        rows = _run(vec, backend, spec, seeds, ex, progress, phases)
     finally:
-        vec.close()
+        with phases("close"):
+            vec.close()
     wall = time.perf_counter() - t0
-    return _summarize(rows, out_dir, config, cameras, size, n_env, replan, wall)
+    return _summarize(rows, out_dir, config, cameras, size, n_env, replan, wall, phases.summary(wall))
 
 
 @dataclass(frozen=True)
@@ -172,7 +203,7 @@ class _Episode:
 
 def _run(
     vec: Any, backend: Any, spec: EnvConfig, seeds: list[int], ex: Execution,
-    progress: Callable[[int, int, dict[str, Any]], None] | None,
+    progress: Callable[[int, int, dict[str, Any]], None] | None, phases: Phases,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Every episode of ``seeds`` on ``vec``'s environments (see the module docstring); a row per episode, in
     episode order. Chunks enter each plan through :func:`~.admission.admit_chunk`, as in the policy node; where
@@ -182,8 +213,9 @@ def _run(
     todo = list(range(len(seeds)))
     running: list[_Episode | None] = [None] * n
     first = [todo.pop(0) if todo else -1 for _ in range(n)]
-    obs, _ = vec.reset(seed=[seeds[e] if e >= 0 else seeds[0] for e in first])
-    backend.reset(None)
+    with phases("reset"):
+        obs, _ = vec.reset(seed=[seeds[e] if e >= 0 else seeds[0] for e in first])
+        backend.reset(None)
     for i, e in enumerate(first):
         running[i] = _Episode(e, seeds[e], 0) if e >= 0 else None
     rows: dict[int, dict[str, Any]] = {}
@@ -198,17 +230,21 @@ def _run(
                     running[i], mask[i] = _Episode(e, seeds[e], step), True
             idle = []
             if mask.any():
-                obs, _ = vec.reset(seed=[ep.seed if ep is not None else 0 for ep in running],
-                                   options={"reset_mask": mask})  # fmt: skip
+                with phases("reset"):
+                    obs, _ = vec.reset(seed=[ep.seed if ep is not None else 0 for ep in running],
+                                       options={"reset_mask": mask})  # fmt: skip
         q = from_lerobot(np.asarray(obs["agent_pos"], dtype=np.float64))
         active = [i for i, ep in enumerate(running) if ep is not None]
         # each environment asks on its own schedule, as its policy node would: every replan steps, or when its plan
         # ran out (every chunk refused so far); one batched query serves those that ask, the others keep their plan
         asking = [i for i in active if step % ex.replan == 0 or _plan_ran_out(running[i], step)]
         if asking:
-            pixels = _render(vec, spec)
+            with phases("render"):
+                pixels = _render(vec, spec)
             local = [step - ep.start if ep is not None else 0 for ep in running]
-            chunk, _ = backend.get_action(batched_observation(pixels, obs["agent_pos"], spec.task), {"step": local})
+            with phases("policy"):
+                observation = batched_observation(pixels, obs["agent_pos"], spec.task)
+                chunk, _ = backend.get_action(observation, {"step": local})
             rows_of = _chunks(chunk)
             for i in asking:
                 ep = running[i]
@@ -231,10 +267,14 @@ def _run(
             else:
                 ep.hold = None
             command[i] = ep.last = action
-        obs, _, terminated, truncated, info = vec.step(np.asarray(to_lerobot(command), dtype=np.float32))
+        with phases("step"):
+            obs, _, terminated, truncated, info = vec.step(np.asarray(to_lerobot(command), dtype=np.float32))
         step += 1
         ended = [i for i in active if terminated[i] or truncated[i]]
-        outcomes = vec.call("outcome") if ended else []
+        outcomes: list[dict[str, Any]] = []
+        if ended:
+            with phases("outcome"):
+                outcomes = vec.call("outcome")
         for i in ended:
             ep = running[i]
             assert ep is not None
@@ -268,7 +308,7 @@ def _render(vec: Any, spec: EnvConfig) -> dict[str, np.ndarray]:
 
 def _summarize(
     rows: list[dict[str, Any]], out_dir: Path, config: EvalConfig, cameras: tuple[str, ...], size: tuple[int, int],
-    envs: int, replan: int, wall: float,
+    envs: int, replan: int, wall: float, phases: dict[str, Any],
 ) -> FastResult:  # fmt: skip
     n = len(rows)
     ok = sum(r["success"] for r in rows)
@@ -287,6 +327,7 @@ def _summarize(
         "failures": failure_counts(rows),
         "episodes_per_min": 60.0 * n / wall if wall > 0 else 0.0,
         "wall_s": wall,
+        "phases": phases,
         "envs": envs,
         "replan_every": replan,
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()},

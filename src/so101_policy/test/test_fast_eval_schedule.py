@@ -39,3 +39,18 @@ def test_a_holding_environment_does_not_make_the_others_replan(tmp_path: Path) -
     assert refused["queries"] == refused["rejected_chunks"] == refused["held_steps"] == steps
     # the other asks every REPLAN steps only, and never holds
     assert steady["queries"] == -(-steps // REPLAN) and steady["rejected_chunks"] == steady["held_steps"] == 0
+
+
+def test_the_results_say_where_the_time_went(tmp_path: Path) -> None:
+    config = EvalConfig(episodes=2, episode_s=SECONDS, horizon=HORIZON, replan_steps=REPLAN, device="cpu")
+    result = run_fast_evaluation(RefuseFirstRow(), tmp_path, config, ("top",), (32, 24), envs=2)
+    summary = json.loads(result.results_json.read_text())
+    phases = summary["phases"]
+    steps = round(SECONDS * 30)
+    assert phases["step"]["calls"] == steps  # both episodes run side by side, one vector step per control step
+    assert phases["policy"]["calls"] == phases["render"]["calls"] == steps  # row 0 asks at every step
+    assert phases["start"]["calls"] == phases["close"]["calls"] == 1 and phases["reset"]["calls"] == 1
+    assert phases["outcome"]["calls"] == 1  # both end at the same step
+    spent = sum(v["s"] for k, v in phases.items() if k != "other_s")
+    assert all(v["s"] >= 0 for k, v in phases.items() if k != "other_s")
+    assert abs(spent + phases["other_s"] - summary["wall_s"]) < 0.01 and phases["other_s"] >= -0.01
