@@ -389,7 +389,7 @@ class AttemptRunner(GraspFitter):
                 False,
                 "replay_mismatch",
                 "the executed commands do not succeed on replay"
-                + ("" if offsets is None else " with the execution noise"),
+                + ("" if offsets is None else f" with any of its {len(draws)} execution-noise draws"),
                 a2,
                 q2,
                 p2,
