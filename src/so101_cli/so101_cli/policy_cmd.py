@@ -25,7 +25,7 @@ def with_settings(cfg: Any, sets: list[str], root: str) -> Any:
     for item in sets:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise ConfigError(f"--set expects field=value, got {item!r}")
+            raise ConfigError("--set", f"expects field=value, got {item!r}")
         values[key.strip()] = yaml.safe_load(raw)
     return parse_config(type(cfg), values, root)
 

@@ -223,11 +223,10 @@ def resolve_section(cfg: PipelineConfig, name: str, parser: Parser, root: str) -
         parsed = parser(lib.merged)
     except ConfigError as exc:
         fld = exc.field or root
-        message = exc.message.removeprefix(fld).lstrip(": ") or exc.message  # "train.lr must be > 0" → "must …"
         rest = fld.removeprefix(root).lstrip(".")
         if rest and _has(lib.overrides, rest.split(".")):
-            raise PipelineConfigError(f"pipeline.{name}.set.{rest}", message, file=cfg.file) from None
-        raise PipelineConfigError(fld, message, file=lib.file) from None
+            raise PipelineConfigError(f"pipeline.{name}.set.{rest}", exc.message, file=cfg.file) from None
+        raise PipelineConfigError(fld, exc.message, file=lib.file) from None
     libraries = dict(cfg.libraries)
     libraries[name] = LibrarySection(lib.config, lib.file, lib.overrides, lib.merged, lib.workers, parsed)
     return dataclasses.replace(cfg, libraries=libraries)

@@ -103,7 +103,7 @@ class TrainableAct:
         self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None, image_shift_px: int = 0
     ) -> None:
         if backbone_norm not in NORMS:
-            raise ConfigError(f"train.backbone_norm must be one of {NORMS}, got {backbone_norm!r}")
+            raise ConfigError("train.backbone_norm", f"must be one of {NORMS}, got {backbone_norm!r}")
         self.policy = policy
         self.norm = backbone_norm
         self.image_shift_px = image_shift_px
@@ -143,8 +143,9 @@ class TrainableAct:
             shift = bias - mean * scale
             if not (torch.allclose(scale, torch.ones_like(scale), atol=1e-6) and bool((shift == 0).all())):
                 raise ConfigError(
-                    "train.backbone_norm is 'frozen' but the checkpoint's FrozenBatchNorm2d layers are not the "
-                    "identity (was it trained with backbone_norm: batch?)"
+                    "train.backbone_norm",
+                    "is 'frozen' but the checkpoint's FrozenBatchNorm2d layers are not the identity (was it trained "
+                    "with backbone_norm: batch?)",
                 )
         return nn.Identity()
 

@@ -92,9 +92,7 @@ class TrainConfig:
         _positive(self, "train", ("n_encoder_layers", "n_decoder_layers", "latent_dim", "save_freq", "log_freq"))
         _positive(self, "train", ("lr", "lr_backbone", "grad_clip_norm"))
         if self.num_workers < 0 or self.weight_decay < 0 or self.kl_weight < 0 or not 0 <= self.dropout < 1:
-            raise ConfigError(
-                "train: num_workers, weight_decay, kl_weight must be >= 0 and dropout in [0, 1)", field="train"
-            )
+            raise ConfigError("train", "num_workers, weight_decay, kl_weight must be >= 0 and dropout in [0, 1)")
         if self.dim_model % self.n_heads:
             raise _invalid("train.dim_model", f"({self.dim_model}) must be a multiple of n_heads ({self.n_heads})")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
@@ -153,7 +151,7 @@ class EvalConfig:
         if not 0 < self.blend_alpha <= 1:
             raise _invalid("eval.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
         if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
-            raise ConfigError("eval: videos, width, height, replan_steps must be >= 0", field="eval")
+            raise ConfigError("eval", "videos, width, height, replan_steps must be >= 0")
         _cameras(self.cameras, "eval")
 
 
@@ -204,8 +202,8 @@ class PolicyNodeConfig:
 
 
 def _invalid(field: str, problem: str) -> ConfigError:
-    """The error of a bad ``field`` (dotted, e.g. ``train.lr``): the message reads "<field> <problem>"."""
-    return ConfigError(f"{field} {problem}", field=field)
+    """The error of a bad ``field`` (dotted, e.g. ``train.lr``): it reads "<field>: <problem>"."""
+    return ConfigError(field, problem)
 
 
 def _positive(cfg: object, root: str, names: tuple[str, ...]) -> None:
@@ -271,7 +269,7 @@ def _load[T](cls: type[T], path: str | Path | None, name: str) -> T:
         fields = load_yaml(path, name) if path else _default_fields(name)
         return typing.cast(T, _read(fields, cls))
     except FieldError as exc:
-        raise ConfigError(str(exc), field=exc.field) from None
+        raise ConfigError(exc.field, exc.message, file=exc.file) from None
 
 
 def _default_fields(name: str) -> Fields:
@@ -284,7 +282,7 @@ def parse_config[T](cls: type[T], data: Mapping[str, Any], name: str) -> T:
     try:
         return typing.cast(T, _read(Fields(data, name), cls))
     except FieldError as exc:
-        raise ConfigError(str(exc), field=exc.field) from None
+        raise ConfigError(exc.field, exc.message, file=exc.file) from None
 
 
 def parse_train_config(data: Mapping[str, Any]) -> TrainConfig:

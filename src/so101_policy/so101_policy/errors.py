@@ -22,11 +22,11 @@ class ServerTimeout(PolicyError):  # noqa: N818 (reads like the event it reports
 
 
 class ConfigError(PolicyError, CoreConfigError):
-    """An invalid train / eval / policy configuration (``field`` names it, e.g. ``train.batch_size``)."""
+    """An invalid train / eval / policy configuration or training input: the core's ``(field, message, file=)``,
+    ``field`` the dotted path of what is wrong (``train.batch_size``, ``dataset``, ``sweep.runs``)."""
 
-    def __init__(self, message: str, field: str = "") -> None:
-        ValueError.__init__(self, message)
-        self.field, self.message, self.file = field, message, None
+    def __init__(self, field: str, message: str, *, file: str | None = None) -> None:
+        CoreConfigError.__init__(self, field, message, file=file)
 
 
 class CheckpointError(PolicyError):

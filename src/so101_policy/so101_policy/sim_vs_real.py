@@ -59,13 +59,13 @@ def load_table(path: Path) -> list[dict[str, Any]]:
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     conditions = data.get("conditions") if isinstance(data, dict) else None
     if not isinstance(conditions, list) or not conditions:
-        raise ConfigError(f"{path}: needs a non-empty 'conditions' list")
+        raise ConfigError("conditions", "needs a non-empty list", file=str(path))
     for i, c in enumerate(conditions):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise ConfigError(f"{path}: conditions[{i}] needs a 'name'")
+            raise ConfigError(f"conditions[{i}].name", "needs a name", file=str(path))
         for j, run in enumerate(c.get("real") or []):
             if not isinstance(run, dict) or "bag" not in run or not isinstance(run.get("success"), bool):
-                raise ConfigError(f"{path}: conditions[{i}].real[{j}] needs 'bag' and 'success: true|false'")
+                raise ConfigError(f"conditions[{i}].real[{j}]", "needs 'bag' and 'success: true|false'", file=str(path))
     return conditions
 
 

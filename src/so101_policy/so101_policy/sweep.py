@@ -46,23 +46,23 @@ def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+        raise ConfigError("sweep", str(exc), file=str(path)) from exc
     if not isinstance(data, dict) or set(data) - {"base", "runs", "eval"}:
         got = sorted(data) if isinstance(data, dict) else data
-        raise ConfigError(f"{path}: expected the keys runs (and base, eval), got {got!r}")
+        raise ConfigError("sweep", f"expected the keys runs (and base, eval), got {got!r}", file=str(path))
     shared = data.get("base") or {}
     if not isinstance(shared, dict):
-        raise ConfigError(f"{path}: base must be a mapping of train fields")
+        raise ConfigError("base", "must be a mapping of train fields", file=str(path))
     runs_raw = data.get("runs")
     if not isinstance(runs_raw, dict) or not runs_raw:
-        raise ConfigError(f"{path}: runs must name at least one run (name: {{field: value}})")
+        raise ConfigError("runs", "must name at least one run (name: {field: value})", file=str(path))
     runs: dict[str, TrainConfig] = {}
     changes: dict[str, dict[str, Any]] = {}
     for name, over in runs_raw.items():
         if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
-            raise ConfigError(f"{path}: run name {name!r} must be letters, digits, - or _")
+            raise ConfigError("runs", f"run name {name!r} must be letters, digits, - or _", file=str(path))
         if not isinstance(over, dict):
-            raise ConfigError(f"{path}: runs.{name} must be a mapping of train fields")
+            raise ConfigError(f"runs.{name}", "must be a mapping of train fields", file=str(path))
         runs[name] = parse_config(TrainConfig, {**_plain(base), **shared, **over}, f"sweep.runs.{name}")
         changes[name] = dict(over)
     evaluation = parse_config(EvalConfig, {**_plain(base_eval), **(data.get("eval") or {})}, "sweep.eval")

@@ -71,7 +71,7 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"train.device is {device!r} but CUDA is not available")
+        raise ConfigError("train.device", f"is {device!r} but CUDA is not available")
     return device
 
 
@@ -80,16 +80,16 @@ def _check_dataset(features: dict[str, Any], cameras: tuple[str, ...]) -> list[s
     for key in (OBS_STATE, ACTION):
         shape = tuple(features.get(key, {}).get("shape", ()))
         if shape != (6,):
-            raise ConfigError(f"dataset feature {key!r} must have shape (6,), got {shape or 'none'}")
+            raise ConfigError("dataset", f"feature {key!r} must have shape (6,), got {shape or 'none'}")
     images = [k for k, v in features.items() if is_image_key(k) and v.get("dtype") in ("video", "image")]
     if cameras:
         wanted = [image_key(c) for c in cameras]
         missing = [k for k in wanted if k not in images]
         if missing:
-            raise ConfigError(f"dataset lacks camera features {missing} (has {images})")
+            raise ConfigError("train.cameras", f"the dataset lacks camera features {missing} (has {images})")
         images = wanted
     if not images:
-        raise ConfigError("ACT needs at least one camera: the dataset has no observation.images.* feature")
+        raise ConfigError("dataset", "ACT needs at least one camera: the dataset has no observation.images.* feature")
     return images
 
 
@@ -285,7 +285,7 @@ def _same_model(saved: dict[str, Any], cfg: TrainConfig) -> None:
     now = dataclasses.asdict(cfg)
     diff = [k for k in now if k not in free and k in saved and _norm(saved[k]) != _norm(now[k])]
     if diff:
-        raise ConfigError(f"cannot resume: the config changed ({', '.join(diff)}); use a new --out directory")
+        raise ConfigError("train", f"cannot resume: the config changed ({', '.join(diff)}); use a new --out directory")
 
 
 def _norm(v: Any) -> Any:

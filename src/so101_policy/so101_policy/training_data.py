@@ -69,8 +69,9 @@ def open_training_data(path: Path) -> TrainingData:
     units = rendered_units(path)
     if not units:
         raise ConfigError(
+            "dataset",
             f"{path} is neither a LeRobot dataset (no meta/info.json) nor a dataset build with rendered frames "
-            f"(no {UNITS_DIR}/{UNIT_GLOB}/{FRAMES_FILE}: build it with render.keep_frames: true)"
+            f"(no {UNITS_DIR}/{UNIT_GLOB}/{FRAMES_FILE}: build it with render.keep_frames: true)",
         )
     first = json.loads((units[0] / EPISODE_FILE).read_text(encoding="utf-8"))
     h, w = int(first["height"]), int(first["width"])
@@ -93,7 +94,7 @@ def _frames(unit: Path) -> dict[str, np.ndarray]:
     try:
         return open_frames(unit / FRAMES_FILE)
     except FramesFileError as exc:
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError("dataset", str(exc)) from exc
 
 
 def _rows(units: list[Path]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,7 +152,7 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
     import torch
 
     if data.rows is None:
-        raise ConfigError(f"{data.path}: not a dataset build with rendered frames (kind {data.kind!r})")
+        raise ConfigError("dataset", f"{data.path}: not a dataset build with rendered frames (kind {data.kind!r})")
     state, action, episode = data.rows
     cams = [camera_of(k) for k in image_keys]
     rows = np.bincount(episode, minlength=len(data.units))
@@ -167,8 +168,9 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
             pixels = frames[cam]
             if pixels.shape != (ends[k] - starts[k], *shape):
                 raise ConfigError(
+                    "dataset",
                     f"{unit}: {cam} frames {pixels.shape}, expected {(int(ends[k] - starts[k]), *shape)} "
-                    "(one frame per row of replay.npz, at the dataset's image size)"
+                    "(one frame per row of replay.npz, at the dataset's image size)",
                 )
             images[cam][starts[k] : ends[k]].copy_(torch.from_numpy(pixels))
 

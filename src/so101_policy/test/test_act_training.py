@@ -108,7 +108,7 @@ def test_frozen_mode_refuses_a_checkpoint_with_learned_statistics(tmp_path: Path
         policy.save_pretrained(tmp_path)
     with pytest.raises(ConfigError, match="backbone_norm"):
         TrainableAct(ACTPolicy.from_pretrained(str(tmp_path)), "frozen", fresh=False)
-    with pytest.raises(ConfigError, match="backbone_norm must be one of"):
+    with pytest.raises(ConfigError, match="backbone_norm: must be one of"):
         TrainableAct(_policy(), "group", fresh=True)
 
 

@@ -135,7 +135,7 @@ def test_scene_seeds_name_the_episodes_scenes() -> None:
 
     assert [EvalConfig(episodes=3, seed=10).episode_seed(k) for k in range(3)] == [10, 11, 12]
     assert [EvalConfig(episodes=2, scene_seeds=(7, 3, 9)).episode_seed(k) for k in range(2)] == [7, 3]
-    with pytest.raises(ConfigError, match="scene_seeds holds 1 seeds for 2 episodes"):
+    with pytest.raises(ConfigError, match="scene_seeds: holds 1 seeds for 2 episodes"):
         EvalConfig(episodes=2, scene_seeds=(7,))
     # as eval.yaml or `--set scene_seeds=[...]` gives them
     assert parse_config(EvalConfig, {"episodes": 2, "scene_seeds": [5, 6]}, "eval").scene_seeds == (5, 6)

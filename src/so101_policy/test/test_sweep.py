@@ -64,7 +64,7 @@ def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
         ("runs:\n  a: {batch_size: 0}\n", "batch_size"),
         ("runs:\n  a: {nope: 1}\n", "sweep.runs.a"),
         ("other: 1\n", "expected the keys runs"),
-        ("base: 3\nruns:\n  a: {}\n", "base must be a mapping"),
+        ("base: 3\nruns:\n  a: {}\n", "base: must be a mapping"),
     ):
         spec.write_text(text)
         with pytest.raises(ConfigError, match=match):

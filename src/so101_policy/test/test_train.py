@@ -81,7 +81,7 @@ def test_twenty_steps_reduce_the_loss_and_the_checkpoint_serves(dataset: Path, t
 def test_bad_dataset_and_changed_resume_config_are_clear_errors(dataset: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="neither a LeRobot dataset"):
         train_policy(tmp_path, tmp_path / "run", TrainConfig(steps=1, **TINY))
-    with pytest.raises(ConfigError, match="cameras must be distinct names"):
+    with pytest.raises(ConfigError, match="cameras: must be distinct names"):
         TrainConfig(steps=1, **{**TINY, "cameras": ("ego", "nope")})
     with pytest.raises(ConfigError, match="multiple of n_heads"):
         TrainConfig(steps=1, **{**TINY, "dim_model": 33})
