@@ -49,13 +49,11 @@ class ShutdownConfig:
 
     def __post_init__(self) -> None:
         if self.behavior not in SHUTDOWN_BEHAVIORS:
-            raise ConfigError(
-                f"shutdown must be one of {list(SHUTDOWN_BEHAVIORS)}, got {self.behavior!r}", field="shutdown"
-            )
+            raise ConfigError("shutdown", f"must be one of {list(SHUTDOWN_BEHAVIORS)}, got {self.behavior!r}")
         if len(self.rest_pose) != len(JOINT_NAMES) or not all(math.isfinite(v) for v in self.rest_pose):
-            raise ConfigError(f"rest_pose needs {len(JOINT_NAMES)} finite values (rad)", field="rest_pose")
+            raise ConfigError("rest_pose", f"needs {len(JOINT_NAMES)} finite values (rad)")
         if not (math.isfinite(self.rest_ease_s) and self.rest_ease_s >= 0):
-            raise ConfigError(f"rest_ease_s must be >= 0, got {self.rest_ease_s}", field="rest_ease_s")
+            raise ConfigError("rest_ease_s", f"must be >= 0, got {self.rest_ease_s}")
 
     @property
     def torque_off(self) -> bool:
@@ -75,18 +73,18 @@ class RobotHardwareConfig:
 def _get(section: Mapping[str, Any], key: str, where: str, kind: Any, default: Any = ...) -> Any:
     if key not in section:
         if default is ...:
-            raise ConfigError(f"{where}.{key} is required", field=f"{where}.{key}")
+            raise ConfigError(f"{where}.{key}", "is required")
         return default
     value = section[key]
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kind):
-        raise ConfigError(f"{where}.{key} has the wrong type: {value!r}", field=f"{where}.{key}")
+        raise ConfigError(f"{where}.{key}", f"has the wrong type: {value!r}")
     return value
 
 
 def _section(data: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a mapping", field=where)
+        raise ConfigError(where, "must be a mapping")
     return data
 
 
@@ -94,9 +92,9 @@ def _joint_map(data: Any, where: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in _section(data or {}, where).items():
         if name not in JOINT_NAMES:
-            raise ConfigError(f"{where}: unknown joint {name!r}; expected {list(JOINT_NAMES)}", field=f"{where}.{name}")
+            raise ConfigError(f"{where}.{name}", f"unknown joint; expected one of {list(JOINT_NAMES)}")
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}.{name} must be a number, got {value!r}", field=f"{where}.{name}")
+            raise ConfigError(f"{where}.{name}", f"must be a number, got {value!r}")
         out[name] = float(value)
     return out
 
@@ -111,17 +109,17 @@ def _arm(data: Any, where: str, role: Role, signs: dict[str, float], offsets: di
     try:
         bus = BusConfig(port=port, baudrate=baudrate, timeout_ms=timeout_ms, retries=retries)
     except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}", field=f"{where}.{exc.field}") from None
+        raise ConfigError(f"{where}.{exc.field}", exc.message) from None
     calib = _get(sec, "calibration", where, (str, type(None)), None)
     if "disable_torque_on_disconnect" in sec:
         raise ConfigError(
-            f"{where}.disable_torque_on_disconnect was replaced by {where}.shutdown ({' | '.join(SHUTDOWN_BEHAVIORS)})",
-            field=f"{where}.disable_torque_on_disconnect",
+            f"{where}.disable_torque_on_disconnect",
+            f"was replaced by {where}.shutdown ({' | '.join(SHUTDOWN_BEHAVIORS)})",
         )
     shutdown = _shutdown(sec, where) if role == "follower" else ShutdownConfig("hold")
     max_torque = _get(sec, "max_torque_nm", where, int | float, ArmConfig.max_torque_nm)
     if not (math.isfinite(max_torque) and max_torque > 0):
-        raise ConfigError(f"{where}.max_torque_nm must be > 0, got {max_torque}", field=f"{where}.max_torque_nm")
+        raise ConfigError(f"{where}.max_torque_nm", f"must be > 0, got {max_torque}")
     arm = ArmConfig(
         bus=bus,
         torque_on_connect=_get(sec, "torque_on_connect", where, bool, role == "follower"),
@@ -139,11 +137,11 @@ def _shutdown(sec: Mapping[str, Any], where: str) -> ShutdownConfig:
     rest = _get(sec, "rest_pose", where, list, list(ShutdownConfig.rest_pose))
     ease = _get(sec, "rest_ease_s", where, int | float, ShutdownConfig.rest_ease_s)
     if any(isinstance(v, bool) or not isinstance(v, int | float) for v in rest):
-        raise ConfigError(f"{where}.rest_pose must be numbers (rad), got {rest!r}", field=f"{where}.rest_pose")
+        raise ConfigError(f"{where}.rest_pose", f"must be numbers (rad), got {rest!r}")
     try:
         return ShutdownConfig(behavior, tuple(float(v) for v in rest), float(ease))
     except ConfigError as exc:
-        raise ConfigError(f"{where}.{exc}", field=f"{where}.{exc.field}") from None
+        raise ConfigError(f"{where}.{exc.field}", exc.message) from None
 
 
 def parse_robot_config(data: Any) -> RobotHardwareConfig:
@@ -152,7 +150,7 @@ def parse_robot_config(data: Any) -> RobotHardwareConfig:
     signs = _joint_map(robot.get("joint_sign"), "robot.joint_sign")
     for name, sign in signs.items():
         if sign not in (1.0, -1.0):
-            raise ConfigError(f"robot.joint_sign.{name} must be 1 or -1, got {sign}", field=f"robot.joint_sign.{name}")
+            raise ConfigError(f"robot.joint_sign.{name}", f"must be 1 or -1, got {sign}")
     offsets = _joint_map(robot.get("joint_offset_rad"), "robot.joint_offset_rad")
     follower = _arm(_get(robot, "follower", "robot", Mapping), "robot.follower", "follower", signs, offsets)
     leader_data = robot.get("leader")
@@ -160,7 +158,7 @@ def parse_robot_config(data: Any) -> RobotHardwareConfig:
     try:
         safety = parse_safety_config(robot.get("safety"))
     except BaseConfigError as exc:
-        raise ConfigError(str(exc), field=exc.field) from None
+        raise ConfigError(exc.field, exc.message) from None
     shutdown = _shutdown(_get(robot, "follower", "robot", Mapping), "robot.follower")
     return RobotHardwareConfig(follower, leader, safety, shutdown)
 
@@ -171,8 +169,8 @@ def load_robot_config(path: str | os.PathLike[str]) -> RobotHardwareConfig:
     try:
         data = yaml.safe_load(fpath.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read robot config {fpath}: {exc}") from exc
+        raise ConfigError("robot", f"cannot read the robot config: {exc}", file=str(fpath)) from exc
     try:
         return parse_robot_config(data)
     except ConfigError as exc:
-        raise ConfigError(f"{fpath}: {exc}", field=exc.field) from None
+        raise ConfigError(exc.field, exc.message, file=str(fpath)) from None

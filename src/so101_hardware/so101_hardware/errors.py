@@ -78,11 +78,10 @@ class CalibrationError(HardwareError, ValueError):
 
 class ConfigError(HardwareError, BaseConfigError):
     """A hardware configuration value is invalid (the project's :class:`so101_core.config.ConfigError`, within
-    the hardware hierarchy); ``field`` names it (``"robot.bus.baudrate"``), ``message`` is the whole text."""
+    the hardware hierarchy, with its ``(field, message, file=)``): ``field`` names it (``"robot.bus.baudrate"``)."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        BaseConfigError.__init__(self, field or "", message)
-        self.args = (message,)
+    def __init__(self, field: str, message: str, *, file: str | None = None) -> None:
+        BaseConfigError.__init__(self, field, message, file=file)
 
 
 class SafetyError(HardwareError):

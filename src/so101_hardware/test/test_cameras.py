@@ -243,8 +243,8 @@ def test_the_shipped_cameras_yaml_loads() -> None:
     [
         ({"backend": "gige", "index": 0}, "cameras.cam.backend", "unknown: 'gige'"),
         ({"index": 0}, "cameras.cam.backend", "is required"),
-        ({"backend": "realsense", "width": 640}, "cameras.cam.serial", "serial is required"),
-        ({"backend": "opencv"}, "cameras.cam.index", "index or path is required"),
+        ({"backend": "realsense", "width": 640}, "cameras.cam.serial", "serial: is required"),
+        ({"backend": "opencv"}, "cameras.cam.index", "needs an index or a path"),
         ({"backend": "opencv", "index": 0, "width": "640"}, "cameras.cam.width", "must be an integer"),
         ({"backend": "opencv", "index": 0, "fps": 0}, "cameras.cam.fps", "must be > 0"),
         ({"backend": "opencv", "index": 0, "serial": "1"}, "cameras.cam.serial", "not a opencv camera field"),
@@ -261,7 +261,7 @@ def test_bad_camera_entries_name_the_field(entry: dict[str, Any], field: str, te
 def test_bad_cameras_file_names_the_file_and_field(tmp_path: Path) -> None:
     path = tmp_path / "cameras.yaml"
     path.write_text("cameras:\n  side:\n    backend: realsense\n    depth: true\n")
-    with pytest.raises(ConfigError, match=r"cameras\.yaml: cameras\.side\.serial is required") as info:
+    with pytest.raises(ConfigError, match=r"cameras\.yaml: cameras\.side\.serial: is required") as info:
         load_cameras_config(path)
     assert info.value.field == "cameras.side.serial"
     path.write_text("robot: {}\n")

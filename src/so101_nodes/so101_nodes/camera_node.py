@@ -85,9 +85,8 @@ class CameraParams:
             configs = load_cameras_config(path or default_cameras_config())
             if key not in configs:
                 raise ConfigError(
-                    f"camera: parameter 'camera': no camera {key!r} in {path or default_cameras_config()} "
-                    f"(has: {', '.join(configs)})",
-                    field="camera",
+                    "parameter 'camera'",
+                    f"no camera {key!r} in {path or default_cameras_config()} (has: {', '.join(configs)})",
                 )
             entry = configs[key]
         elif path:
@@ -114,7 +113,7 @@ class CameraParams:
             camera = camera_config(name, mapping)
         except ConfigError as exc:
             parameter = (exc.field or "").rsplit(".", 1)[-1]
-            raise ConfigError(f"camera: parameter {parameter!r}: {exc}", field=parameter) from exc
+            raise ConfigError(f"parameter {parameter!r}", exc.message) from exc  # a ROS user sets parameters
         params = cls(
             camera=camera,
             reconnect_period_s=float(node.declare_parameter("reconnect_period_s", 1.0)),

@@ -160,8 +160,8 @@ def test_realsense_node_publishes_images_depth_and_info_and_survives_a_drop_out(
 
 BAD_PARAMETERS: list[tuple[dict[str, Any], str, str]] = [
     ({"backend": "gige", "index": 0}, "backend", "must be one of opencv, realsense"),
-    ({"backend": "realsense"}, "serial", "serial is required"),
-    ({"backend": "opencv"}, "index", "index or path is required"),
+    ({"backend": "realsense"}, "serial", "is required for a realsense camera"),
+    ({"backend": "opencv"}, "index", "needs an index or a path"),
     ({"backend": "opencv", "index": 0, "depth": True}, "depth", "has no depth"),
     ({"backend": "opencv", "index": 0, "width": 4}, "width", "8..8192"),
     ({"camera": "nope"}, "camera", "no camera 'nope'"),
@@ -263,4 +263,4 @@ def test_bad_config_process_exits_with_the_field_named(
     process = _camera_process(f"config:={config}", "camera:=top")
     output, _ = process.communicate(timeout=30.0)
     assert process.returncode == 1, output
-    assert "cameras.top.serial is required" in output
+    assert "cameras.top.serial: is required" in output

@@ -60,7 +60,7 @@ class CameraConfig:
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first invalid field (``cameras.<name>.<field>``)."""
         if not self.name or not self.name.replace("_", "").isalnum():
-            raise ConfigError(f"camera name must be letters, digits or '_', got {self.name!r}", field="name")
+            raise ConfigError("cameras.name", f"must be letters, digits or '_', got {self.name!r}")
         for key in ("width", "height"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not 8 <= value <= 8192:
@@ -76,7 +76,7 @@ class CameraConfig:
 
     def _error(self, key: str, problem: str) -> ConfigError:
         path = f"cameras.{self.name}.{key}"
-        return ConfigError(f"{path} {problem}", field=path)
+        return ConfigError(path, problem)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,7 +109,7 @@ class OpenCVCameraConfig(CameraConfig):
     def validate(self) -> None:
         super().validate()
         if not self.path and self.index < 0:
-            raise self._error("index", "or path is required (an index >= 0 or a device / file path)")
+            raise self._error("index", "needs an index or a path (an index >= 0 or a device / file path)")
         if self.fourcc and len(self.fourcc) != 4:
             raise self._error("fourcc", f"must be 4 characters, got {self.fourcc!r}")
         if not (math.isfinite(self.hfov_deg) and 1.0 <= self.hfov_deg < 180.0):

@@ -30,24 +30,24 @@ def _check(value: Any, kind: str, path: str) -> Any:
         if not isinstance(value, list | tuple) or not all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in value
         ):
-            raise ConfigError(f"{path} must be a list of numbers, got {value!r}", field=path)
+            raise ConfigError(path, f"must be a list of numbers, got {value!r}")
         return tuple(float(v) for v in value)
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{path} must be true or false, got {value!r}", field=path)
+            raise ConfigError(path, f"must be true or false, got {value!r}")
         return value
     if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path} must be an integer, got {value!r}", field=path)
+            raise ConfigError(path, f"must be an integer, got {value!r}")
         return value
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{path} must be a number, got {value!r}", field=path)
+            raise ConfigError(path, f"must be a number, got {value!r}")
         return float(value)
     if isinstance(value, int) and not isinstance(value, bool):  # a serial number written without quotes
         return str(value)
     if not isinstance(value, str):
-        raise ConfigError(f"{path} must be a string, got {value!r}", field=path)
+        raise ConfigError(path, f"must be a string, got {value!r}")
     return value
 
 
@@ -59,11 +59,11 @@ def camera_config(key: str, data: Any) -> CameraConfig:
     """
     where = f"cameras.{key}"
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where} must be a mapping", field=where)
+        raise ConfigError(where, "must be a mapping")
     backend = data.get("backend")
     if backend not in BACKENDS:
         problem = "is required" if backend is None else f"is unknown: {backend!r}"
-        raise ConfigError(f"{where}.backend {problem}; use one of {', '.join(BACKENDS)}", field=f"{where}.backend")
+        raise ConfigError(f"{where}.backend", f"{problem}; use one of {', '.join(BACKENDS)}")
     cls = CONFIG_TYPES[backend]
     types = _field_types(cls)
     values: dict[str, Any] = {"name": key}
@@ -72,14 +72,12 @@ def camera_config(key: str, data: Any) -> CameraConfig:
             continue
         if name not in types or name == "name":
             known = ", ".join(sorted(n for n in types if n != "name"))
-            raise ConfigError(
-                f"{where}.{name} is not a {backend} camera field (known: backend, {known})", field=f"{where}.{name}"
-            )
+            raise ConfigError(f"{where}.{name}", f"is not a {backend} camera field (known: backend, {known})")
         values[name] = _check(value, types[name], f"{where}.{name}")
     if backend == "realsense" and not values.get("serial"):
         raise ConfigError(
-            f"{where}.serial is required for a realsense camera (the device's serial number, rs-enumerate-devices -s)",
-            field=f"{where}.serial",
+            f"{where}.serial",
+            "is required for a realsense camera (the device's serial number, rs-enumerate-devices -s)",
         )
     config = cls(**values)
     config.validate()
@@ -92,17 +90,17 @@ def load_cameras_config(path: str | Path) -> dict[str, CameraConfig]:
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"cannot read camera config {path}: {exc}", field="cameras") from exc
+        raise ConfigError("cameras", f"cannot read the camera config: {exc}", file=str(path)) from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}", field="cameras") from exc
+        raise ConfigError("cameras", f"not valid YAML: {exc}", file=str(path)) from exc
     if not isinstance(data, Mapping) or not isinstance(data.get("cameras"), Mapping) or not data["cameras"]:
-        raise ConfigError(f"{path}: needs a non-empty 'cameras:' mapping", field="cameras")
+        raise ConfigError("cameras", "needs a non-empty 'cameras:' mapping", file=str(path))
     out: dict[str, CameraConfig] = {}
     for key, entry in data["cameras"].items():
         try:
             out[str(key)] = camera_config(str(key), entry)
         except ConfigError as exc:
-            raise ConfigError(f"{path}: {exc}", field=exc.field) from exc
+            raise ConfigError(exc.field, exc.message, file=str(path)) from exc
     return out
 
 
@@ -116,4 +114,4 @@ def make_camera(config: CameraConfig, devices: DeviceSource | None = None) -> Ca
         from .opencv import OpenCVCamera
 
         return OpenCVCamera(config)
-    raise ConfigError(f"cameras.{config.name}.backend: no camera for {type(config).__name__}", field="backend")
+    raise ConfigError(f"cameras.{config.name}.backend", f"no camera for {type(config).__name__}")

@@ -51,16 +51,13 @@ class BusConfig:
 
     def __post_init__(self) -> None:
         if not self.port:
-            raise ConfigError("bus.port must be a non-empty device path", field="bus.port")
+            raise ConfigError("bus.port", "must be a non-empty device path")
         if self.baudrate not in p.SUPPORTED_BAUDRATES:
-            raise ConfigError(
-                f"bus.baudrate {self.baudrate} is not an STS rate {sorted(p.SUPPORTED_BAUDRATES)}",
-                field="bus.baudrate",
-            )
+            raise ConfigError("bus.baudrate", f"{self.baudrate} is not an STS rate {sorted(p.SUPPORTED_BAUDRATES)}")
         if not 0 < self.timeout_ms <= 10_000:
-            raise ConfigError(f"bus.timeout_ms must be in (0, 10000], got {self.timeout_ms}", field="bus.timeout_ms")
+            raise ConfigError("bus.timeout_ms", f"must be in (0, 10000], got {self.timeout_ms}")
         if not 0 <= self.retries <= 20:
-            raise ConfigError(f"bus.retries must be in [0, 20], got {self.retries}", field="bus.retries")
+            raise ConfigError("bus.retries", f"must be in [0, 20], got {self.retries}")
 
 
 @dataclass(frozen=True)
@@ -135,10 +132,10 @@ class FeetechBus:
         self.config = config
         self.ids: tuple[int, ...] = tuple(ids)
         if len(set(self.ids)) != len(self.ids):
-            raise ConfigError(f"servo ids must be unique, got {self.ids}", field="ids")
+            raise ConfigError("ids", f"servo ids must be unique, got {self.ids}")
         for sid in self.ids:
             if not 0 <= sid <= p.MAX_ID:
-                raise ConfigError(f"servo id {sid} out of range 0..{p.MAX_ID}", field="ids")
+                raise ConfigError("ids", f"servo id {sid} out of range 0..{p.MAX_ID}")
         self._transport: PacketTransport = transport if transport is not None else ScservoTransport()
         self._lock = threading.RLock()
 
