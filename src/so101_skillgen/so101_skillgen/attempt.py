@@ -375,32 +375,27 @@ class AttemptRunner(GraspFitter):
                 )
                 for k in range(r.execution_noise_draws)
             ]
-        for offsets in draws:
+        miss: str | None = None
+        for offsets in draws:  # a draw whose execution fails the task, or the final check, gives way to the next
             for window in smoothing_windows(cfg.smoothing.window, cfg.smoothing.order):
                 ok, rep = replay(tw, self.task, scene_seed, smooth_joints(a, window, cfg.smoothing.order), offsets)
                 if ok:
                     break
-            if ok:
-                break
-        a2, q2, p2 = rep.arrays()
-        ws = rep.workshop.succeeded
-        if not ok:
-            return AttemptOutcome(
-                False,
-                "replay_mismatch",
-                "the executed commands do not succeed on replay"
-                + ("" if offsets is None else f" with any of its {len(draws)} execution-noise draws"),
-                a2,
-                q2,
-                p2,
-                sources,
-                ws,
-            )
-        # the last step too, not only the latched hold (a vial may tip after it), and in the episode's slots
-        miss = final_miss(tw, self.task, {n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})
+            a2, q2, p2 = rep.arrays()
+            ws = rep.workshop.succeeded
+            miss = None  # the outcome reported is the last draw's
+            if not ok:
+                continue
+            # the last step too, not only the latched hold (a vial may tip after it), and in the episode's slots
+            miss = final_miss(tw, self.task, {n: (v[-1, :3], v[-1, 3:]) for n, v in p2.items()})
+            if miss is None:
+                return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws, window)
         if miss is not None:
             return AttemptOutcome(False, "filter", miss, a2, q2, p2, sources, ws)
-        return AttemptOutcome(True, None, "", a2, q2, p2, sources, ws, window)
+        noisy = "" if draws[0] is None else f" with any of its {len(draws)} execution-noise draws"
+        return AttemptOutcome(
+            False, "replay_mismatch", f"the executed commands do not succeed on replay{noisy}", a2, q2, p2, sources, ws
+        )
 
     def _execute(self, rec: _Recorder, rng: np.random.Generator) -> None:
         """Every subtask in order, then the settle. A failure after a grasp (its miss, or a place that the
