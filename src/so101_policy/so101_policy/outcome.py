@@ -9,7 +9,7 @@ vial starts lying on the mat, so its orientation alone says nothing before it is
 - ``placed and released, not held long enough``: the detector's ``hold_steps`` did not pass before the end;
 - ``still carrying the vial at the end``: held by both jaws, not in a slot;
 - ``grasped, never lifted the vial``: the jaws closed on it, but it never rose :data:`LIFT_M` above where it lay
-  (a grasp that slipped, or a touch that only pushed it);
+  (a grasp that slipped, or a touch that only pushed it; a vial in the hand at the start counts as lifted);
 - ``released outside a slot``: lifted, then let go (or dropped) anywhere but upright in a slot.
 """
 
@@ -49,7 +49,7 @@ def failure_reason(
     vial, rack_pose, jaws = arrays["vial"], arrays["rack"], np.asarray(arrays["both_jaws"], dtype=bool)
     if len(vial) == 0:
         return NO_STEPS
-    was_lifted = lifted(float(vial[0, 2]), float(np.max(vial[:, 2])))
+    was_lifted = bool(jaws[0]) or lifted(float(vial[0, 2]), float(np.max(vial[:, 2])))  # in hand from the start
     return failure_at_end(vial[-1], rack_pose[-1], bool(jaws.any()), bool(jaws[-1]), was_lifted, task, rack)
 
 

@@ -100,6 +100,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._workshop_ok = False
         self._ever_held = False
         self._vial_z = (0.0, 0.0)  # the vial's starting and highest centre height this episode, m
+        self._held_at_start = False  # a partly-done start: the vial in the hand, lifted already
         self._done = True
         self._obs: dict[str, Any] = {}
 
@@ -132,9 +133,10 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.filter.reset(self.twin.joint_positions(), self.twin.time)
         self.rules.reset()
         self._steps, self._success_step, self._workshop_ok, self._done = 0, -1, False, False
-        self._ever_held = False
-        z = float(self.twin.task_state().vials[0][0][2])
-        self._vial_z = (z, z)
+        start = self.twin.task_state()
+        z = float(start.vials[0][0][2])
+        self._vial_z, self._held_at_start = (z, z), bool(start.held[0])
+        self._ever_held = self._held_at_start  # as the graph evaluation, whose record starts with the episode
         self._obs = self._observe()
         return self._obs, self._info()
 
@@ -174,7 +176,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         failure = None
         if self._success_step < 0:
             task, rack_config = self.rules.detector.task, self.twin.config.rack
-            was_lifted = lifted(*self._vial_z)
+            was_lifted = self._held_at_start or lifted(*self._vial_z)
             failure = failure_at_end(vial, rack, self._ever_held, state.held[0], was_lifted, task, rack_config)
         return {"failure": failure, "final_placement": placement(vial, rack, target, self.twin.config.rack)}
 

@@ -60,6 +60,9 @@ def test_failure_reasons_along_a_real_episode(episode: tuple[dict[str, npt.NDArr
     just_short = {k: v.copy() for k, v in _upto(arrays, up[0]).items()}
     just_short["both_jaws"][-1] = False  # one step earlier: not yet lifted
     assert why(just_short) == outcome.NEVER_LIFTED
+    in_hand = {k: v[held[0] + 1 : held[0] + 5].copy() for k, v in arrays.items()}
+    in_hand["both_jaws"][-1] = False  # a partly-done start, the vial in the hand from the first step: lifted already
+    assert why(in_hand) == outcome.RELEASED_ELSEWHERE
     still_held = {k: v.copy() for k, v in arrays.items()}
     still_held["both_jaws"][-1] = True
     assert why(still_held) == outcome.PLACED_HELD

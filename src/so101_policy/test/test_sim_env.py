@@ -123,3 +123,17 @@ def test_a_vial_let_go_before_or_after_it_left_the_mat() -> None:
         assert let_go("lifted") == RELEASED_ELSEWHERE
     finally:
         nominal.close()
+
+
+def test_a_vial_in_the_hand_from_the_start_counts_as_lifted(env: VialRackEnv) -> None:
+    """DR's partly-done starts put the vial in the hand, already up: opening the jaws is a release outside a slot,
+    not a grasp that never lifted."""
+    from so101_policy.outcome import RELEASED_ELSEWHERE
+
+    seed = next(s for s in range(400) if env.reset(seed=s) and env.twin.episode.partly_done)
+    assert env.twin.task_state().held[0], f"seed {seed}: a partly-done start holds the vial"
+    opened = env.reset(seed=seed)[0]["agent_pos"].copy()
+    opened[5] = float(env.action_space.high[5])  # the jaws wide open
+    for _ in range(20):
+        env.step(opened)
+    assert env.outcome()["failure"] == RELEASED_ELSEWHERE

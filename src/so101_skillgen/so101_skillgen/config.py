@@ -94,7 +94,8 @@ class RolloutConfig:
     deviation (rad) on each arm joint's command (correlation time ``execution_noise_tau_s``, s), while its recorded
     actions stay the planned commands: its states stray from the plan and its actions lead back (DART, Laskey et
     al. 2017), what a policy needs when its own errors take it off the demos' paths. A draw whose execution fails
-    the task is replaced by the next, up to ``execution_noise_draws`` (then the attempt fails: ``replay_mismatch``)."""
+    the task or the final check is replaced by the next, up to ``execution_noise_draws`` (then the attempt fails
+    with the last draw's reason, ``replay_mismatch`` or ``filter``)."""
 
     settle_steps: int = 20
     rack_push_tolerance: float = 0.01
