@@ -186,7 +186,8 @@ def _evaluate_fast(console: Console, checkpoint: Path, out: Path, cfg: Any, envs
     console.print(
         f"success {result.successes}/{result.episodes} = {result.success_rate:.0%} "
         f"(Wilson 95 %: {result.wilson_low:.0%}–{result.wilson_high:.0%}), workshop rule "
-        f"{result.workshop_successes}/{result.episodes}; {result.episodes_per_min:.0f} episodes/min; "
+        f"{result.workshop_successes}/{result.episodes}; {result.episodes_per_min:.0f} episodes/min "
+        f"({result.episodes_per_min_warm:.0f} without the environments' start); "
         f"{result.results_json}"
     )
 

@@ -14,7 +14,8 @@ newest frame of the 30 Hz camera stream).
 (a multiple of ``replan_every`` on the common clock), so every episode's own clock replans at its multiples of
 ``replan_every`` and the policy answers all environments in one batch (``options["step"]``: each row's step in
 its episode). No environment waits for the slowest episode of a wave. Writes ``fast_results.json`` (the same
-keys as the graph evaluation's ``results.json`` where they exist, plus ``episodes_per_min``) and
+keys as the graph evaluation's ``results.json`` where they exist, plus ``episodes_per_min``, over the whole wall
+time, ``episodes_per_min_warm`` without the environment processes' start and close, and ``cold_start_s``) and
 ``fast_episodes.jsonl``. ``phases`` in the results: where the wall time went (environment processes' start,
 resets, renders, policy queries, steps, end-of-episode outcomes: seconds and calls each; the rest is the loop's
 own work), so a slow run says which part to speed up.
@@ -57,6 +58,7 @@ class FastResult:
     wilson_high: float
     workshop_rate: float
     episodes_per_min: float
+    episodes_per_min_warm: float
     wall_s: float
     results_json: Path
 
@@ -311,6 +313,7 @@ def _summarize(
     envs: int, replan: int, wall: float, phases: dict[str, Any],
 ) -> FastResult:  # fmt: skip
     n = len(rows)
+    warm = wall - phases["start"]["s"] - phases["close"]["s"]  # the episodes alone, without the processes' start/end
     ok = sum(r["success"] for r in rows)
     shop = sum(r["workshop_success"] for r in rows)
     iv, shop_iv = wilson_interval(ok, n), wilson_interval(shop, n)
@@ -326,7 +329,9 @@ def _summarize(
         "by_target_slot": success_by_target_slot(rows),
         "failures": failure_counts(rows),
         "episodes_per_min": 60.0 * n / wall if wall > 0 else 0.0,
+        "episodes_per_min_warm": 60.0 * n / warm if warm > 0 else 0.0,
         "wall_s": wall,
+        "cold_start_s": phases["start"]["s"],
         "phases": phases,
         "envs": envs,
         "replan_every": replan,
@@ -341,5 +346,5 @@ def _summarize(
             sink.write(json.dumps(row) + "\n")
     return FastResult(
         n, ok, shop, summary["success_rate"], iv.low, iv.high, summary["workshop_rate"], summary["episodes_per_min"],
-        wall, results,
+        summary["episodes_per_min_warm"], wall, results,
     )  # fmt: skip

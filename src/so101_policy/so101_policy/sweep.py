@@ -122,6 +122,7 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
                 "workshop_rate": result["workshop_rate"],
                 "episodes": result["episodes"],
                 "fast_eval_episodes_per_min": result["episodes_per_min"],
+                "fast_eval_episodes_per_min_warm": result["episodes_per_min_warm"],
             }
         )
     rows.sort(key=lambda r: (-r["success_rate"], -r["workshop_rate"]))

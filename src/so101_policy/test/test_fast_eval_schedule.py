@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from so101_policy.config import EvalConfig
 from so101_policy.fast_eval import run_fast_evaluation
 
@@ -54,3 +55,7 @@ def test_the_results_say_where_the_time_went(tmp_path: Path) -> None:
     spent = sum(v["s"] for k, v in phases.items() if k != "other_s")
     assert all(v["s"] >= 0 for k, v in phases.items() if k != "other_s")
     assert abs(spent + phases["other_s"] - summary["wall_s"]) < 0.01 and phases["other_s"] >= -0.01
+    warm_s = summary["wall_s"] - phases["start"]["s"] - phases["close"]["s"]
+    assert summary["cold_start_s"] == phases["start"]["s"] > 0
+    assert summary["episodes_per_min_warm"] == pytest.approx(60.0 * 2 / warm_s, rel=1e-3)
+    assert summary["episodes_per_min_warm"] > summary["episodes_per_min"]
