@@ -34,9 +34,10 @@ LIFT_M = 0.05
 tipped on end or rolled by the jaws rises."""
 
 
-def lifted(start_z: float, highest_z: float) -> bool:
-    """Whether a vial that started at height ``start_z`` and reached ``highest_z`` (m) was lifted."""
-    return highest_z - start_z >= LIFT_M
+def lifted(start_z: float, highest_z: float, held_at_start: bool) -> bool:
+    """Whether a vial that started at height ``start_z`` and reached ``highest_z`` (m) was lifted; one in the hand
+    at the start (a partly-done start) was lifted already."""
+    return held_at_start or highest_z - start_z >= LIFT_M
 
 
 def failure_reason(
@@ -49,7 +50,7 @@ def failure_reason(
     vial, rack_pose, jaws = arrays["vial"], arrays["rack"], np.asarray(arrays["both_jaws"], dtype=bool)
     if len(vial) == 0:
         return NO_STEPS
-    was_lifted = bool(jaws[0]) or lifted(float(vial[0, 2]), float(np.max(vial[:, 2])))  # in hand from the start
+    was_lifted = lifted(float(vial[0, 2]), float(np.max(vial[:, 2])), bool(jaws[0]))
     return failure_at_end(vial[-1], rack_pose[-1], bool(jaws.any()), bool(jaws[-1]), was_lifted, task, rack)
 
 

@@ -176,7 +176,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         failure = None
         if self._success_step < 0:
             task, rack_config = self.rules.detector.task, self.twin.config.rack
-            was_lifted = self._held_at_start or lifted(*self._vial_z)
+            was_lifted = lifted(*self._vial_z, self._held_at_start)
             failure = failure_at_end(vial, rack, self._ever_held, state.held[0], was_lifted, task, rack_config)
         return {"failure": failure, "final_placement": placement(vial, rack, target, self.twin.config.rack)}
 
