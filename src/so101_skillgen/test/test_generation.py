@@ -148,6 +148,19 @@ def test_unknown_ik_backend_and_bad_config_name_the_field(seeds: list[SeedDemo])
         parse_skillgen_config({"num_trials": 0})
     with pytest.raises(SkillGenConfigError, match=r"skillgen\.trials"):
         parse_skillgen_config({"trials": 3})
+    # DART's execution noise: each bound refused on its own, naming its field
+    for key, bad in (
+        ("execution_noise_rad", -0.01),
+        ("execution_noise_rad", 0.6),
+        ("execution_noise_tau_s", 0.0),
+        ("execution_noise_tau_s", 61.0),
+        ("execution_noise_draws", 0),
+    ):
+        with pytest.raises(SkillGenConfigError, match=rf"skillgen\.rollout\.{key}") as info:
+            parse_skillgen_config({"rollout": {key: bad}})
+        assert info.value.field == f"skillgen.rollout.{key}"
+    dart = parse_skillgen_config({"rollout": {"execution_noise_rad": 0.5, "execution_noise_tau_s": 60.0}})
+    assert (dart.rollout.execution_noise_rad, dart.rollout.execution_noise_tau_s) == (0.5, 60.0)
     assert parse_skillgen_config({}) == SkillGenConfig()
 
 
