@@ -132,7 +132,7 @@ def _profile(root: Path, records: Mapping[str, StageRecord], ctx: ReportContext)
     if "train" in records:
         r = records["train"].results
         cfg = _read_json(_path(root, r.get("checkpoint_dir", "")) / PRETRAINED / SO101_CONFIG) or {}
-        facts.append(f"ACT {r.get('steps')} steps on {cfg.get('device', '?')}")
+        facts.append(f"{_policy_name(cfg.get('policy'))} {r.get('steps')} steps on {cfg.get('device', '?')}")
     if "eval" in records:
         res = _read_json(records["eval"].out_dir / "results.json") or {}
         seconds = (res.get("config") or {}).get("episode_s", "?")
@@ -186,7 +186,7 @@ def _made(name: str, r: Mapping[str, Any]) -> str:
             return f"{r['episodes']} episodes, {r['frames']} frames: LeRobot v3.0 and v2.1, bags, report"
         if name == "train":
             return (
-                f"{r['steps']} ACT steps, final loss {float(r['final_loss']):.4g}, "
+                f"{r['steps']} {_policy_name(r.get('policy'))} steps, final loss {float(r['final_loss']):.4g}, "
                 f"{float(r['samples_per_s']):.1f} samples/s"
             )
         if name == "eval":
@@ -418,3 +418,8 @@ def write_report(
         f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
     )
     return write_text(page, text)
+
+
+def _policy_name(policy: str | None) -> str:
+    """The display name of a training config's ``policy`` (a run from before the field trained ACT)."""
+    return {"diffusion": "Diffusion Policy"}.get(policy or "act", "ACT")

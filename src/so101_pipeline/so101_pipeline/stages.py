@@ -8,7 +8,8 @@ need the later ones): results hold counts and paths relative to the output root.
   The recorder resumes at the first missing episode.
 - ``skillgen``: :class:`so101_skillgen.generation.Generator` into ``skillgen/`` (resumes after the last kept demo).
 - ``dataset``: ``so101_dataset.build.build_dataset`` (render + LeRobot v3.0, v2.1, bags, report).
-- ``train``: ``so101_policy.train.train_policy`` (ACT; resumes from its last checkpoint).
+- ``train``: ``so101_policy.train.train_policy`` (train.yaml's policy, ACT by default; resumes from its last
+  checkpoint).
 - ``eval``: ``so101_policy.evaluate.evaluate_policy`` (episodes in the twin; Wilson interval).
 - ``report``: ``report/index.html`` (:mod:`.report`), with the run's options ``profile`` (the config file) and
   ``mlflow`` (the pipeline run's ``uri``, ``experiment_id``, ``run_id``).
@@ -272,6 +273,7 @@ def run_train(ctx: StageContext) -> dict[str, Any]:
     if sliced and result.steps < cfg.steps:
         raise SliceEnded("train", f"step {result.steps} of {cfg.steps} saved; the next run resumes from it")
     return {
+        "policy": cfg.policy,
         "steps": int(result.steps),
         "resumed_from": int(result.resumed_from),
         "final_loss": float(result.final_loss),
@@ -329,7 +331,7 @@ def so101_stages(until: str = "report") -> list[Stage]:
         Stage("seeds", run_seeds, (), external=seeds_external, description="seed demos"),
         Stage("skillgen", run_skillgen, ("seeds",), description="SkillGen", volatile=("workers",), isolated=True),
         Stage("dataset", run_dataset, ("skillgen",), description="render + export", isolated=True),
-        Stage("train", run_train, ("dataset",), description="ACT training", isolated=True),
+        Stage("train", run_train, ("dataset",), description="policy training", isolated=True),
         Stage("eval", run_eval, ("train",), description="evaluation in the twin", isolated=True),
         Stage("report", run_report, ("seeds", "skillgen", "dataset", "train", "eval"), description="HTML report"),
     ]

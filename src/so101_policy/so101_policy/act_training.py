@@ -30,6 +30,7 @@ from torchvision.ops.misc import FrozenBatchNorm2d
 from .augment import random_shift
 from .config import BACKBONE_NORMS as NORMS
 from .errors import ConfigError
+from .param_groups import backbone_groups
 
 PAD = "action_is_pad"
 
@@ -99,6 +100,8 @@ class TrainableAct:
     it for checkpoints, which hold contiguous tensors).
     """
 
+    betas: tuple[float, float] = (0.9, 0.999)  # LeRobot's ACT preset (AdamW's defaults)
+
     def __init__(
         self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None, image_shift_px: int = 0
     ) -> None:
@@ -154,11 +157,7 @@ class TrainableAct:
 
     def optim_groups(self, lr: float, lr_backbone: float) -> list[dict[str, Any]]:
         """LeRobot's two parameter groups (the backbone at ``lr_backbone``), trainable norm layers included."""
-        named = [(n, p) for n, p in self.policy.named_parameters() if p.requires_grad]
-        return [
-            {"params": [p for n, p in named if not n.startswith("model.backbone")], "lr": lr},
-            {"params": [p for n, p in named if n.startswith("model.backbone")], "lr": lr_backbone},
-        ]
+        return backbone_groups(self.policy, lambda name: name.startswith("model.backbone"), lr, lr_backbone)
 
     def loss(self, batch: dict[str, Any]) -> tuple[Tensor, dict[str, Tensor]]:
         """ACT's training loss on a preprocessed ``batch`` (what ``ACTPolicy.forward`` returns, as tensors)."""

@@ -1,7 +1,7 @@
 """``so101 bench policy``: inference latency per chunk, control-loop jitter at 30 Hz, training throughput and
-the sim success rate of a trained ACT policy.
+the sim success rate of a trained policy (ACT or Diffusion Policy).
 
-- ``inference_ms`` p50/p99: one ``get_action`` round trip through a real ZMQ socket (client → server → ACT →
+- ``inference_ms`` p50/p99: one ``get_action`` round trip through a real ZMQ socket (client → server → policy →
   client) with ``cameras`` × (height × width) RGB frames, after ``warmup`` calls; ``backend_ms``: the policy alone;
   ``cold_start_ms``: the first call after loading (CUDA kernels, allocations).
 - ``loop_period_ms`` / ``loop_jitter_ms_p99`` (|period − 1/30 s|) and ``deadline_misses`` (periods over 1.5 × the
@@ -25,6 +25,7 @@ from nodegraph.images import image_fields
 from nodegraph.transport.zenoh.config import free_endpoint
 from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key
 
+from .config import TrainConfig
 from .protocol import observation
 from .server import PolicyServer, ServerConfig
 
@@ -47,9 +48,11 @@ def synthetic_checkpoint(
     height: int,
     cameras: tuple[str, ...] = ("ego", "side", "top"),
     centre: npt.ArrayLike | None = None,
+    train: TrainConfig | None = None,
 ) -> Path:
-    """An untrained ACT (train.yaml's architecture) for ``cameras`` × (height × width) images, saved like a
-    checkpoint: latency does not depend on the weights, so this measures a full-resolution policy.
+    """An untrained policy of ``train``'s type and architecture (default: train.yaml's) for ``cameras`` ×
+    (height × width) images, saved like a checkpoint: latency does not depend on the weights, so this measures a
+    full-resolution policy.
 
     ``centre`` (6,) LeRobot units (e.g. the robot's home pose): the normalisation centres states there (std
     :data:`SYNTHETIC_STATE_STD`) and actions within :data:`SYNTHETIC_ACTION_STD` of it, so the untrained policy asks
@@ -57,12 +60,11 @@ def synthetic_checkpoint(
     evaluator's worst case); None: zero mean, unit std."""
     import torch
     from lerobot.policies import make_pre_post_processors
-    from lerobot.policies.act.modeling_act import ACTPolicy
 
     from .config import load_train_config
-    from .train import _act_config
+    from .policy_types import lerobot_class, lerobot_config
 
-    cfg = load_train_config()
+    cfg = train or load_train_config()
     features = {
         OBS_STATE: {"dtype": "float32", "shape": (6,), "names": None},
         "action": {"dtype": "float32", "shape": (6,), "names": None},
@@ -75,7 +77,7 @@ def synthetic_checkpoint(
             for c in cameras
         },
     }
-    act = _act_config(cfg, features, [image_key(c) for c in cameras], "cpu")
+    policy_cfg = lerobot_config(cfg, features, [image_key(c) for c in cameras], "cpu")
     mean = torch.zeros(6) if centre is None else torch.as_tensor(np.asarray(centre, dtype=np.float32))
     spread = (
         {OBS_STATE: 1.0, ACTION: 1.0}
@@ -88,8 +90,8 @@ def synthetic_checkpoint(
     }
     for c in cameras:
         stats[image_key(c)] = {"mean": torch.full((3, 1, 1), 0.5), "std": torch.full((3, 1, 1), 0.25)}
-    policy = ACTPolicy(act)
-    pre, post = make_pre_post_processors(act, dataset_stats=stats)
+    policy = lerobot_class(cfg.policy)(policy_cfg)
+    pre, post = make_pre_post_processors(policy_cfg, dataset_stats=stats)
     target = out_dir / "pretrained_model"
     policy.save_pretrained(target)
     pre.save_pretrained(target)
@@ -107,13 +109,13 @@ def inference_latency(
     precision: str = "fp32",
     compile_mode: str = "",
 ) -> dict[str, Any]:
-    """Per-chunk latency of the ACT checkpoint, through the server and alone (ms)."""
-    from .act_policy import ActPolicy
+    """Per-chunk latency of the checkpoint (ACT or Diffusion Policy), through the server and alone (ms)."""
     from .client import PolicyClient
+    from .lerobot_policy import load_policy
 
     warmup = min(warmup, calls)
     t0 = time.perf_counter()
-    policy = ActPolicy(checkpoint, device=device, precision=precision, compile_mode=compile_mode)
+    policy = load_policy(checkpoint, device=device, precision=precision, compile_mode=compile_mode)
     load_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     obs = observation(
@@ -234,11 +236,13 @@ def run_policy_benchmark(
     eval_results: Path | None = None,
     demos: int | None = None,
     full_resolution: bool = False,
+    train: TrainConfig | None = None,
 ) -> dict[str, Any]:
     """The JSON of ``so101 bench policy`` (keys: inference_ms_p99, loop_jitter_ms_p99, train_samples_per_s,
     sim_success_rate with episodes and demos; None where that part was not run). With ``full_resolution`` the
-    headline latency is that of an untrained ACT taking the full ``width`` × ``height`` frames (the trained
-    checkpoint's own figure, at its training resolution, stays under ``inference``)."""
+    headline latency is that of an untrained policy of ``train``'s type and architecture (default train.yaml's)
+    taking the full ``width`` × ``height`` frames (the trained checkpoint's own figure, at its training
+    resolution, stays under ``inference``)."""
     out: dict[str, Any] = {"inference_ms_p99": None, "loop_jitter_ms_p99": None, "train_samples_per_s": None}
     out["sim_success_rate"] = None
     if full_resolution:
@@ -249,7 +253,7 @@ def run_policy_benchmark(
         cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
         variants: list[dict[str, Any]] = []
         with tempfile.TemporaryDirectory() as tmp:
-            synth = synthetic_checkpoint(Path(tmp), width, height)
+            synth = synthetic_checkpoint(Path(tmp), width, height, train=train)
             for precision, mode in CUDA_VARIANTS if cuda else (("fp32", ""),):
                 try:
                     variants.append(inference_latency(synth, device, calls=calls, width=width, height=height,

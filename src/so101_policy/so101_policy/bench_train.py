@@ -1,4 +1,4 @@
-"""``so101 bench train``: how fast each data source feeds ACT training, and training throughput.
+"""``so101 bench train``: how fast each data source feeds policy training, and training throughput.
 
 Sources of a LeRobot v3.0 dataset: ``memory`` (decoded once into device memory, :mod:`.frame_cache`) and
 ``dataloader`` (LeRobot's per-frame video decoding in ``num_workers`` processes); of a dataset build whose units
@@ -105,12 +105,11 @@ def synthetic_training_throughput(
     import numpy as np
     import torch
     from lerobot.policies import make_pre_post_processors
-    from lerobot.policies.act.modeling_act import ACTPolicy
 
-    from .act_training import TrainableAct
     from .frame_cache import DecodedDataset
+    from .policy_types import lerobot_class, lerobot_config, trainable
     from .schedule import lr_factor
-    from .train import _act_config, train_step
+    from .train import train_step
 
     device = resolve_device(cfg.device)
     if device.startswith("cuda"):
@@ -119,15 +118,19 @@ def synthetic_training_throughput(
     features: dict[str, Any] = {k: {"dtype": "float32", "shape": (6,), "names": None} for k in (OBS_STATE, ACTION)}
     for k in names:
         features[k] = {"dtype": "video", "shape": (height, width, 3), "names": ["height", "width", "channels"]}
-    stats: dict[str, Any] = {k: {"mean": np.zeros(6), "std": np.ones(6)} for k in (OBS_STATE, ACTION)}
+    stats: dict[str, Any] = {
+        k: {"mean": np.zeros(6), "std": np.ones(6), "min": -np.ones(6), "max": np.ones(6)} for k in (OBS_STATE, ACTION)
+    }
     stats |= {k: {"mean": np.full((3, 1, 1), 0.5), "std": np.full((3, 1, 1), 0.25)} for k in names}
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
-    act_cfg = _act_config(cfg, features, names, device)
-    policy = ACTPolicy(act_cfg).to(device).train()
-    pre, _ = make_pre_post_processors(act_cfg, dataset_stats=stats)
-    model = TrainableAct(policy, cfg.backbone_norm, fresh=True)
-    opt = torch.optim.AdamW(model.optim_groups(cfg.lr, cfg.lr_backbone), lr=cfg.lr, fused=device.startswith("cuda"))
+    policy_cfg = lerobot_config(cfg, features, names, device)
+    policy = lerobot_class(cfg.policy)(policy_cfg).to(device).train()
+    pre, _ = make_pre_post_processors(policy_cfg, dataset_stats=stats)
+    model = trainable(policy, cfg, fresh=True)
+    opt = torch.optim.AdamW(
+        model.optim_groups(cfg.lr, cfg.lr_backbone), lr=cfg.lr, betas=model.betas, fused=device.startswith("cuda")
+    )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.lr_schedule, cfg.warmup_steps, cfg.steps))
     rng = np.random.default_rng(0)
     episode = np.repeat(np.arange(frames // 256 + 1), 256)[:frames]
@@ -156,6 +159,7 @@ def synthetic_training_throughput(
     rate = n * cfg.batch_size / (time.perf_counter() - t1)
     flops = _gflop_per_sample(model, pre(next(batches)), amp)
     out = {
+        "policy": cfg.policy,
         "batch_size": cfg.batch_size,
         "backbone_norm": cfg.backbone_norm,
         "use_amp": cfg.use_amp,
@@ -188,9 +192,10 @@ def _gflop_per_sample(model: Any, batch: dict[str, Any], amp: Any) -> float:
 def synthetic_sweep(
     base: TrainConfig, batch_sizes: list[int], norms: list[str], cameras: int, height: int, width: int, seconds: float
 ) -> dict[str, Any]:
-    """:func:`synthetic_training_throughput` for every (batch size, backbone norm) pair; the best samples/s."""
+    """:func:`synthetic_training_throughput` for every (batch size, backbone norm) pair; the best samples/s
+    (Diffusion Policy has no backbone norm setting: ``norms`` are ACT's)."""
     rows = []
-    for norm in norms:
+    for norm in norms if base.policy == "act" else [base.backbone_norm]:
         for batch in batch_sizes:
             cfg = dataclasses.replace(base, batch_size=batch, backbone_norm=norm)
             rows.append(synthetic_training_throughput(cfg, cameras, height, width, seconds=seconds))

@@ -22,11 +22,34 @@ from .errors import ConfigError
 from .schedule import SCHEDULES
 
 BACKBONE_NORMS = ("frozen", "batch")  # see so101_policy.act_training
+POLICIES = ("act", "diffusion")  # see so101_policy.policy_types
+NOISE_SCHEDULERS = ("DDIM", "DDPM")
+ACT_FIELDS = ("dim_model", "dim_feedforward", "n_heads", "n_encoder_layers", "n_decoder_layers", "latent_dim",
+              "kl_weight", "dropout", "backbone_norm")  # fmt: skip
+DIFFUSION_GROUPS = 8  # the UNet's GroupNorm groups (LeRobot's n_groups): each width a multiple of it
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """ACT training through LeRobot (offline). ``device`` auto = CUDA when present, else CPU.
+    """Training of a LeRobot policy (offline). ``device`` auto = CUDA when present, else CPU.
+
+    ``policy`` (LeRobot's ``--policy.type``, :mod:`.policy_types`): ``act`` (ACT) or ``diffusion`` (Diffusion
+    Policy). Both see one observation (LeRobot's ``n_obs_steps`` = 1: the current state and frames, all our data
+    stream and the policy server provide) and predict ``chunk_size`` actions (ACT's ``chunk_size``, Diffusion
+    Policy's ``horizon`` = ``n_action_steps``). The ACT fields (:data:`ACT_FIELDS`) only shape ACT, the
+    ``diffusion_*`` fields only Diffusion Policy: a field of the other policy set away from its default is an
+    error, not ignored. Diffusion Policy (LeRobot's ``DiffusionConfig``, ``n_obs_steps`` 1): ``diffusion_down_dims``
+    the 1-D UNet's widths per level (LeRobot's default (512, 1024, 2048); each a multiple of 8, its GroupNorm
+    groups; ``chunk_size`` must be a multiple of 2 ** len(down_dims), LeRobot's rule);
+    ``diffusion_train_timesteps`` noising steps of training; ``diffusion_noise_scheduler`` ``DDIM`` or ``DDPM``
+    (the same training loss; how a chunk is sampled at inference) with ``diffusion_inference_steps`` denoising
+    steps per chunk (each a UNet pass: the inference latency); ``diffusion_keypoints`` the spatial-softmax
+    keypoints per camera. Its ResNets start from random weights with GroupNorm (LeRobot's rule without
+    pretrained weights), one per camera, without LeRobot's random crop (``image_shift_px`` is our augmentation
+    for both policies); the loss is masked where a chunk runs past its episode's end. The optimizer is AdamW
+    for both (``weight_decay`` decoupled): ``lr`` for the policy, ``lr_backbone`` for its ResNet(s) (LeRobot's
+    Diffusion Policy has one lr for all: set both alike for that), betas the policy's LeRobot preset ((0.95,
+    0.999) for Diffusion Policy, (0.9, 0.999) for ACT).
 
     ``chunk_size``: actions per predicted chunk (30 Hz steps); ``cameras``: which dataset cameras the policy
     sees ([] = every ``observation.images.*`` feature); ``save_freq`` / ``log_freq`` in steps;
@@ -36,7 +59,7 @@ class TrainConfig:
     this many GiB (much faster than per-frame video decoding), else stream through LeRobot's DataLoader (0 = always);
     ``use_amp``: the forward pass under bfloat16 autocast (no loss scaling needed); ``lr_schedule``
     (:mod:`.schedule`): ``constant`` or ``cosine`` to 0 at ``steps``, each after ``warmup_steps`` of linear
-    warm-up; ``backbone_norm`` (:mod:`.act_training`): ``frozen`` (LeRobot's FrozenBatchNorm2d, the identity with
+    warm-up; ``backbone_norm`` (ACT, :mod:`.act_training`): ``frozen`` (LeRobot's FrozenBatchNorm2d, the identity with
     a random-init backbone) or ``batch`` (trained BatchNorm2d; checkpoints still load in stock LeRobot);
     ``image_shift_px``: training images shifted by up to this many px per sample (:mod:`.augment`; 0 = none).
     """
@@ -74,8 +97,16 @@ class TrainConfig:
     warmup_steps: int = 0
     backbone_norm: str = "frozen"
     image_shift_px: int = 0
+    policy: str = "act"
+    diffusion_down_dims: tuple[int, ...] = (512, 1024, 2048)
+    diffusion_train_timesteps: int = 100
+    diffusion_noise_scheduler: str = "DDIM"
+    diffusion_inference_steps: int = 10
+    diffusion_keypoints: int = 32
 
     def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise _invalid("train.policy", f"must be one of {list(POLICIES)}, got {self.policy!r}")
         if self.lr_schedule not in SCHEDULES:
             raise _invalid("train.lr_schedule", f"must be one of {list(SCHEDULES)}, got {self.lr_schedule!r}")
         if self.backbone_norm not in BACKBONE_NORMS:
@@ -98,6 +129,53 @@ class TrainConfig:
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise _invalid("train.device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         _cameras(self.cameras, "train")
+        self._check_diffusion()
+        self._refuse_other_policy_fields()
+
+    def _check_diffusion(self) -> None:
+        if self.diffusion_noise_scheduler not in NOISE_SCHEDULERS:
+            raise _invalid(
+                "train.diffusion_noise_scheduler",
+                f"must be one of {list(NOISE_SCHEDULERS)}, got {self.diffusion_noise_scheduler!r}",
+            )
+        dims = self.diffusion_down_dims
+        if not dims or any(d <= 0 or d % DIFFUSION_GROUPS for d in dims):
+            raise _invalid(
+                "train.diffusion_down_dims",
+                f"must be one or more widths, each a positive multiple of {DIFFUSION_GROUPS} (the UNet's GroupNorm "
+                f"groups), got {list(dims)}",
+            )
+        _positive(self, "train", ("diffusion_train_timesteps", "diffusion_keypoints"))
+        if not 0 < self.diffusion_inference_steps <= self.diffusion_train_timesteps:
+            raise _invalid(
+                "train.diffusion_inference_steps",
+                f"must be in [1, diffusion_train_timesteps = {self.diffusion_train_timesteps}], "
+                f"got {self.diffusion_inference_steps}",
+            )
+        factor = 2 ** len(dims)
+        if self.policy == "diffusion" and self.chunk_size % factor:
+            raise _invalid(
+                "train.chunk_size",
+                f"({self.chunk_size}) must be a multiple of 2 ** len(diffusion_down_dims) = {factor} for policy "
+                f"diffusion (the UNet halves the chunk at each of its {len(dims)} levels; LeRobot's rule): "
+                f"change chunk_size or diffusion_down_dims",
+            )
+
+    def _refuse_other_policy_fields(self) -> None:
+        """A field that only shapes the other policy, set away from its default, is a mistake: refuse it."""
+        others = (
+            ACT_FIELDS
+            if self.policy == "diffusion"
+            else tuple(f.name for f in dataclasses.fields(self) if f.name.startswith("diffusion_"))
+        )
+        default = type(self).__dataclass_fields__
+        for name in others:
+            if getattr(self, name) != default[name].default:
+                raise _invalid(
+                    f"train.{name}",
+                    f"shapes {'ACT' if self.policy == 'diffusion' else 'Diffusion Policy'} only, but policy is "
+                    f"{self.policy!r}: remove it (or set policy accordingly)",
+                )
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ class PolicySpec:
 
 
 def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
-    """An ACT checkpoint: cameras and image size from its config.json."""
+    """A LeRobot checkpoint (ACT or Diffusion Policy): cameras and image size from its config.json."""
     path = pretrained_dir(Path(checkpoint_dir))
     cfg = read_json(path / "config.json")
     images = {k: v for k, v in cfg.get("input_features", {}).items() if is_image_key(k)}
@@ -85,7 +85,7 @@ def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
 def evaluate_policy(
     checkpoint_dir: Path, out_dir: Path, config: EvalConfig, *, deadline: float | None = None
 ) -> EvalResult:
-    """Evaluate the ACT checkpoint at ``checkpoint_dir`` (see the module docstring); ``deadline``
+    """Evaluate the checkpoint (ACT or Diffusion Policy) at ``checkpoint_dir`` (see the module docstring); ``deadline``
     (``time.monotonic()``): no episode starts after it."""
     return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config, deadline=deadline)
 

@@ -125,11 +125,11 @@ def evaluate_checkpoint_fast(
     envs: int = 0,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> FastResult:
-    """The ACT checkpoint at ``checkpoint_dir`` on ``config.device``, seeing its own cameras at its training
-    image size (``config.width``/``height`` when set), in :func:`run_fast_evaluation`."""
-    from .act_policy import ActPolicy
+    """The checkpoint (ACT or Diffusion Policy) at ``checkpoint_dir`` on ``config.device``, seeing its own
+    cameras at its training image size (``config.width``/``height`` when set), in :func:`run_fast_evaluation`."""
+    from .lerobot_policy import load_policy
 
-    policy = ActPolicy(checkpoint_dir, device=config.device)
+    policy = load_policy(checkpoint_dir, device=config.device)
     w, h = policy.image_size()
     size = (config.width or w, config.height or h)
     return run_fast_evaluation(policy, out_dir, config, policy.cameras, size, envs=envs, progress=progress)
@@ -146,7 +146,7 @@ def run_fast_evaluation(
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> FastResult:
     """Run ``config.episodes`` episodes of ``backend`` (a policy-server backend: ``get_action`` / ``reset``,
-    e.g. :class:`~.act_policy.ActPolicy`) seeing ``cameras`` at ``size`` (width, height) px, in ``envs``
+    e.g. :class:`~.lerobot_policy.LeRobotPolicy`) seeing ``cameras`` at ``size`` (width, height) px, in ``envs``
     environments at a time (0 = one per CPU core); ``config.replan_steps`` steps between chunks (0 = horizon / 2,
     as the policy node)."""
     out_dir = Path(out_dir)

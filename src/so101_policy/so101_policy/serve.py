@@ -1,9 +1,9 @@
 """``so101 serve``: host a policy behind the GR00T N1.6 ZMQ protocol (also ``python -m so101_policy.serve``);
 ``--protocol n1.5`` speaks GR00T N1.5's dialect instead (:mod:`.protocol_n15`).
 
-Backends: ``--checkpoint DIR`` (an ACT checkpoint, :mod:`.act_policy`), ``--gr00t DIR`` (an Isaac-GR00T model,
-only where ``gr00t`` imports), ``--replay FILE.npy`` (replay (N, 6) actions in LeRobot units; with
-``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). Before serving, ``--warmup N``
+Backends: ``--checkpoint DIR`` (an ACT or Diffusion Policy checkpoint, :mod:`.lerobot_policy`), ``--gr00t DIR``
+(an Isaac-GR00T model, only where ``gr00t`` imports), ``--replay FILE.npy`` (replay (N, 6) actions in LeRobot
+units; with ``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). Before serving, ``--warmup N``
 (default 3) inferences on an observation of the policy's cameras and image size go through the server's request
 path (CUDA / cuDNN initialisation, autotuning, compilation happen then, not in a client's first request); only
 then it prints ``serving on <address> (..., warm-up N inferences in S s, last M ms)``, and ``ping`` answers
@@ -33,9 +33,9 @@ def build_backend(args: argparse.Namespace) -> PolicyBackend:
     if len(chosen) != 1:
         raise PolicyError("give exactly one of --checkpoint, --gr00t, --replay")
     if args.checkpoint:
-        from .act_policy import ActPolicy
+        from .lerobot_policy import load_policy
 
-        return ActPolicy(args.checkpoint, device=args.device, precision=args.precision, compile_mode=args.compile)
+        return load_policy(args.checkpoint, device=args.device, precision=args.precision, compile_mode=args.compile)
     if args.gr00t:
         from .gr00t_policy import Gr00tPolicy
 
@@ -47,7 +47,7 @@ def build_backend(args: argparse.Namespace) -> PolicyBackend:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="so101 serve", description=__doc__)
-    p.add_argument("--checkpoint", type=Path, help="ACT run dir, checkpoint dir or pretrained_model dir")
+    p.add_argument("--checkpoint", type=Path, help="ACT / Diffusion Policy run, checkpoint or pretrained_model dir")
     p.add_argument("--gr00t", type=Path, help="Isaac-GR00T model dir (needs the gr00t package)")
     p.add_argument("--replay", type=Path, help=".npy of (N, 6) actions in LeRobot units")
     p.add_argument("--gripper", type=float, default=None, help="replay: constant gripper value (0..100)")
@@ -57,8 +57,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--token", default=None, help="api_token clients must send (also enables kill)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"), help="ACT: autocast on CUDA")
-    p.add_argument("--compile", default="", help="ACT: torch.compile mode, e.g. reduce-overhead (CUDA graphs)")
+    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"), help="ACT: CUDA autocast")
+    p.add_argument("--compile", default="", help="ACT only: torch.compile mode, e.g. reduce-overhead")
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     p.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=PROTOCOLS, help="GR00T version of the wire")
     p.add_argument("--warmup", type=int, default=3, help="inferences before announcing readiness (0 = none)")

@@ -1,6 +1,7 @@
-"""ACT training through LeRobot, offline: our loop around ``ACTPolicy``, MLflow tracking, resumable checkpoints.
+"""Policy training through LeRobot, offline: our loop around LeRobot's ``ACTPolicy`` or ``DiffusionPolicy``
+(``train.policy``, :mod:`.policy_types`), MLflow tracking, resumable checkpoints.
 
-Nothing downloads: the ResNet backbone starts from random weights (``pretrained_backbone_weights=None``), so
+Nothing downloads: the ResNet backbones start from random weights (``pretrained_backbone_weights=None``), so
 image statistics come from the dataset (not ImageNet's). CUDA is used when present (``device: auto``).
 A run directory holds ``checkpoints/`` (see :mod:`.checkpoints`), ``mlflow.db`` + ``mlartifacts/`` (the default
 tracking store) and ``mlflow_run_id`` (a resumed run continues the same MLflow run). Calling
@@ -25,10 +26,11 @@ from typing import Any
 from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key, is_image_key
 
 from . import checkpoints as ckpt
-from .act_training import TrainableAct, contiguous_state, match_layout
+from .act_training import contiguous_state, match_layout
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
 from .frame_cache import DecodedDataset, decoded_bytes
+from .policy_types import Trainable, lerobot_class, lerobot_config, trainable
 from .schedule import lr_factor
 from .training_data import TrainingData, decode_units, open_training_data
 
@@ -76,7 +78,7 @@ def resolve_device(device: str) -> str:
 
 
 def _check_dataset(features: dict[str, Any], cameras: tuple[str, ...]) -> list[str]:
-    """The image feature keys to use; raises ConfigError when the dataset lacks what ACT needs."""
+    """The image feature keys to use; raises ConfigError when the dataset lacks what the policies need."""
     for key in (OBS_STATE, ACTION):
         shape = tuple(features.get(key, {}).get("shape", ()))
         if shape != (6,):
@@ -89,42 +91,8 @@ def _check_dataset(features: dict[str, Any], cameras: tuple[str, ...]) -> list[s
             raise ConfigError("train.cameras", f"the dataset lacks camera features {missing} (has {images})")
         images = wanted
     if not images:
-        raise ConfigError("dataset", "ACT needs at least one camera: the dataset has no observation.images.* feature")
+        raise ConfigError("dataset", "the policy needs at least one camera: the dataset has no observation.images.*")
     return images
-
-
-def _act_config(cfg: TrainConfig, features: dict[str, Any], images: list[str], device: str) -> Any:
-    from lerobot.configs.types import FeatureType
-    from lerobot.policies.act.configuration_act import ACTConfig
-    from lerobot.utils.feature_utils import dataset_to_policy_features
-
-    policy_features = dataset_to_policy_features(
-        {k: v for k, v in features.items() if k in (OBS_STATE, ACTION, *images)}
-    )
-    outputs = {k: f for k, f in policy_features.items() if f.type is FeatureType.ACTION}
-    inputs = {k: f for k, f in policy_features.items() if k not in outputs}
-    return ACTConfig(
-        input_features=inputs,
-        output_features=outputs,
-        device=device,
-        use_amp=cfg.use_amp,
-        push_to_hub=False,
-        chunk_size=cfg.chunk_size,
-        n_action_steps=cfg.chunk_size,
-        vision_backbone=cfg.vision_backbone,
-        pretrained_backbone_weights=None,
-        dim_model=cfg.dim_model,
-        n_heads=cfg.n_heads,
-        dim_feedforward=cfg.dim_feedforward,
-        n_encoder_layers=cfg.n_encoder_layers,
-        n_decoder_layers=cfg.n_decoder_layers,
-        latent_dim=cfg.latent_dim,
-        kl_weight=cfg.kl_weight,
-        dropout=cfg.dropout,
-        optimizer_lr=cfg.lr,
-        optimizer_lr_backbone=cfg.lr_backbone,
-        optimizer_weight_decay=cfg.weight_decay,
-    )
 
 
 class _EpochSampler:
@@ -146,7 +114,8 @@ class _EpochSampler:
 
 
 def open_dataset(dataset_dir: Path, chunk_size: int) -> Any:
-    """The v3.0 dataset as LeRobot reads it for ACT: each item carries the next ``chunk_size`` actions."""
+    """The v3.0 dataset as LeRobot reads it for a policy of one observation step: each item carries the next
+    ``chunk_size`` actions."""
     from lerobot.datasets import LeRobotDataset, LeRobotDatasetMetadata
 
     fps = LeRobotDatasetMetadata(REPO_ID, root=dataset_dir).fps
@@ -279,9 +248,17 @@ def _has_psutil() -> bool:
 
 
 def _same_model(saved: dict[str, Any], cfg: TrainConfig) -> None:
-    """A resumed run must train the same model: every field but steps/frequencies/tracking must match."""
+    """A resumed run must train the same model: every field but steps/frequencies/tracking must match (a run
+    saved before ``policy`` existed trained ACT)."""
     free = {"steps", "save_freq", "log_freq", "num_workers", "tracking_uri", "system_metrics", "log_checkpoints"}
     free |= {"time_limit_s", "frame_cache_gb"}
+    saved = {"policy": "act", **saved}
+    if saved["policy"] != cfg.policy:
+        raise ConfigError(
+            "train.policy",
+            f"the run in this directory trains {saved['policy']!r}, not {cfg.policy!r}: cannot resume it (use a new "
+            "--out directory)",
+        )
     now = dataclasses.asdict(cfg)
     diff = [k for k in now if k not in free and k in saved and _norm(saved[k]) != _norm(now[k])]
     if diff:
@@ -295,21 +272,22 @@ def _norm(v: Any) -> Any:
 def train_policy(
     dataset_dir: Path, out_dir: Path, config: TrainConfig, *, progress: ProgressCallback | None = None
 ) -> TrainResult:
-    """Train ACT on the LeRobot v3.0 dataset at ``dataset_dir`` into ``out_dir`` for ``config.steps`` steps in
-    total, resuming from ``out_dir/checkpoints/last`` when it exists.
+    """Train ``config.policy`` (ACT or Diffusion Policy) on the LeRobot v3.0 dataset (or rendered units) at
+    ``dataset_dir`` into ``out_dir`` for ``config.steps`` steps in total, resuming from
+    ``out_dir/checkpoints/last`` when it exists.
 
     With ``config.time_limit_s`` > 0 the whole call (data loading, final checkpoint and its MLflow artifact
     included) ends within that many seconds: training stops early enough for the final save, whose cost is
     measured on the first save (estimated from the model size before it).
 
     Raises:
-        ConfigError: a dataset without the features ACT needs, or a resume with a different model config.
+        ConfigError: a dataset without the features the policy needs, or a resume with a different model config
+            (another policy type included).
         CheckpointError: an unreadable checkpoint to resume from.
     """
     import torch
     from lerobot.common.train_utils import load_training_state
     from lerobot.policies import make_pre_post_processors
-    from lerobot.policies.act.modeling_act import ACTPolicy
 
     t_call = time.perf_counter()
     deadline = t_call + config.time_limit_s if config.time_limit_s > 0 else math.inf
@@ -327,7 +305,7 @@ def train_policy(
     if last is not None:
         pretrained = last / ckpt.PRETRAINED
         _same_model(ckpt.read_json(pretrained / ckpt.SO101_CONFIG), config)
-        policy = ACTPolicy.from_pretrained(str(pretrained))
+        policy = lerobot_class(config.policy).from_pretrained(str(pretrained))
         policy.config.device = device
         preprocessor, postprocessor = make_pre_post_processors(
             policy.config,
@@ -335,15 +313,16 @@ def train_policy(
             preprocessor_overrides={"device_processor": {"device": device}},
         )
     else:
-        act_cfg = _act_config(config, data.features, images, device)
-        policy = ACTPolicy(act_cfg)
-        preprocessor, postprocessor = make_pre_post_processors(act_cfg, dataset_stats=data.stats)
+        policy_cfg = lerobot_config(config, data.features, images, device)
+        policy = lerobot_class(config.policy)(policy_cfg)
+        preprocessor, postprocessor = make_pre_post_processors(policy_cfg, dataset_stats=data.stats)
     policy.to(device)
     policy.train()
-    model = TrainableAct(policy, config.backbone_norm, fresh=last is None, image_shift_px=config.image_shift_px)
+    model = trainable(policy, config, fresh=last is None)
     optimizer = torch.optim.AdamW(
         model.optim_groups(config.lr, config.lr_backbone),
         lr=config.lr,
+        betas=model.betas,
         weight_decay=config.weight_decay,
         fused=cuda,
     )
@@ -452,7 +431,7 @@ def train_policy(
 
 
 def train_step(
-    model: TrainableAct, optimizer: Any, scheduler: Any, batch: dict[str, Any], clip: float, amp: Any
+    model: Trainable, optimizer: Any, scheduler: Any, batch: dict[str, Any], clip: float, amp: Any
 ) -> dict[str, Any]:
     """One optimizer step on a preprocessed ``batch``; the loss terms and gradient norm as float32 tensors on the
     device (reading them would wait for the GPU: the caller does so once per logging window)."""
@@ -481,7 +460,7 @@ class _Saver:
     time-limited run stops early enough for its final save and the checkpoint's MLflow artifact."""
 
     def __init__(
-        self, out_dir: Path, config: TrainConfig, model: TrainableAct, pre: Any, post: Any, opt: Any, sched: Any,
+        self, out_dir: Path, config: TrainConfig, model: Trainable, pre: Any, post: Any, opt: Any, sched: Any,
         n_params: int,
     ) -> None:  # fmt: skip
         self.out_dir, self.config, self.model = out_dir, config, model

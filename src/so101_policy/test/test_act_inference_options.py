@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from so101_policy.act_policy import ActPolicy
 from so101_policy.backend import warmup_observation
 from so101_policy.bench_policy import run_policy_benchmark, synthetic_checkpoint
 from so101_policy.errors import CheckpointError
+from so101_policy.lerobot_policy import ActPolicy
 from so101_policy.protocol import observation
 from so101_policy.serve import parser
 

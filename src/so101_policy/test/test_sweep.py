@@ -69,3 +69,29 @@ def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
         spec.write_text(text)
         with pytest.raises(ConfigError, match=match):
             load_sweep(spec, BASE, EVAL)
+
+
+def test_act_and_diffusion_train_side_by_side_and_are_both_scored(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(
+        "base: {steps: 4, batch_size: 2, num_workers: 0, chunk_size: 4, save_freq: 4, log_freq: 2, device: cpu,\n"
+        "       system_metrics: false, log_checkpoints: false, cameras: [top]}\n"
+        "runs:\n"
+        "  act: {dim_model: 16, dim_feedforward: 32, n_heads: 2, n_encoder_layers: 1, latent_dim: 4}\n"
+        "  diffusion: {policy: diffusion, diffusion_down_dims: [16, 32], diffusion_keypoints: 4,\n"
+        "              diffusion_train_timesteps: 10, diffusion_inference_steps: 2}\n"
+    )
+    sweep = load_sweep(spec, TrainConfig(), EVAL)
+    assert (sweep.runs["act"].policy, sweep.runs["diffusion"].policy) == ("act", "diffusion")
+    rows = run_sweep(sweep, dataset, tmp_path / "out", envs=1)
+    assert {r["run"] for r in rows} == {"act", "diffusion"}
+    for row in rows:
+        assert row["steps"] == 4 and row["episodes"] == 1 and row["samples_per_s"] > 0
+        config = tmp_path / "out" / row["run"] / "checkpoints" / "last" / "pretrained_model" / "config.json"
+        assert json.loads(config.read_text())["type"] == row["run"]
+        assert (tmp_path / "out" / row["run"] / "fast_eval" / "fast_results.json").is_file()
+    # a field of ACT's shared by a diffusion run is a mistake, named
+    spec.write_text("base: {dim_model: 16}\nruns:\n  diffusion: {policy: diffusion}\n")
+    with pytest.raises(ConfigError, match=r"train\.dim_model: shapes ACT only"):
+        load_sweep(spec, TrainConfig(), EVAL)
