@@ -266,7 +266,7 @@ def pipeline(
 
 @app.command()
 def policy(
-    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="ACT checkpoint for the inference latency"),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="checkpoint for the inference latency"),
     device: str = typer.Option("auto", "--device"),
     calls: int = typer.Option(200, "--calls", help="get_action calls measured"),
     width: int = typer.Option(640, "--width", help="camera frame width sent (each camera)"),
@@ -276,14 +276,18 @@ def policy(
     eval_results: Path | None = typer.Option(None, "--eval-results", help="results.json of so101 eval"),
     demos: int | None = typer.Option(None, "--demos", help="demos the policy was trained on"),
     full_resolution: bool = typer.Option(
-        False, "--full-resolution", help="also time an untrained ACT at the full frame size (the headline figure)"
+        False, "--full-resolution", help="also time an untrained policy at the full frame size (the headline figure)"
+    ),
+    train_config: Path | None = typer.Option(
+        None, "--train-config", help="--full-resolution: that policy's type and architecture (default train.yaml)"
     ),
     label: str = typer.Option("cpu", "--label", help="result name suffix: policy_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/policy_<label>.json"),
 ) -> None:
-    """Inference p50/p99 per chunk, 30 Hz loop jitter, training samples/s, sim success of ACT."""
+    """Inference p50/p99 per chunk, 30 Hz loop jitter, training samples/s, sim success of a policy."""
     from so101_policy.bench_policy import run_policy_benchmark
+    from so101_policy.config import load_train_config
 
     result = run_policy_benchmark(
         checkpoint,
@@ -296,6 +300,7 @@ def policy(
         eval_results=eval_results,
         demos=demos,
         full_resolution=full_resolution,
+        train=load_train_config(train_config),
     )
     _report(f"policy_{label}", result, as_json, save)
 
@@ -320,7 +325,7 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/train_<label>.json"),
 ) -> None:
-    """ACT training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader,
+    """Policy training data rate (and samples/s): the dataset decoded into memory vs LeRobot's per-frame DataLoader,
     or a dataset build's rendered frames (``render.keep_frames``) with the cold start a training slice pays;
     ``--synthetic``: training samples/s of train.yaml's model per batch size and backbone norm, no dataset."""
     import dataclasses

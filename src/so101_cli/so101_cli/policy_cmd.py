@@ -1,5 +1,5 @@
-"""``so101 train``, ``so101 serve``, ``so101 eval``: ACT training, the GR00T-protocol policy server, evaluation
-in the twin (so101_policy)."""
+"""``so101 train``, ``so101 serve``, ``so101 eval``: policy training (ACT or Diffusion Policy through LeRobot), the
+GR00T-protocol policy server, evaluation in the twin (so101_policy)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def train(
     ),
     out: Path = typer.Option(Path("runs/act"), "--out", help="run directory (resumed from checkpoints/last)"),
     config: Path | None = typer.Option(None, "--config", help="train YAML (default config/train.yaml)"),
+    policy: str | None = typer.Option(None, "--policy", help="act | diffusion (LeRobot's --policy.type; train.policy)"),
     steps: int | None = typer.Option(None, "--steps", min=1, help="total optimizer steps (overrides the config)"),
     batch_size: int | None = typer.Option(None, "--batch-size", min=1),
     device: str | None = typer.Option(None, "--device", help="auto | cpu | cuda[:N]"),
@@ -49,7 +50,8 @@ def train(
     sweep: Path | None = typer.Option(None, "--sweep", help="YAML of runs trained side by side, then fast-evaluated"),
     envs: int = typer.Option(0, "--envs", min=0, help="--sweep: fast-evaluation environments (0 = one per core)"),
 ) -> None:
-    """Train ACT through LeRobot, offline; MLflow tracking; resumable after a crash or SIGKILL. ``--sweep``: the
+    """Train ACT or Diffusion Policy through LeRobot, offline; MLflow tracking; resumable after a crash or SIGKILL
+    (a run resumes as the policy it started as). ``--sweep``: the
     sweep file's runs at once on one device (each its own process and run directory under ``--out``), each scored
     by the fast evaluator; ``<out>/sweep.json`` ranks them."""
     from so101_policy.config import load_train_config
@@ -62,6 +64,7 @@ def train(
         overrides: dict[str, Any] = {"steps": steps, "batch_size": batch_size, "device": device}
         overrides["tracking_uri"] = tracking_uri
         overrides["time_limit_s"] = time_limit_s
+        overrides["policy"] = policy
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)
@@ -92,7 +95,7 @@ def train(
 
 
 def serve(
-    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="ACT run / checkpoint directory"),
+    checkpoint: Path | None = typer.Option(None, "--checkpoint", help="ACT / Diffusion Policy run or checkpoint dir"),
     gr00t: Path | None = typer.Option(None, "--gr00t", help="Isaac-GR00T model (needs the gr00t package)"),
     replay: Path | None = typer.Option(None, "--replay", help=".npy (N, 6) actions in LeRobot units to replay"),
     host: str = typer.Option("127.0.0.1", "--host", help="bind address (localhost by default)"),
@@ -115,7 +118,7 @@ def serve(
 
 
 def evaluate(
-    checkpoint: Path = typer.Option(..., "--checkpoint", help="ACT run / checkpoint directory"),
+    checkpoint: Path = typer.Option(..., "--checkpoint", help="ACT / Diffusion Policy run or checkpoint directory"),
     episodes: int | None = typer.Option(None, "-n", "--episodes", min=1, help="randomized episodes"),
     out: Path = typer.Option(Path("runs/eval"), "--out", help="report directory (resumed if it exists)"),
     config: Path | None = typer.Option(None, "--config", help="eval YAML (default config/eval.yaml)"),

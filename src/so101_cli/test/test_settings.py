@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from so101_cli.policy_cmd import with_settings
 from so101_policy.config import EvalConfig
@@ -18,3 +20,16 @@ def test_settings_override_and_are_validated() -> None:
         with_settings(EvalConfig(), ["nope=1"], "eval")
     with pytest.raises(ConfigError, match="field=value"):
         with_settings(EvalConfig(), ["graphs"], "eval")
+
+
+def test_train_policy_flag_sets_the_policy_type_and_is_validated(tmp_path: Path) -> None:
+    from so101_cli.main import app
+    from typer.testing import CliRunner
+
+    config = tmp_path / "train.yaml"
+    config.write_text("chunk_size: 12\n")  # fine for ACT; Diffusion Policy's UNet needs a multiple of 8 here
+    args = ["train", "--dataset", str(tmp_path), "--config", str(config), "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, [*args, "--policy", "diffusion"])
+    assert result.exit_code == 2 and "train.chunk_size: (12) must be a multiple of" in result.output, result.output
+    result = CliRunner().invoke(app, [*args, "--policy", "vqbet"])
+    assert result.exit_code == 2 and "train.policy: must be one of" in result.output, result.output
