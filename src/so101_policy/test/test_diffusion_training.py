@@ -1,18 +1,20 @@
 """Diffusion Policy as trained here: TrainableDiffusion computes stock LeRobot's loss on our batches (one
 observation, no time axis) with the same gradients; its optimizer groups and betas; the config's validation names
-the field."""
+the field; the GPU recipe parses into the runs it describes."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
-from so101_policy.config import TrainConfig, parse_train_config
+from so101_policy.config import EvalConfig, TrainConfig, parse_train_config
 from so101_policy.diffusion_training import TrainableDiffusion
 from so101_policy.errors import ConfigError
 from so101_policy.policy_types import lerobot_config
+from so101_policy.sweep import load_sweep
 
 CAMERAS = ("ego", "side")
 H, W, B, CHUNK = 24, 32, 4, 8
@@ -20,6 +22,7 @@ TINY = TrainConfig(
     policy="diffusion", chunk_size=CHUNK, diffusion_down_dims=(16, 32), diffusion_keypoints=4,
     diffusion_train_timesteps=20, diffusion_inference_steps=4, device="cpu",
 )  # fmt: skip
+RECIPE = Path(__file__).resolve().parents[3] / "bench" / "gpu" / "policy_recipe_diffusion.yaml"
 
 
 def _features() -> dict[str, dict]:
@@ -129,3 +132,14 @@ def test_config_errors_name_the_field() -> None:
     assert parsed.diffusion_down_dims == (32, 64) and parsed.diffusion_noise_scheduler == "DDIM"
     with pytest.raises(ConfigError, match=r"train\.diffusion_down_dims: expected a list of integers"):
         parse_train_config({"policy": "diffusion", "diffusion_down_dims": 64})
+
+
+def test_the_gpu_recipe_trains_diffusion_beside_acts_shift4() -> None:
+    sweep = load_sweep(RECIPE, TrainConfig(), EvalConfig())
+    assert set(sweep.runs) == {"diffusion", "shift4"}
+    dp, act = sweep.runs["diffusion"], sweep.runs["shift4"]
+    assert (dp.policy, act.policy) == ("diffusion", "act")
+    assert dp.image_shift_px == act.image_shift_px == 4 and dp.use_amp and dp.lr_schedule == "cosine"
+    assert dp.diffusion_noise_scheduler == "DDIM" and dp.diffusion_inference_steps == 10
+    assert act.backbone_norm == "batch" and act.steps == 4000 and act.device == "cuda"
+    assert sweep.eval.episodes >= 50 and sweep.eval.dr_profile == "wide"
