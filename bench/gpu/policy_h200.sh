@@ -9,7 +9,8 @@
 #   5. execution variants (horizon, blend weight, replan interval) of the best run in the fast evaluator, and the
 #      best variant on the training demos' own scenes (`--set scene_seeds=...`: fits its data, or not even that?);
 #   6. the graph evaluation of the best run and variant: 50 episodes, GRAPHS graphs side by side (`so101 eval`);
-#   7. `so101 bench policy` (inference at 3 x 640x480, loop jitter) → bench/results/policy_h200.json.
+#   7. `so101 bench policy` (inference at 3 x 640x480 of the best run's policy type and architecture, loop jitter)
+#      → bench/results/policy_h200.json.
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
@@ -145,8 +146,8 @@ fi
 [ "${UNTIL:-}" = graph ] && { echo "policy_h200: stopped after the graph evaluation (UNTIL)"; exit 0; }
 need 120 "bench policy"; stamp "bench policy"
 # shellcheck disable=SC2086
-so101 bench policy --checkpoint "$CKPT" $FULL --device "$DEVICE" --calls 100 --jitter-seconds 8 \
-  --train-result "$CKPT/train_result.json" --eval-results "$RUN/graph/results.json" --demos "$DEMOS" --label h200
+so101 bench policy --checkpoint "$CKPT" $FULL --train-config "$CKPT/train.yaml" --device "$DEVICE" --calls 100 \
+  --jitter-seconds 8 --train-result "$CKPT/train_result.json" --eval-results "$RUN/graph/results.json" --demos "$DEMOS" --label h200
 "$PY" - "$RUN" "${SO101_BENCH_RESULTS:-bench/results}/policy_h200.json" "$SWEEP" <<'PYEOF'
 import hashlib, json, pathlib, sys
 run, path = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
