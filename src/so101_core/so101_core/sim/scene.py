@@ -8,12 +8,12 @@ nothing is pushed before visible contact. All object and pad contacts use ``cont
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.resources import as_file, files
 
 import mujoco
 import numpy as np
 
 from so101_core.geometry import look_at, mat_to_quat, quat_from_axis_angle, quat_mul, quat_to_mat, yaw_quat
+from so101_core.package_files import package_file
 
 from . import CAMERA_NAMES, JOINT_NAMES
 from .config import CameraConfig, SimConfig
@@ -64,13 +64,14 @@ def vial_lying_quat(yaw: float, roll: float) -> np.ndarray:
 
 def _robot_spec(cfg: SimConfig) -> mujoco.MjSpec:
     try:
-        ref = files(cfg.robot.mjcf_package).joinpath(cfg.robot.mjcf_resource)
+        path = package_file(cfg.robot.mjcf_package, cfg.robot.mjcf_resource)
     except ModuleNotFoundError as exc:
         raise SceneError(f"robot MJCF package {cfg.robot.mjcf_package!r} is not installed") from exc
-    with as_file(ref) as path:
-        if not path.is_file():
-            raise SceneError(f"robot MJCF {cfg.robot.mjcf_resource!r} not found in {cfg.robot.mjcf_package}")
-        return mujoco.MjSpec.from_file(str(path))
+    except ValueError as exc:
+        raise SceneError(f"robot MJCF package: {exc}") from exc
+    if not path.is_file():
+        raise SceneError(f"robot MJCF {cfg.robot.mjcf_resource!r} not found in {cfg.robot.mjcf_package}")
+    return mujoco.MjSpec.from_file(str(path))
 
 
 def _configure_robot(spec: mujoco.MjSpec, cfg: SimConfig) -> None:
