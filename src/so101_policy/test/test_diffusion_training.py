@@ -134,12 +134,15 @@ def test_config_errors_name_the_field() -> None:
         parse_train_config({"policy": "diffusion", "diffusion_down_dims": 64})
 
 
-def test_the_gpu_recipe_trains_diffusion_beside_acts_shift4() -> None:
+def test_the_gpu_recipe_trains_diffusion_as_acts_shift4_run_was_trained() -> None:
     sweep = load_sweep(RECIPE, TrainConfig(), EvalConfig())
-    assert set(sweep.runs) == {"diffusion", "shift4"}
-    dp, act = sweep.runs["diffusion"], sweep.runs["shift4"]
-    assert (dp.policy, act.policy) == ("diffusion", "act")
-    assert dp.image_shift_px == act.image_shift_px == 4 and dp.use_amp and dp.lr_schedule == "cosine"
+    assert set(sweep.runs) == {"diffusion"}
+    dp = sweep.runs["diffusion"]
+    shift = load_sweep(RECIPE.parent / "policy_recipe_shift.yaml", TrainConfig(), EvalConfig()).runs["shift4"]
+    assert dp.policy == "diffusion" and shift.policy == "act"
+    # the same data, augmentation, batch, schedule and steps as the ACT run it is compared with
+    for name in ("image_shift_px", "batch_size", "use_amp", "lr_schedule", "steps", "device", "frame_cache_gb"):
+        assert getattr(dp, name) == getattr(shift, name), name
+    assert dp.image_shift_px == 4 and dp.steps == 4000 and dp.device == "cuda"
     assert dp.diffusion_noise_scheduler == "DDIM" and dp.diffusion_inference_steps == 10
-    assert act.backbone_norm == "batch" and act.steps == 4000 and act.device == "cuda"
     assert sweep.eval.episodes >= 50 and sweep.eval.dr_profile == "wide"
