@@ -18,43 +18,59 @@ from so101_policy import sweep as sweep_module
 pytestmark = pytest.mark.slow
 
 BASE = TrainConfig(
-    steps=4, batch_size=2, num_workers=0, chunk_size=4, dim_model=16, dim_feedforward=32, n_heads=2,
-    n_encoder_layers=1, latent_dim=4, save_freq=4, log_freq=2, device="cpu", system_metrics=False,
+    steps=4, batch_size=2, num_workers=0, chunk_size=4, save_freq=4, log_freq=2, device="cpu", system_metrics=False,
     log_checkpoints=False, cameras=("top",),
 )  # fmt: skip
 EVAL = EvalConfig(episodes=1, episode_s=0.3, randomize=False, device="cpu", videos=0)
+TINY_ACT = "dim_model: 16, dim_feedforward: 32, n_heads: 2, n_encoder_layers: 1, latent_dim: 4"
+TINY_DP = (
+    "diffusion_down_dims: [16, 32], diffusion_keypoints: 4, diffusion_train_timesteps: 10, diffusion_inference_steps: 2"
+)
 
 
 def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An ACT and a Diffusion Policy run side by side: trained, then scored (in a later slice when this one has no
+    time left), each checkpoint of its own type."""
     dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
     spec = tmp_path / "sweep.yaml"
-    spec.write_text("runs:\n  frozen: {backbone_norm: frozen}\n  batch: {backbone_norm: batch, lr: 0.001}\n")
+    spec.write_text(
+        f"runs:\n  act: {{backbone_norm: batch, lr: 0.001, {TINY_ACT}}}\n"
+        f"  diffusion: {{policy: diffusion, {TINY_DP}}}\n"
+    )
     sweep = load_sweep(spec, dataclasses.replace(BASE, time_limit_s=600.0), EVAL)
-    assert sweep.runs["batch"] == dataclasses.replace(BASE, backbone_norm="batch", lr=0.001, time_limit_s=600.0)
+    assert sweep.runs["act"] == dataclasses.replace(
+        BASE, backbone_norm="batch", lr=0.001, time_limit_s=600.0, dim_model=16, dim_feedforward=32, n_heads=2,
+        n_encoder_layers=1, latent_dim=4,
+    )  # fmt: skip
+    assert (sweep.runs["act"].policy, sweep.runs["diffusion"].policy) == ("act", "diffusion")
     # a slice with no time left for scoring: trained, not scored, and said so
     monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 1e6)
     assert run_sweep(sweep, dataset, tmp_path / "out", envs=1) == []
     partial = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert partial["complete"] is False and partial["stage"] == "scoring"
-    assert partial["steps"] == {"frozen": 4, "batch": 4} and partial["train_wall_s"] > 0
-    assert not (tmp_path / "out" / "frozen" / "fast_eval").exists()
-    logs = {name: (tmp_path / "out" / name / "train.log").stat().st_size for name in ("frozen", "batch")}
+    assert partial["steps"] == {"act": 4, "diffusion": 4} and partial["train_wall_s"] > 0
+    assert not (tmp_path / "out" / "act" / "fast_eval").exists()
+    logs = {name: (tmp_path / "out" / name / "train.log").stat().st_size for name in ("act", "diffusion")}
     # the next call scores without training again
     monkeypatch.undo()
     rows = run_sweep(sweep, dataset, tmp_path / "out", envs=1)
     assert {name: (tmp_path / "out" / name / "train.log").stat().st_size for name in logs} == logs
     wall = json.loads((tmp_path / "out" / "sweep.json").read_text())["train_wall_s"]
     assert wall == pytest.approx(partial["train_wall_s"], abs=1.0)  # the earlier call's training, nothing more
-    assert {r["run"] for r in rows} == {"frozen", "batch"}
+    assert {r["run"] for r in rows} == {"act", "diffusion"}
     for row in rows:
         assert row["steps"] == 4 and row["episodes"] == 1 and 0.0 <= row["success_rate"] <= 1.0
-        assert (tmp_path / "out" / row["run"] / "checkpoints" / "last").exists()
+        assert row["samples_per_s"] > 0
+        config = tmp_path / "out" / row["run"] / "checkpoints" / "last" / "pretrained_model" / "config.json"
+        assert json.loads(config.read_text())["type"] == row["run"]
         assert (tmp_path / "out" / row["run"] / "fast_eval" / "fast_results.json").is_file()
     assert json.loads((tmp_path / "out" / "sweep.json").read_text())["runs"] == rows
     changes = {r["run"]: r["changes"] for r in rows}
-    assert changes == {"frozen": {"backbone_norm": "frozen"}, "batch": {"backbone_norm": "batch", "lr": 0.001}}
+    assert changes["act"] == {"backbone_norm": "batch", "lr": 0.001, "dim_model": 16, "dim_feedforward": 32,
+                              "n_heads": 2, "n_encoder_layers": 1, "latent_dim": 4}  # fmt: skip
+    assert changes["diffusion"]["policy"] == "diffusion"
 
 
 def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
@@ -71,27 +87,9 @@ def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
             load_sweep(spec, BASE, EVAL)
 
 
-def test_act_and_diffusion_train_side_by_side_and_are_both_scored(tmp_path: Path) -> None:
-    dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
+def test_a_field_of_the_other_policy_is_named(tmp_path: Path) -> None:
+    """A field of ACT's shared by a diffusion run is a mistake, named."""
     spec = tmp_path / "sweep.yaml"
-    spec.write_text(
-        "base: {steps: 4, batch_size: 2, num_workers: 0, chunk_size: 4, save_freq: 4, log_freq: 2, device: cpu,\n"
-        "       system_metrics: false, log_checkpoints: false, cameras: [top]}\n"
-        "runs:\n"
-        "  act: {dim_model: 16, dim_feedforward: 32, n_heads: 2, n_encoder_layers: 1, latent_dim: 4}\n"
-        "  diffusion: {policy: diffusion, diffusion_down_dims: [16, 32], diffusion_keypoints: 4,\n"
-        "              diffusion_train_timesteps: 10, diffusion_inference_steps: 2}\n"
-    )
-    sweep = load_sweep(spec, TrainConfig(), EVAL)
-    assert (sweep.runs["act"].policy, sweep.runs["diffusion"].policy) == ("act", "diffusion")
-    rows = run_sweep(sweep, dataset, tmp_path / "out", envs=1)
-    assert {r["run"] for r in rows} == {"act", "diffusion"}
-    for row in rows:
-        assert row["steps"] == 4 and row["episodes"] == 1 and row["samples_per_s"] > 0
-        config = tmp_path / "out" / row["run"] / "checkpoints" / "last" / "pretrained_model" / "config.json"
-        assert json.loads(config.read_text())["type"] == row["run"]
-        assert (tmp_path / "out" / row["run"] / "fast_eval" / "fast_results.json").is_file()
-    # a field of ACT's shared by a diffusion run is a mistake, named
     spec.write_text("base: {dim_model: 16}\nruns:\n  diffusion: {policy: diffusion}\n")
     with pytest.raises(ConfigError, match=r"train\.dim_model: shapes ACT only"):
         load_sweep(spec, TrainConfig(), EVAL)
