@@ -131,30 +131,36 @@ def _fingerprint(cfg: SkillGenConfig, names: Sequence[str], demos: Sequence[Seed
     return {"random_seed": cfg.random_seed, "seeds_sha256": h.hexdigest()[:16], "config_sha256": c}
 
 
-def _demo(
-    outcome: AttemptOutcome, attempt: int, scene_seed: int, cfg: SkillGenConfig, hz: float, task: str
+def _trajectory(
+    outcome: AttemptOutcome, success: bool, scene_seed: int, hz: float, task: str, extra: dict[str, Any]
 ) -> SeedDemo:
-    steps = len(outcome.actions)
+    """An attempt's rollout as a seed-format demo (``extra`` beside the attempt's scene record)."""
     return SeedDemo(
-        t=np.arange(steps, dtype=np.float64) / hz,
+        t=np.arange(len(outcome.actions), dtype=np.float64) / hz,
         joint_positions=outcome.joint_positions,
         actions=outcome.actions,
         object_poses=outcome.object_poses,
-        success=True,
+        success=success,
         task=task,
         source="skillgen",
         seed=scene_seed,
         control_hz=hz,
-        extra={
-            "attempt": attempt,
-            "scene_seed": scene_seed,
-            "random_seed": cfg.random_seed,
-            "sources": outcome.sources,
-            "workshop_rule": bool(outcome.workshop),
-            "smoothing": {"window": outcome.smoothing_window, "order": cfg.smoothing.order, "joints": "arm"},
-            **outcome.scene,
-        },
+        extra={**extra, **outcome.scene},
     )
+
+
+def _demo(
+    outcome: AttemptOutcome, attempt: int, scene_seed: int, cfg: SkillGenConfig, hz: float, task: str
+) -> SeedDemo:
+    extra = {
+        "attempt": attempt,
+        "scene_seed": scene_seed,
+        "random_seed": cfg.random_seed,
+        "sources": outcome.sources,
+        "workshop_rule": bool(outcome.workshop),
+        "smoothing": {"window": outcome.smoothing_window, "order": cfg.smoothing.order, "joints": "arm"},
+    }
+    return _trajectory(outcome, True, scene_seed, hz, task, extra)
 
 
 class Generator:
@@ -298,28 +304,10 @@ def _failure(
         "attempt": attempt, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail,
         "steps": len(outcome.actions), "sources": outcome.sources, "workshop_rule": bool(outcome.workshop),
     }  # fmt: skip
-    steps = len(outcome.actions)
-    if steps == 0:
+    if len(outcome.actions) == 0:
         return record, None
-    demo = SeedDemo(
-        t=np.arange(steps, dtype=np.float64) / hz,
-        joint_positions=outcome.joint_positions,
-        actions=outcome.actions,
-        object_poses=outcome.object_poses,
-        success=False,
-        task=task,
-        source="skillgen",
-        seed=scene,
-        control_hz=hz,
-        extra={
-            "attempt": attempt,
-            "scene_seed": scene,
-            "reason": outcome.reason,
-            "detail": outcome.detail,
-            **outcome.scene,
-        },
-    )
-    return record, demo
+    extra = {"attempt": attempt, "scene_seed": scene, "reason": outcome.reason, "detail": outcome.detail}
+    return record, _trajectory(outcome, False, scene, hz, task, extra)
 
 
 def generate(
