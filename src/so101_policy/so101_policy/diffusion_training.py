@@ -24,6 +24,13 @@ from .augment import random_shift
 from .param_groups import backbone_groups
 
 
+def with_observation_step(batch: dict[str, Any]) -> dict[str, Any]:
+    """``batch`` (a copy) with the state given the time axis of one observation step, (B, 6) → (B, 1, 6), as stock
+    Diffusion Policy reads it (training and inference alike; it adds the images' axis itself)."""
+    state = batch[OBS_STATE]
+    return {**batch, OBS_STATE: state.unsqueeze(1) if state.ndim == 2 else state}
+
+
 class TrainableDiffusion:
     """``policy`` (a LeRobot ``DiffusionPolicy`` with ``n_obs_steps`` 1, on its device) for our training loop;
     ``image_shift_px``: each training image shifted by up to that many px (:func:`.augment.random_shift`)."""
@@ -48,9 +55,7 @@ class TrainableDiffusion:
 
     def loss(self, batch: dict[str, Any]) -> tuple[Tensor, dict[str, Tensor]]:
         """LeRobot's Diffusion Policy loss on a preprocessed ``batch`` (shapes in the module docstring)."""
-        batch = dict(batch)
-        if batch[OBS_STATE].ndim == 2:
-            batch[OBS_STATE] = batch[OBS_STATE].unsqueeze(1)  # (B, 1, 6): one observation step
+        batch = with_observation_step(batch)
         for key in self.config.image_features:
             batch[key] = random_shift(batch[key], self.image_shift_px)
         loss, _ = self.policy.forward(batch)

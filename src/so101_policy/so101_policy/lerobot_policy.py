@@ -23,6 +23,7 @@ from so101_core.lerobot_schema import OBS_STATE, camera_of, image_key
 
 from .act_training import CameraBatchedBackbone, fold_frozen_norms
 from .checkpoints import pretrained_dir
+from .diffusion_training import with_observation_step
 from .errors import CheckpointError
 from .policy_types import checkpoint_type, lerobot_class
 from .protocol import check_observation
@@ -171,7 +172,7 @@ class DiffusionBackend(LeRobotPolicy):
         return int(self.policy.config.n_action_steps)
 
     def _inputs(self, batch: dict[str, Any]) -> dict[str, Any]:
-        return {**batch, OBS_STATE: batch[OBS_STATE].unsqueeze(1)}
+        return with_observation_step(batch)
 
 
 BACKENDS: dict[str, type[LeRobotPolicy]] = {cls.kind: cls for cls in (ActPolicy, DiffusionBackend)}
