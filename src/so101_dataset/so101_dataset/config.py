@@ -35,6 +35,7 @@ class RenderConfig:
     shadows: bool = True
     random_seed: int = 0
     keep_frames: bool = False  # each unit also keeps its raw renders (frames.npz) for training without video
+    frames_per_pass: int = 1  # consecutive frames drawn into one buffer and read back at once (fewer GPU syncs)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ def _parse(f: Fields) -> DatasetConfig:
             shadows=_bool(r, "shadows", d.render.shadows),
             random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
             keep_frames=_bool(r, "keep_frames", d.render.keep_frames),
+            frames_per_pass=r.integer("frames_per_pass", d.render.frames_per_pass, lo=1, hi=256),
         ),
         video=VideoConfig(
             vcodec=v.text("vcodec", d.video.vcodec, choices=VCODECS),

@@ -52,7 +52,7 @@ class UnitResult:
 class UnitRenderer:
     """Per process: one :class:`EpisodeRenderer` reused for every episode this process renders."""
 
-    def __init__(self, cfg: DatasetConfig, frames_per_pass: int = 1) -> None:
+    def __init__(self, cfg: DatasetConfig) -> None:
         from so101_core.sim.config import load_task_config
 
         from .render import EpisodeRenderer, select_gl
@@ -66,7 +66,7 @@ class UnitRenderer:
             cfg.cameras,
             visual_dr=cfg.render.visual_dr,
             shadows=cfg.render.shadows,
-            frames_per_pass=frames_per_pass,
+            frames_per_pass=cfg.render.frames_per_pass,
         )
 
     def render_unit(self, index: int, demo_path: Path, root: Path, demos_dir: Path) -> UnitResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from dataset_fixtures import write_demos
@@ -21,6 +22,8 @@ def built(tmp_path_factory):
     demos = root / "demos"
     write_demos(demos, 3)
     (demos / "demo_000003.npz").write_bytes(b"not a zip file")
-    cfg = load_dataset_config().with_overrides(width=64, height=48)
+    base = load_dataset_config()
+    # four frames per render pass: the product's batched readback (the tests re-render one frame per pass)
+    cfg = base.with_overrides(width=64, height=48, render=replace(base.render, frames_per_pass=4))
     result = build_dataset(demos, root / "out", cfg)
     return result, cfg, demos
