@@ -229,7 +229,9 @@ def ik(
 @app.command()
 def render(
     phases: str = typer.Option(
-        "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast", "--phases", help="mode:P[:B[:preset|noshadow|s=SEC]],..."
+        "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast",
+        "--phases",
+        help="mode:P[:B[:preset|noshadow|rgb|rgba|bgra|s=SEC]],...",
     ),
     seconds: float = typer.Option(10.0, "--seconds", help="time per phase, s"),
     frames: int = typer.Option(60, "--frames", help="frames per episode"),

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .config import DatasetConfig, load_dataset_config
+from .render import READBACKS
 
 
 def _replay(twin: Any, episode: int, frames: int, fps: int) -> Any:
@@ -94,6 +95,7 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
     import mujoco as _mj
 
     er.renderer.frames_per_pass = ph.get("frames_per_pass", 1)
+    er.renderer.readback = ph.get("readback", cfg.render.readback)
     er.renderer._scene.flags[_mj.mjtRndFlag.mjRND_SHADOW] = ph.get("shadows", cfg.render.shadows)
     before = replace(er.renderer.times)
     ep_counter = rank * 100000 + abs(hash(ph["name"])) % 10000 * 10
@@ -153,7 +155,8 @@ DEFAULT_PHASES = "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast"
 
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
-    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, ``s=<seconds>``."""
+    """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, a readback (``rgb``,
+    ``rgba``, ``bgra``), ``s=<seconds>``."""
     phases = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
@@ -169,6 +172,9 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
             if e == "noshadow":
                 ph["shadows"] = False
                 name += "_noshadow"
+            elif e in READBACKS:
+                ph["readback"] = e
+                name += f"_{e}"
             elif e.startswith("s="):
                 ph["seconds"] = float(e[2:])
             else:
@@ -234,6 +240,7 @@ def run_render_benchmark(
             }
             entry: dict[str, Any] = {
                 "shadows": ph.get("shadows", base.render.shadows),
+                "readback": ph.get("readback", base.render.readback),
                 "mode": ph["mode"],
                 "processes": ph["processes"],
                 "frames_per_pass": ph.get("frames_per_pass", 1),
@@ -323,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--width", type=int, default=640)
     ap.add_argument("--height", type=int, default=480)
-    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|s=SEC]],...")
+    ap.add_argument("--phases", default=DEFAULT_PHASES, help="mode:P[:B[:preset|noshadow|rgb|rgba|bgra|s=SEC]],...")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--encoder-threads", type=int, default=2)

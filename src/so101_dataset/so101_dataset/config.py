@@ -11,6 +11,7 @@ from so101_core.config import Fields, config_dir, load_yaml
 from so101_core.robot_spec import CAMERA_NAMES
 
 from .errors import DatasetConfigError
+from .render import READBACKS
 
 VCODECS = ("h264", "hevc", "libsvtav1", "libaom-av1")
 
@@ -36,6 +37,7 @@ class RenderConfig:
     random_seed: int = 0
     keep_frames: bool = False  # each unit also keeps its raw renders (frames.npz) for training without video
     frames_per_pass: int = 1  # consecutive frames drawn into one buffer and read back at once (fewer GPU syncs)
+    readback: str = "rgb"  # rgb (mjr_readPixels) | rgba | bgra (glReadPixels in 4 channels): the same pixels
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ def _parse(f: Fields) -> DatasetConfig:
             random_seed=r.integer("random_seed", d.render.random_seed, lo=0),
             keep_frames=_bool(r, "keep_frames", d.render.keep_frames),
             frames_per_pass=r.integer("frames_per_pass", d.render.frames_per_pass, lo=1, hi=256),
+            readback=r.text("readback", d.render.readback, choices=READBACKS),
         ),
         video=VideoConfig(
             vcodec=v.text("vcodec", d.video.vcodec, choices=VCODECS),

@@ -34,6 +34,7 @@ from so101_core.arrays import F64
 from .errors import RenderError
 
 U8 = npt.NDArray[np.uint8]
+READBACKS = ("rgb", "rgba", "bgra")  # mjr_readPixels (GL_RGB) | glReadPixels in GL_RGBA | GL_BGRA, 3 channels kept
 
 
 def select_gl(preference: str) -> str:
@@ -106,7 +107,8 @@ def resample(t: F64, q: F64, action: F64, objects: dict[str, F64], hz: float, fp
 class TiledRenderer:
     """Renders ``cameras`` (twin camera ids) of up to ``frames_per_pass`` frames into one offscreen buffer.
 
-    ``frames_per_pass`` may be lowered later (never above the capacity it was built with).
+    ``frames_per_pass`` may be lowered later (never above the capacity it was built with); ``readback`` (one of
+    :data:`READBACKS`) may change between passes: the same pixels each way (tested).
 
     The buffer is (frames_per_pass·H, ncam·W, 3) uint8; :meth:`render` returns it as a top-down view
     ``(n, H, ncam·W, 3)``; camera k of frame i is ``out[i, :, k*W:(k+1)*W]``. The returned array is reused
@@ -122,10 +124,14 @@ class TiledRenderer:
         *,
         shadows: bool = True,
         frames_per_pass: int = 1,
+        readback: str = "rgb",
     ) -> None:
         import mujoco
 
+        if readback not in READBACKS:
+            raise RenderError(f"readback must be one of {READBACKS}, got {readback!r}")
         self._mj = mujoco
+        self.readback = readback
         self.model = model
         self.width, self.height = width, height
         self.ncam = len(camera_ids)
@@ -160,7 +166,8 @@ class TiledRenderer:
             [mujoco.MjrRect(k * width, (frames_per_pass - 1 - i) * height, width, height) for k in range(self.ncam)]
             for i in range(frames_per_pass)
         ]
-        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)
+        self._buf = np.empty((bh, bw, 3), dtype=np.uint8)  # mjr_readPixels' (GL_RGB)
+        self._buf4 = np.empty((bh, bw, 4), dtype=np.uint8)  # glReadPixels' in GL_RGBA / GL_BGRA
         self._out = np.empty((bh, bw, 3), dtype=np.uint8)
         self.times = RenderTimes()
 
@@ -189,13 +196,37 @@ class TiledRenderer:
         t1 = time.perf_counter()
         h = count * self.height
         rect = mj.MjrRect(0, (self.capacity - count) * self.height, self.width * self.ncam, h)
-        buf = self._buf[:h]
-        mj.mjr_readPixels(buf, None, rect, self._ctx)
         out = self._out[:h]
-        np.copyto(out, buf[::-1])
+        if self.readback == "rgb":
+            buf = self._buf[:h]
+            mj.mjr_readPixels(buf, None, rect, self._ctx)
+            np.copyto(out, buf[::-1])
+        else:
+            buf4 = self._buf4[:h]
+            self._read_four_channels(rect, buf4)
+            np.copyto(out, buf4[::-1, :, 2::-1] if self.readback == "bgra" else buf4[::-1, :, :3])
         t2 = time.perf_counter()
         self.times.add(RenderTimes(t1 - t0 - draw, draw, t2 - t1, count))
         return out.reshape(count, self.height, self.width * self.ncam, 3)
+
+    def _read_four_channels(self, rect: Any, buf: U8) -> None:
+        """What ``mjr_readPixels`` does (resolve the multisampled buffer, read it), in 4 channels: ``GL_RGBA`` or
+        ``GL_BGRA`` is the driver's copy without a per-pixel repack to 3 bytes."""
+        from OpenGL import GL
+
+        x, y, w, h = rect.left, rect.bottom, rect.width, rect.height
+        ctx = self._ctx
+        if ctx.offSamples:  # multisampled: resolve into the plain buffer first
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, ctx.offFBO)
+            GL.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, ctx.offFBO_r)
+            GL.glBlitFramebuffer(x, y, x + w, y + h, x, y, x + w, y + h, GL.GL_COLOR_BUFFER_BIT, GL.GL_NEAREST)
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, ctx.offFBO_r)
+        else:
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, ctx.offFBO)
+        GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+        fmt = GL.GL_BGRA if self.readback == "bgra" else GL.GL_RGBA
+        GL.glReadPixels(x, y, w, h, fmt, GL.GL_UNSIGNED_BYTE, buf)
+        self._mj.mjr_setBuffer(self._mj.mjtFramebuffer.mjFB_OFFSCREEN, ctx)  # MuJoCo's own binding back
 
     def close(self) -> None:
         if self._ctx is not None:
@@ -234,6 +265,7 @@ class EpisodeRenderer:
         visual_dr: bool = True,
         shadows: bool = True,
         frames_per_pass: int = 1,
+        readback: str = "rgb",
     ) -> None:
         from dataclasses import replace
 
@@ -256,6 +288,7 @@ class EpisodeRenderer:
             [self.twin.index.cameras[c] for c in cameras],
             shadows=shadows,
             frames_per_pass=frames_per_pass,
+            readback=readback,
         )
 
     def prepare(self, seed: int | None) -> dict[str, Any]:

@@ -67,6 +67,7 @@ class UnitRenderer:
             visual_dr=cfg.render.visual_dr,
             shadows=cfg.render.shadows,
             frames_per_pass=cfg.render.frames_per_pass,
+            readback=cfg.render.readback,
         )
 
     def render_unit(self, index: int, demo_path: Path, root: Path, demos_dir: Path) -> UnitResult:
