@@ -5,7 +5,10 @@ For each ament_python package ``src/<pkg>/`` the declared project dependencies a
 ``<exec_depend>`` entries of its ``package.xml`` that name another package of this repository; ``setup.py``'s
 ``install_requires`` must list the same ones. Every ``import`` of a project package in ``src/<pkg>/<pkg>/``
 (at module level or inside functions) must name the package itself or a declared dependency, and the declared
-graph must have no cycle. Prints each violation; exit status 1 when there is any.
+graph must have no cycle. No module under src/ (tests aside) calls ``declare_parameter(`` but the runtime's
+own (the node API, ``declared_params``, the transport backends): a node declares its parameters with
+``nodegraph.graph.declared_params.declare_params``, not a hand-rolled parameter block. Prints each violation;
+exit status 1 when there is any.
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 DEPEND_TAGS = ("depend", "exec_depend", "build_depend", "build_export_depend")
+# where declare_parameter may be called (paths under src/; a trailing "/" takes the folder): the runtime itself
+PARAMETER_RUNTIME = (
+    "nodegraph/nodegraph/graph/api.py",
+    "nodegraph/nodegraph/graph/declared_params.py",
+    "nodegraph/nodegraph/transport/",
+)
 
 
 def project_packages(src: Path) -> dict[str, Path]:
@@ -53,6 +62,26 @@ def imported(package_dir: Path, names: set[str]) -> dict[str, list[str]]:
                 if top in names:
                     out.setdefault(top, []).append(f"{path.relative_to(package_dir.parent)}:{node.lineno}")
     return out
+
+
+def hand_rolled_parameters(src: Path) -> list[str]:
+    """``"file:line"`` (relative to ``src``) of each ``declare_parameter(`` call outside :data:`PARAMETER_RUNTIME`
+    and the tests (``test`` / ``tests`` folders)."""
+    out: list[str] = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if {"test", "tests"} & set(path.relative_to(src).parts[:-1]) or rel.startswith(PARAMETER_RUNTIME):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        calls = (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n) == "declare_parameter")
+        out += [f"{rel}:{line}" for line in sorted(c.lineno for c in calls)]
+    return out
+
+
+def callee(call: ast.Call) -> str | None:
+    """The called name: ``f`` of ``f(...)`` and of ``obj.f(...)``; None for other callables."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -96,6 +125,11 @@ def check(src: Path) -> list[str]:
                 problems.append(f"{name} imports {dep} without declaring it: {', '.join(where[:3])}")
     if cycle := find_cycle(graph):
         problems.append("dependency cycle: " + " -> ".join(cycle))
+    problems += [
+        f"{where}: a hand-rolled parameter block (declare_parameter); use nodegraph.graph.declared_params."
+        "declare_params"
+        for where in hand_rolled_parameters(src)
+    ]
     return problems
 
 
@@ -105,7 +139,8 @@ def main() -> int:
     for line in problems:
         print(f"check_deps: {line}", file=sys.stderr)
     if not problems:
-        print(f"  package dependencies: {len(project_packages(src))} packages, imports match package.xml and setup.py")
+        print(f"  package dependencies: {len(project_packages(src))} packages, imports match package.xml and setup.py;"
+              " parameters declared through declare_params")  # fmt: skip
     return 1 if problems else 0
 
 

@@ -1,4 +1,5 @@
-"""The package-dependency check (scripts/check_deps.py): clean on this tree, and failing on an upward import."""
+"""The package-dependency check (scripts/check_deps.py): clean on this tree, and failing on an upward import or a
+hand-rolled parameter block."""
 
 from __future__ import annotations
 
@@ -50,3 +51,18 @@ def test_a_cycle_and_a_setup_mismatch_are_reported(tmp_path: Path) -> None:
     problems = checker.check(tmp_path)
     assert any(p.startswith("dependency cycle:") for p in problems)
     assert any(p.startswith("nodegraph: package.xml declares ['so101_core'], setup.py []") for p in problems)
+
+
+def test_a_hand_rolled_parameter_block_is_reported(tmp_path: Path) -> None:
+    checker = load_checker()
+    for name in ("nodegraph", "so101_core"):
+        copy_package(REPO / "src", tmp_path, name)
+    assert checker.check(tmp_path) == []  # the runtime's own calls (node API, declared_params, backends) pass
+    block = 'def rate(node: object) -> float:\n    return node.declare_parameter("rate_hz", 30.0)\n'
+    (tmp_path / "so101_core" / "so101_core" / "rolled.py").write_text(block)
+    (tmp_path / "so101_core" / "test").mkdir()
+    (tmp_path / "so101_core" / "test" / "test_rolled.py").write_text(block)  # a test may declare by hand
+    problems = checker.check(tmp_path)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("so101_core/so101_core/rolled.py:2: a hand-rolled parameter block")
+    assert "declare_params" in problems[0]

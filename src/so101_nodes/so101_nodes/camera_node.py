@@ -33,7 +33,7 @@ from typing import Any
 
 from nodegraph.diagnostics import diagnostic_array, diagnostics_publisher, status_message
 from nodegraph.graph.api import Message, Node
-from nodegraph.graph.declared_params import check_bounds
+from nodegraph.graph.declared_params import check_bounds, declare_params
 from so101_core.config_paths import config_dir
 from so101_core.robot_spec import optical_frame
 from so101_hardware.cameras.base import (
@@ -63,13 +63,45 @@ def default_cameras_config() -> Path:
 
 
 @dataclasses.dataclass(frozen=True)
-class CameraParams:
-    """Camera node parameters (units in the module docstring); read once at start."""
+class _Source:
+    """``config`` and ``camera``, declared first: the entry they name gives the other parameters' defaults."""
 
-    camera: CameraConfig
+    config: str = ""
+    camera: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _CameraFields:
+    """The camera's parameters, declared with the entry's values (else the config classes') as defaults."""
+
+    name: str
+    backend: str
+    serial: str
+    index: int
+    path: str
+    width: int
+    height: int
+    fps: float
+    timeout_s: float
+    fourcc: str
+    hfov_deg: float
+    depth: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class _Timing:
+    """The node's reconnection and diagnostics timing (s), declared last."""
+
     reconnect_period_s: float = 1.0
     error_after_s: float = 3.0
     diagnostics_period_s: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CameraParams(_Timing):
+    """Camera node parameters (units in the module docstring); read once at start."""
+
+    camera: CameraConfig
 
     @classmethod
     def declare(cls, node: Node) -> CameraParams:
@@ -78,8 +110,8 @@ class CameraParams:
         Raises:
             ValueError / ConfigError: naming the parameter (or the config field) at fault.
         """
-        path = str(node.declare_parameter("config", ""))
-        key = str(node.declare_parameter("camera", ""))
+        source = declare_params(node, _Source, read_only=False)
+        path, key = source.config, source.camera
         entry: CameraConfig | None = None
         if key:
             configs = load_cameras_config(path or default_cameras_config())
@@ -92,14 +124,12 @@ class CameraParams:
         elif path:
             raise ValueError("camera: parameter 'camera' must name an entry of the file given in 'config'")
         base: dict[str, Any] = dataclasses.asdict(entry) if entry is not None else {}
-        name = str(node.declare_parameter("name", base.get("name", key or "ego")))
-        backend = str(node.declare_parameter("backend", entry.backend if entry is not None else "opencv"))
-        defaults = {**_field_defaults(), **base}
-        values = {
-            p: node.declare_parameter(p, defaults[p])
-            for p in ("serial", "index", "path", "width", "height", "fps", "timeout_s", "fourcc", "hfov_deg")
-        }
-        values["depth"] = bool(node.declare_parameter("depth", bool(base.get("depth", False))))
+        defaults = {**_field_defaults(), **base, "name": base.get("name", key or "ego"),
+                    "backend": entry.backend if entry is not None else "opencv",
+                    "depth": bool(base.get("depth", False))}  # fmt: skip
+        fields = _CameraFields(**{f.name: defaults[f.name] for f in dataclasses.fields(_CameraFields)})
+        values = dataclasses.asdict(declare_params(node, _CameraFields, fields, read_only=False))
+        backend = values.pop("backend")
         if backend not in BACKENDS:
             raise ValueError(f"camera: parameter 'backend' must be one of {', '.join(BACKENDS)}, got {backend!r}")
         if backend == "opencv" and values["depth"]:
@@ -110,16 +140,11 @@ class CameraParams:
             if extra in base and entry is not None and entry.backend == backend and base[extra] not in (None, ()):
                 mapping[extra] = list(base[extra]) if isinstance(base[extra], tuple) else base[extra]
         try:
-            camera = camera_config(name, mapping)
+            camera = camera_config(values["name"], mapping)
         except ConfigError as exc:
             parameter = (exc.field or "").rsplit(".", 1)[-1]
             raise ConfigError(f"parameter {parameter!r}", exc.message) from exc  # a ROS user sets parameters
-        params = cls(
-            camera=camera,
-            reconnect_period_s=float(node.declare_parameter("reconnect_period_s", 1.0)),
-            error_after_s=float(node.declare_parameter("error_after_s", 3.0)),
-            diagnostics_period_s=float(node.declare_parameter("diagnostics_period_s", 1.0)),
-        )
+        params = cls(camera=camera, **dataclasses.asdict(declare_params(node, _Timing, read_only=False)))
         params.validate()
         return params
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from nodegraph.bag.errors import BagClosedError
 from nodegraph.bag.metadata import offered_qos_yaml
 from nodegraph.bag.writer import BagWriter, Compression
 from nodegraph.graph.api import Node
+from nodegraph.graph.declared_params import READ_ONLY, declare_params
 from nodegraph.graph.qos import QoS, adapted_to
 
 DISCOVERY_PERIOD_S = 0.5
@@ -34,30 +35,28 @@ COMPRESSIONS: dict[str, Compression | None] = {"zstd": "zstd", "lz4": "lz4", "no
 
 @dataclass(frozen=True)
 class RecorderParams:
-    topics: tuple[str, ...]
-    record_all: bool
-    output: str
-    exclude: tuple[str, ...]
-    chunk_compression: str = "zstd"
+    """Recorder parameters (see the module docstring), settable as ever except ``chunk_compression`` (read-only).
+
+    The list defaults are ``[""]`` as ``ros2 launch`` gives for an empty list (read as no name); ``output`` ""
+    reads as ``rosbag2_<date>_<time>``."""
+
+    topics: tuple[str, ...] = ("",)
+    all: bool = False
+    output: str = ""
+    exclude: tuple[str, ...] = ("",)
+    chunk_compression: str = field(default="zstd", metadata=READ_ONLY)
 
     @classmethod
     def declare(cls, node: Node) -> RecorderParams:
+        """Declare the parameters and validate them (``ValueError`` naming the one at fault)."""
         default_output = dt.datetime.now().strftime("rosbag2_%Y_%m_%d-%H_%M_%S")
-        params = cls(
-            topics=tuple(node.declare_parameter("topics", [""]) or ()),
-            record_all=node.declare_parameter("all", False),
-            output=node.declare_parameter("output", "") or default_output,
-            exclude=tuple(node.declare_parameter("exclude", [""]) or ()),
-            chunk_compression=node.declare_parameter("chunk_compression", "zstd", read_only=True),
-        )
-        topics = tuple(t for t in params.topics if t)
-        if not topics and not params.record_all:
+        params = declare_params(node, cls, read_only=False)
+        if not params.topics and not params.all:
             raise ValueError("recorder: give 'topics' or set 'all: true'")
         if params.chunk_compression not in COMPRESSIONS:
             raise ValueError(f"recorder: chunk_compression must be one of {sorted(COMPRESSIONS)}, "
                              f"got {params.chunk_compression!r}")  # fmt: skip
-        return cls(topics, params.record_all, params.output, tuple(t for t in params.exclude if t),
-                   params.chunk_compression)  # fmt: skip
+        return replace(params, output=params.output or default_output)
 
 
 class Recorder:
@@ -72,13 +71,13 @@ class Recorder:
         self.late = 0  # messages that arrived after close() began (not recorded)
         self.discover()
         node.create_timer(DISCOVERY_PERIOD_S, self.discover)
-        what = "all topics" if self.params.record_all else ", ".join(sorted(self.wanted))
+        what = "all topics" if self.params.all else ", ".join(sorted(self.wanted))
         node.logger.info(f"recording {what} to {self.params.output}")
 
     def _should_record(self, topic: str) -> bool:
         if topic in self.subscriptions or topic in self.excluded:
             return False
-        if self.params.record_all:
+        if self.params.all:
             return ACTION_INFIX not in topic
         return topic in self.wanted
 

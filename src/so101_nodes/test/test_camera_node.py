@@ -6,6 +6,7 @@ must show on /diagnostics (WARN, then ERROR) while the node stays up, and publis
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import signal
@@ -25,9 +26,10 @@ from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
+from so101_hardware.cameras.config import load_cameras_config
 from so101_hardware.cameras.synthetic import SyntheticRealSense, write_video
 from so101_hardware.errors import ConfigError
-from so101_nodes.camera_node import CameraNode
+from so101_nodes.camera_node import CameraNode, CameraParams
 
 W, H, FPS = 64, 48, 30
 OK, WARN, ERROR = 0, 1, 2
@@ -178,6 +180,31 @@ def test_bad_parameters_name_the_parameter(context: Context) -> None:  # noqa: F
             assert f"parameter {parameter!r}" in str(info.value), info.value
         finally:
             node.shutdown()
+
+
+def test_parameters_default_to_the_config_entry_and_stay_settable(context: Context, tmp_path: Path) -> None:  # noqa: F811
+    config = tmp_path / "cameras.yaml"
+    config.write_text("cameras:\n  side: {backend: opencv, path: /dev/video9, width: 320, height: 240, fps: 15.0,\n"
+                      "          hfov_deg: 60.0, k: [100, 0, 160, 0, 100, 120, 0, 0, 1]}\n")  # fmt: skip
+    node = ZenohNode("camera", args=[], context=context,
+                     parameter_overrides={"config": str(config), "camera": "side", "width": 160})  # fmt: skip
+    try:
+        params = CameraParams.declare(node)
+        assert params.camera == dataclasses.replace(load_cameras_config(config)["side"], width=160)
+        declared = {n: node.get_parameter(n) for n in ("name", "backend", "height", "fps", "depth", "error_after_s")}
+        assert declared == {"name": "side", "backend": "opencv", "height": 240, "fps": 15.0, "depth": False,
+                            "error_after_s": 3.0}  # fmt: skip
+        changes = {"config": "", "name": "top", "fps": 10.0, "depth": True, "reconnect_period_s": 2.0}
+        assert all(r.successful for r in node.set_parameters(changes))  # settable, as they have always been
+    finally:
+        node.shutdown()
+    node = ZenohNode("camera", args=[], context=context, parameter_overrides={"index": 2})
+    try:  # no file: the config classes' defaults, depth off, named ego
+        params = CameraParams.declare(node)
+        assert (params.camera.name, params.camera.backend, node.get_parameter("depth")) == ("ego", "opencv", False)
+        assert (params.reconnect_period_s, params.error_after_s, params.diagnostics_period_s) == (1.0, 3.0, 1.0)
+    finally:
+        node.shutdown()
 
 
 def _camera_process(*parameters: str) -> subprocess.Popen[str]:

@@ -4,9 +4,11 @@ the bag, and the bag readable without ROS."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
+import pytest
 from graph_testing import GraphBackend
 from nodegraph.bag import info, read_messages
 from nodegraph.bag.metadata import parse_qos_yaml
@@ -14,7 +16,7 @@ from nodegraph.graph.qos import LATCHED
 from nodegraph.interfaces.messages import deserialize
 from nodegraph.testing import wait_until
 from so101_core.robot_spec import JOINT_NAMES
-from so101_nodes.recorder_node import Recorder
+from so101_nodes.recorder_node import Recorder, RecorderParams
 
 
 def test_recorder_records_a_latched_topic_and_a_stream_with_their_qos(
@@ -51,3 +53,26 @@ def test_recorder_records_a_latched_topic_and_a_stream_with_their_qos(
     assert [(t.header.frame_id, t.child_frame_id) for t in latched.transforms] == [("world", "base_link")]
     last = deserialize(by_topic["/joint_states"].cdr, "sensor_msgs/msg/JointState")
     assert list(last.name) == list(JOINT_NAMES) and 0 < last.position[0] <= 0.1 * sent + 1e-9
+
+
+def test_recorder_parameters_as_launch_gives_them(own_graph_backend: GraphBackend) -> None:
+    """``[""]`` lists (``ros2 launch``'s empty list) read as no name, an empty ``output`` as a dated directory;
+    the lists, ``all`` and ``output`` stay settable, ``chunk_compression`` is refused."""
+    node = own_graph_backend.node("recorder", parameter_overrides={"topics": ["", "/tf"], "all": True})
+    params = RecorderParams.declare(node)
+    assert (params.topics, params.all, params.exclude, params.chunk_compression) == (("/tf",), True, (), "zstd")
+    assert re.fullmatch(r"rosbag2_\d{4}_\d{2}_\d{2}-\d{2}_\d{2}_\d{2}", params.output), params.output
+    assert node.get_parameter("exclude") == [""] and node.get_parameter("output") == ""  # the declared defaults
+    assert all(r.successful for r in node.set_parameters({"topics": ["/a"], "all": False, "output": "b"}))
+    refused = node.set_parameters({"chunk_compression": "lz4"})[0]
+    assert not refused.successful and "read-only" in refused.reason, refused
+    assert node.get_parameter("chunk_compression") == "zstd"
+
+    for i, (overrides, message) in enumerate((
+        ({"topics": [""]}, "recorder: give 'topics' or set 'all: true'"),
+        ({"all": True, "chunk_compression": "gzip"},
+         "recorder: chunk_compression must be one of ['lz4', 'none', 'zstd'], got 'gzip'"),
+    )):  # fmt: skip
+        bad = own_graph_backend.node(f"recorder_bad{i}", parameter_overrides=overrides)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            RecorderParams.declare(bad)

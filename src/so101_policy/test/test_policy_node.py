@@ -9,6 +9,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,8 @@ from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import Node
 from nodegraph.testing import wait_until
 from so101_core.robot_spec import JOINT_NAMES
-from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode
+from so101_policy.config import load_policy_config
+from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode, PolicyParams
 
 
 class Watch:
@@ -75,6 +77,20 @@ def start_policy(stack: contextlib.ExitStack, backend: GraphBackend, **params: A
     stack.callback(logic.close)
     stack.callback(node.shutdown)
     return logic
+
+
+def test_policy_config_gives_the_defaults_and_every_parameter_stays_settable(
+    own_graph_backend: GraphBackend, tmp_path: Path
+) -> None:
+    config = tmp_path / "policy.yaml"
+    config.write_text("horizon: 4\ntask: stack the vials\ncameras: [top]\n")
+    node = own_graph_backend.node("policy", parameter_overrides={"policy_config": str(config), "rate_hz": 15})
+    params = PolicyParams.declare(node)
+    file = load_policy_config(config)
+    assert (file.horizon, file.task, file.cameras) == (4, "stack the vials", ("top",))
+    assert params == PolicyParams(**{**vars(file), "rate_hz": 15.0})
+    assert node.get_parameter("policy_config") == str(config) and node.get_parameter("horizon") == 4
+    assert all(r.successful for r in node.set_parameters({"policy_config": "", "horizon": 2, "sim": True}))
 
 
 def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: contextlib.ExitStack) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import MappingProxyType
 from typing import Any
 
 from nodegraph.graph.api import Node
+
+READ_ONLY = MappingProxyType({"read_only": True})
+"""``dataclasses.field(metadata=READ_ONLY)``: this parameter is read-only whatever ``declare_params``' ``read_only``."""
 
 
 def declare_params[T](node: Node, cls: type[T], defaults: T | None = None, *, read_only: bool = True) -> T:
@@ -17,17 +21,19 @@ def declare_params[T](node: Node, cls: type[T], defaults: T | None = None, *, re
     as lists; their items keep the default items' type, and empty strings are dropped (``ros2 launch`` gives
     ``[""]`` for an empty list). They are read once, so they are declared read-only by default: ``so101 param set``
     / ``ros2 param set`` is refused with the reason instead of reporting a change that nothing would apply
-    (``read_only=False`` keeps a node's older contract where users set them)."""
+    (``read_only=False`` keeps a node's older contract where users set them). A field's
+    ``metadata={"read_only": ...}`` (e.g. :data:`READ_ONLY`) overrides ``read_only`` for that field."""
     base = defaults if defaults is not None else cls()
     values: dict[str, Any] = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         default = getattr(base, field.name)
+        fixed = bool(field.metadata.get("read_only", read_only))
         if isinstance(default, tuple):
-            items = node.declare_parameter(field.name, list(default), read_only=read_only) or ()
+            items = node.declare_parameter(field.name, list(default), read_only=fixed) or ()
             kind = type(default[0]) if default else (lambda v: v)
             values[field.name] = tuple(kind(v) for v in items if v != "")
         else:
-            values[field.name] = node.declare_parameter(field.name, default, read_only=read_only)
+            values[field.name] = node.declare_parameter(field.name, default, read_only=fixed)
     return cls(**values)
 
 

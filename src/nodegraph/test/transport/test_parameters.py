@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from graph_testing import Peer
 from nodegraph.graph.arguments import ArgumentError, parse_ros_arguments, ros_arguments
-from nodegraph.graph.declared_params import declare_params
+from nodegraph.graph.declared_params import READ_ONLY, declare_params
 from nodegraph.graph.names import InvalidNameError, resolve_name
 from nodegraph.graph.parameters import ParameterError, ParameterStore, parameters_from_file
 from nodegraph.transport.zenoh.context import Context
@@ -98,6 +98,25 @@ def test_dataclass_parameters_are_declared_read_only_with_their_defaults() -> No
     settable = _Declarer({})
     declare_params(settable, _Params, read_only=False)  # type: ignore[arg-type]
     assert settable.store.set({"name": "other"})[0].successful
+
+
+@dataclass(frozen=True)
+class _MixedParams:
+    topics: tuple[str, ...] = ("",)  # ros2 launch's [""]: declared so, read as no topic
+    compression: str = field(default="zstd", metadata=READ_ONLY)
+
+
+def test_a_field_read_only_metadata_overrides_the_call() -> None:
+    node = _Declarer({"topics": ["/a", ""]})
+    params = declare_params(node, _MixedParams, read_only=False)  # type: ignore[arg-type]
+    assert params == _MixedParams(topics=("/a",))
+    assert node.store.set({"topics": ["/b"]})[0].successful
+    refused = node.store.set({"compression": "lz4"})[0]
+    assert not refused.successful and refused.reason == "Trying to set a read-only parameter: compression."
+    assert node.store.get("compression") == "zstd"
+    declared = _Declarer({})
+    assert declare_params(declared, _MixedParams, read_only=False) == _MixedParams(topics=())  # type: ignore[arg-type]
+    assert declared.store.get("topics") == [""]  # the declared default, as a hand-rolled [""] was
 
 
 def test_parameter_types_are_checked() -> None:

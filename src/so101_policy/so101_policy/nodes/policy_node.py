@@ -61,6 +61,14 @@ from so101_policy.protocol import chunk_to_array, observation
 
 
 @dataclass(frozen=True)
+class _ConfigFile:
+    """``policy_config``, declared first: the policy.yaml giving the other parameters' defaults ("" = the
+    config directory's)."""
+
+    policy_config: str = ""
+
+
+@dataclass(frozen=True)
 class PolicyParams(PolicyNodeConfig):
     """The node's parameters: :class:`PolicyNodeConfig` plus the node-only ones (see the module docstring)."""
 
@@ -86,7 +94,7 @@ class PolicyParams(PolicyNodeConfig):
     @classmethod
     def declare(cls, node: Node) -> PolicyParams:
         """policy.yaml (or the ``policy_config`` file) gives the defaults of its fields, the class the rest."""
-        path = str(node.declare_parameter("policy_config", ""))
+        path = declare_params(node, _ConfigFile, read_only=False).policy_config
         base = load_policy_config(path or None)
         return declare_params(node, cls, cls(**{f.name: getattr(base, f.name) for f in fields(base)}), read_only=False)
 
