@@ -161,7 +161,7 @@ def synthetic_training_throughput(
     out = {
         "policy": cfg.policy,
         "batch_size": cfg.batch_size,
-        "backbone_norm": cfg.backbone_norm,
+        "backbone_norm": cfg.backbone_norm if cfg.policy == "act" else None,  # DP's ResNets: GroupNorm
         "use_amp": cfg.use_amp,
         "cameras": cameras,
         "image_hw": [height, width],
