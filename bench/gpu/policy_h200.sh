@@ -14,7 +14,7 @@
 # Every step resumes: run the script again (same RUN, same machine) until it prints "policy_h200: done".
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
-# FRAMES_PER_PASS: frames per render pass (dataset.yaml render.frames_per_pass, default 1);
+# FRAMES_PER_PASS: frames per render pass (dataset.yaml render.frames_per_pass; default 32, config/pipeline_h200.yaml's);
 # VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=install|seeds|skillgen|render|
 # train_scenes|graph: stop after that step (a call whose carried wheels serve only the steps up to it).
 # TRAIN_SCENES=0 skips the check on the training demos' scenes. DEMOS_FROM=DIR: seeds/ and demos/ made elsewhere
@@ -79,8 +79,8 @@ fi
 if [ ! -f "$RUN/.render" ]; then
   need 150 render; stamp render
   sed -e 's/^  keep_frames: false/  keep_frames: true/' -e 's/^  gl: auto/  gl: egl/' \
-    -e "s/^  frames_per_pass: [0-9]*/  frames_per_pass: ${FRAMES_PER_PASS:-1}/" config/dataset.yaml > "$RUN/dataset.yaml"
-  grep -q "^  frames_per_pass: ${FRAMES_PER_PASS:-1} " "$RUN/dataset.yaml"  # the key is still where sed looks
+    -e "s/^  frames_per_pass: [0-9]*/  frames_per_pass: ${FRAMES_PER_PASS:-32}/" config/dataset.yaml > "$RUN/dataset.yaml"
+  grep -q "^  frames_per_pass: ${FRAMES_PER_PASS:-32} " "$RUN/dataset.yaml"  # the key is still where sed looks
   so101 dataset render --demos "$RUN/demos" --out "$RUN/dataset" --config "$RUN/dataset.yaml" \
     --width "$WIDTH" --height "$HEIGHT" --workers "$WORKERS"
   "$PY" - "$RUN/dataset" > "$RUN/render_times.json" <<'PYEOF'
