@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from graph_testing import Peer
 from nodegraph.bag import read_messages
 from nodegraph.interfaces.messages import deserialize
+from nodegraph.testing.graph import Peer
 
 SO101 = [sys.executable, "-m", "so101_cli.main"]
 

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from graph_testing import Peer
 from mcap_ros2.reader import read_ros2_messages
+from nodegraph.testing.graph import Peer
 from rosbags.highlevel import AnyReader
 
 SO101 = [sys.executable, "-m", "so101_cli.main"]

@@ -12,9 +12,9 @@ import time
 from typing import Any
 
 import pytest
-from graph_testing import Peer
 from nodegraph.bag import BagWriter
 from nodegraph.interfaces.messages import make, serialize
+from nodegraph.testing.graph import Peer
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, write_calibration
-from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import GoalStatus, Node
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, byte_value
 from nodegraph.time import to_ns
 from so101_cli.benchmarks.driver import run_driver_benchmark
 from so101_core.control.safety import JointLimits
@@ -28,6 +27,7 @@ from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, write_calibration
 from so101_nodes.arm_link import load_arm
 from so101_nodes.driver_node import Driver, DriverParams
 from so101_nodes.trajectory import (

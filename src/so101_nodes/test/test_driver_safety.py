@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from arm_testing import RAD_PER_COUNT, move_by_hand
-from graph_testing import GraphBackend, graph_backend_for
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, graph_backend_for
 from nodegraph.transport.zenoh.actions import ABORTED, SUCCEEDED
 from so101_hardware.feetech import protocol as p
+from so101_hardware.feetech.testing import RAD_PER_COUNT, move_by_hand
 from so101_nodes.trajectory import INVALID_GOAL, SUCCESSFUL
 from test_driver_node import MAX_STEP_RAD, Rig, RigFactory, rig_factory  # noqa: F401
 

@@ -14,10 +14,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
 from nodegraph.graph.qos import LATCHED
+from nodegraph.testing import graph as graph_testing
 from nodegraph.time import to_s
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode

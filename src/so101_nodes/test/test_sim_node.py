@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
 import yaml
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.testing import graph as graph_testing
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode

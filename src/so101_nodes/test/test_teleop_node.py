@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arm_testing import joint_position, move_by_hand, park_at_middle, write_calibration
-from graph_testing import GraphBackend, byte_value
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, byte_value
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import joint_position, move_by_hand, park_at_middle, write_calibration
 from so101_nodes.driver_node import Driver
 from so101_nodes.leader_node import Leader
 from so101_nodes.teleop_node import Teleop

@@ -7,9 +7,9 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-import graph_testing
 import numpy as np
 import pytest
+from nodegraph.testing import graph as graph_testing
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_server import FakeServer, ScriptedBackend
-from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import Node
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, byte_value
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.config import load_policy_config
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode, PolicyParams
+from so101_policy.testing.fake_server import FakeServer, ScriptedBackend
 
 
 class Watch:

@@ -11,16 +11,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
-from fake_server import FakeServer, ScriptedBackend
+from nodegraph.testing import graph as graph_testing
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from so101_core.joints import twin_ranges
 from so101_core.lerobot_units import to_lerobot
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode
+from so101_policy.testing.fake_server import FakeServer, ScriptedBackend
 
 endpoint = graph_testing.endpoint
 router = graph_testing.router

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dataset_testing import make_dataset
 from so101_policy.checkpoints import last_checkpoint
 from so101_policy.config import TrainConfig
 from so101_policy.errors import ConfigError
 from so101_policy.lerobot_policy import ActPolicy
 from so101_policy.protocol import observation
+from so101_policy.testing.dataset import make_dataset
 from so101_policy.train import TrainProgress, train_policy
 
 TINY = {

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.time import to_s
 from so101_core.geometry import mat_to_quat
 from so101_nodes.sim_node import SimNode

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 import pytest
-from graph_testing import Peer
 from nodegraph.interfaces import InterfaceError, interface_info
+from nodegraph.testing.graph import Peer
 from nodegraph.transport.zenoh.attachment import Attachment
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.keyexpr import data_key

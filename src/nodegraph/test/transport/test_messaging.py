@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 import numpy as np
-from graph_testing import GraphBackend, Peer
 from nodegraph.graph.api import GoalStatus, Node
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, Peer
 
 
 def collect(node: Node, type_name: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:

@@ -11,13 +11,13 @@ import time
 from typing import Any
 
 import pytest
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus, Node
 from nodegraph.graph.parameters import SetParametersResult
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.hashing import rihs01
 from nodegraph.interfaces.typestore import typestore
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 
 ROSOUT_QOS = QoS(depth=100, durability="transient_local")
 INFO, WARN = 20, 30

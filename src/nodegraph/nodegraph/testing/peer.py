@@ -1,4 +1,5 @@
-"""A graph peer run as a separate process by the transport tests: ``python peer.py ROLE [ROS args]``.
+"""A graph peer run as a separate process by the transport tests: ``python -m nodegraph.testing.peer ROLE [ROS
+args]`` (:class:`nodegraph.testing.graph.Peer`).
 
 Roles: ``joint_states N`` and ``image N`` publish N messages once a subscriber is seen; ``add_server`` serves
 ``/add_two_ints``; ``action_server`` serves ``/skillgen/generate``; ``params`` prints its parameters as JSON;
@@ -12,9 +13,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
 from nodegraph.graph.api import Node
 from nodegraph.transport.runtime import create_node, install_signal_handlers
 
@@ -102,7 +105,7 @@ def main() -> int:
         node.declare_parameter("frame", "base_link", read_only=True)
         node.declare_parameter("gain.max_step", 0.1)
 
-        def check(values: dict[str, Any]) -> SetParametersResult:
+        def check(values: Mapping[str, Any]) -> SetParametersResult:
             step = values.get("gain.max_step", 0.1)
             if step <= 0:
                 return SetParametersResult(False, f"gain.max_step must be > 0, got {step}")
