@@ -7,13 +7,13 @@ until ~/start. Commands are read back from what the node published."""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from nodegraph.testing import graph as graph_testing
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from so101_core.joints import twin_ranges
@@ -85,10 +85,7 @@ class Ticked:
                 assert self.policy._last_command is not None
                 self.commands.append(self.policy._last_command.copy())
             if self.policy._inflight:  # the reply is taken by the next tick
-                deadline = time.monotonic() + 20.0
-                while self.policy._replies.empty():
-                    assert time.monotonic() < deadline, "no reply from the server"
-                    time.sleep(0.002)
+                wait_until(lambda: not self.policy._replies.empty(), 20.0, "a reply from the server", 0.002)
 
 
 @pytest.fixture
