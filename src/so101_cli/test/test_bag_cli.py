@@ -20,8 +20,7 @@ def record_joint_states(bag: Path, count: int, peers: list[Peer]) -> subprocess.
     """Start ``so101 bag record /joint_states`` and a peer publishing ``count`` messages; returns the recorder."""
     recorder = subprocess.Popen([*SO101, "bag", "record", "/joint_states", "-o", str(bag)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(2.0)
-    peers.append(Peer("joint_states", str(count)))
+    peers.append(Peer("joint_states", str(count)))  # it publishes once the recorder has subscribed
     assert peers[-1].process.wait(timeout=60) == 0
     return recorder
 

@@ -25,8 +25,7 @@ def test_bag_record_is_readable_by_independent_readers(router: object, peers: li
     bag = tmp_path / "js_bag"
     recorder = subprocess.Popen([*SO101, "bag", "record", "/joint_states", "-o", str(bag)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(2.0)
-    peers.append(Peer("joint_states", "40"))
+    peers.append(Peer("joint_states", "40"))  # it publishes once the recorder has subscribed
     assert peers[-1].process.wait(timeout=60) == 0
     time.sleep(1.0)
     recorder.send_signal(signal.SIGINT)

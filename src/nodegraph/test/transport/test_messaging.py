@@ -4,7 +4,6 @@ loopback, and through rclpy (Fast DDS) in a ROS domain of the module's own."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -84,9 +83,10 @@ def test_action_feedback_result_and_cancel(graph_backend: GraphBackend, peers: l
     assert [f.attempted for f in feedback] == [0, 1, 2, 3, 4]
 
     long_goal = node.message("so101_msgs/action/GenerateDemos_Goal", num_demos=100)
-    handle = client.send_goal(long_goal)
+    progress: list[Any] = []
+    handle = client.send_goal(long_goal, progress.append)
     assert handle.accepted
-    time.sleep(0.5)
+    wait_until(lambda: progress, 20.0, "a first feedback")
     assert handle.cancel()
     status, result = handle.result(timeout_s=20.0)
     assert status == GoalStatus.CANCELED
