@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from mcap_ros2.reader import read_ros2_messages
+from nodegraph.testing import bag_messages_on_disk, wait_until
 from nodegraph.testing.graph import Peer
 from rosbags.highlevel import AnyReader
 
@@ -27,7 +28,7 @@ def test_bag_record_is_readable_by_independent_readers(router: object, peers: li
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     peers.append(Peer("joint_states", "40"))  # it publishes once the recorder has subscribed
     assert peers[-1].process.wait(timeout=60) == 0
-    time.sleep(1.0)
+    wait_until(lambda: bag_messages_on_disk(bag) >= 40, 30.0, "all 40 messages recorded")
     recorder.send_signal(signal.SIGINT)
     out, err = recorder.communicate(timeout=30)
     assert recorder.returncode == 0, err

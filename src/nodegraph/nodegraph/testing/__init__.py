@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def wait_until[T](
@@ -21,3 +22,15 @@ def wait_until[T](
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {timeout_s} s")
         time.sleep(period_s)
+
+
+def bag_messages_on_disk(bag: Path) -> int:
+    """Messages that a bag being recorded at ``bag`` has on disk: the count of its metadata.yaml, which the writer
+    rewrites at each sync; 0 before the first."""
+    from nodegraph.bag.errors import BagFormatError
+    from nodegraph.bag.metadata import read_metadata
+
+    try:
+        return int(read_metadata(bag)["message_count"])
+    except BagFormatError:
+        return 0

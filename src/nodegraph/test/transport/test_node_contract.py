@@ -219,8 +219,7 @@ def test_shutdown_waits_for_a_running_callback_and_ends_a_running_goal(graph_bac
         finished.set()
 
     def execute(goal: Any) -> Any:
-        while not goal.is_cancel_requested:
-            time.sleep(0.02)
+        wait_until(lambda: goal.is_cancel_requested, 60.0, "the cancel request")
         goal.canceled()
         return node.message("so101_msgs/action/GenerateDemos_Result", message="stopped")
 
