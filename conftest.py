@@ -5,7 +5,7 @@ marked ``slow`` come first: no long run starts last while the other workers sit 
 the collection order). Tests that start a local Ray instance take :func:`one_ray_instance`.
 
 Transports: node processes of a test run on zenoh (``SO101_TRANSPORT=zenoh``) unless the test picks a backend;
-``graph_backend`` (``graph_testing``) runs a module's tests on zenoh and on rclpy (``own_graph_backend``: a
+``graph_backend`` (``nodegraph.testing.graph``) runs a module's tests on zenoh and on rclpy (``own_graph_backend``: a
 test's own graph on each). Every test process holds a ROS
 domain of its own with discovery on this host only, so that no test joins a graph of another run."""
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from graph_testing import graph_backend, own_graph_backend, reserved_ros_domain, ros_environment
+from nodegraph.testing.graph import graph_backend, own_graph_backend, reserved_ros_domain, ros_environment
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 
 __all__ = ["graph_backend", "own_graph_backend"]  # the fixtures, for every test module

@@ -6,9 +6,9 @@ For each ament_python package ``src/<pkg>/`` the declared project dependencies a
 ``install_requires`` must list the same ones. Every ``import`` of a project package in ``src/<pkg>/<pkg>/``
 (at module level or inside functions) must name the package itself or a declared dependency, and the declared
 graph must have no cycle. No module under src/ (tests aside) calls ``declare_parameter(`` but the runtime's
-own (the node API, ``declared_params``, the transport backends): a node declares its parameters with
-``nodegraph.graph.declared_params.declare_params``, not a hand-rolled parameter block. Prints each violation;
-exit status 1 when there is any.
+own (the node API, ``declared_params``, the transport backends, the tests' peer process): a node declares its
+parameters with ``nodegraph.graph.declared_params.declare_params``, not a hand-rolled parameter block. Prints each
+violation; exit status 1 when there is any.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ PARAMETER_RUNTIME = (
     "nodegraph/nodegraph/graph/api.py",
     "nodegraph/nodegraph/graph/declared_params.py",
     "nodegraph/nodegraph/transport/",
+    "nodegraph/nodegraph/testing/peer.py",  # the tests' peer process: its roles exercise declare_parameter itself
 )
 
 

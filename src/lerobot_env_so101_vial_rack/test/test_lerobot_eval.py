@@ -102,8 +102,8 @@ def test_lerobot_eval_scores_the_replayed_demo_as_the_fast_evaluator_does(demo: 
 
 @pytest.mark.slow
 def test_lerobot_eval_runs_a_trained_act_checkpoint(tmp_path: Path) -> None:
-    from dataset_testing import make_dataset
     from so101_policy.config import TrainConfig
+    from so101_policy.testing.dataset import make_dataset
     from so101_policy.train import train_policy
 
     tiny = {"batch_size": 2, "num_workers": 0, "chunk_size": 8, "dim_model": 32, "dim_feedforward": 64, "n_heads": 2}

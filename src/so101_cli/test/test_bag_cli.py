@@ -9,9 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from graph_testing import Peer
 from nodegraph.bag import read_messages
 from nodegraph.interfaces.messages import deserialize
+from nodegraph.testing import bag_messages_on_disk, wait_until
+from nodegraph.testing.graph import Peer
 
 SO101 = [sys.executable, "-m", "so101_cli.main"]
 
@@ -20,8 +21,7 @@ def record_joint_states(bag: Path, count: int, peers: list[Peer]) -> subprocess.
     """Start ``so101 bag record /joint_states`` and a peer publishing ``count`` messages; returns the recorder."""
     recorder = subprocess.Popen([*SO101, "bag", "record", "/joint_states", "-o", str(bag)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(2.0)
-    peers.append(Peer("joint_states", str(count)))
+    peers.append(Peer("joint_states", str(count)))  # it publishes once the recorder has subscribed
     assert peers[-1].process.wait(timeout=60) == 0
     return recorder
 
@@ -29,7 +29,7 @@ def record_joint_states(bag: Path, count: int, peers: list[Peer]) -> subprocess.
 def test_recorder_killed_with_sigkill_leaves_a_readable_bag(router: object, peers: list[Peer], tmp_path: Path) -> None:
     bag = tmp_path / "killed"
     recorder = record_joint_states(bag, 60, peers)
-    time.sleep(2.5)  # > the writer's 1 s flush interval: everything received is on disk
+    wait_until(lambda: bag_messages_on_disk(bag) >= 60, 30.0, "all 60 messages on disk")  # synced each second
     recorder.kill()
     recorder.wait(timeout=10)
 
@@ -48,7 +48,7 @@ def test_bag_play_republishes_in_order_with_the_recorded_timing(
 ) -> None:
     bag = tmp_path / "played"
     recorder = record_joint_states(bag, 30, peers)
-    time.sleep(1.0)
+    wait_until(lambda: bag_messages_on_disk(bag) >= 30, 30.0, "all 30 messages recorded")
     recorder.send_signal(signal.SIGINT)
     assert recorder.wait(timeout=30) == 0
 

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from mcap.reader import make_reader
 from nodegraph.graph.qos import LATCHED, QoS
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 
@@ -103,16 +104,12 @@ def test_play_replays_a_latched_topic_to_a_late_subscriber(context: Context, tmp
     listener = ZenohNode("late", args=[], context=context, enable_rosout=False, start_parameter_services=False)
     got: list[Any] = []
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not listener.publishers_info_by_topic("/tf_static"):
-            time.sleep(0.1)
+        wait_until(lambda: listener.publishers_info_by_topic("/tf_static"), 20.0, "the replay's /tf_static", 0.1)
         (offered,) = listener.publishers_info_by_topic("/tf_static")
         assert offered.qos.durability == "transient_local"
         time.sleep(2.0)  # the bag's single /tf_static message went out 1 s after the publishers appeared
         listener.create_subscription(TF, "/tf_static", got.append, LATCHED)
-        deadline = time.monotonic() + 10
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: got, 10.0, "the latched /tf_static for a late subscriber", 0.1)
         assert player.poll() is None, "the replay ended before the late subscriber joined: test timing is off"
     finally:
         listener.shutdown()

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from graph_testing import Peer
 from mcap_ros2.reader import read_ros2_messages
+from nodegraph.testing import bag_messages_on_disk, wait_until
+from nodegraph.testing.graph import Peer
 from rosbags.highlevel import AnyReader
 
 SO101 = [sys.executable, "-m", "so101_cli.main"]
@@ -25,10 +26,9 @@ def test_bag_record_is_readable_by_independent_readers(router: object, peers: li
     bag = tmp_path / "js_bag"
     recorder = subprocess.Popen([*SO101, "bag", "record", "/joint_states", "-o", str(bag)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(2.0)
-    peers.append(Peer("joint_states", "40"))
+    peers.append(Peer("joint_states", "40"))  # it publishes once the recorder has subscribed
     assert peers[-1].process.wait(timeout=60) == 0
-    time.sleep(1.0)
+    wait_until(lambda: bag_messages_on_disk(bag) >= 40, 30.0, "all 40 messages recorded")
     recorder.send_signal(signal.SIGINT)
     out, err = recorder.communicate(timeout=30)
     assert recorder.returncode == 0, err

@@ -12,9 +12,10 @@ import time
 from typing import Any
 
 import pytest
-from graph_testing import Peer
 from nodegraph.bag import BagWriter
 from nodegraph.interfaces.messages import make, serialize
+from nodegraph.testing import wait_until
+from nodegraph.testing.graph import Peer
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 
@@ -90,7 +91,10 @@ def test_parameter_events_and_rosout_reach_a_subscriber(context: Context, talker
         time.sleep(1.0)
         assert run("param", "set", "/peer_talker", "rate_hz", "5.0").returncode == 0
         assert run("service", "call", "/boom", "std_srvs/srv/Trigger").returncode == 0
-        time.sleep(1.0)
+        wait_until(lambda: any(e.node == "/peer_talker" and e.changed_parameters for e in events), 20.0,
+                   "the parameter event")  # fmt: skip
+        wait_until(lambda: any(log.level == 40 and "service callback raised" in log.msg for log in logs), 20.0,
+                   "the callback's error on /rosout")  # fmt: skip
     finally:
         node.shutdown()
     changed = [e for e in events if e.node == "/peer_talker" and e.changed_parameters]

@@ -113,8 +113,8 @@ def test_v21_passes_gr00t_rules_and_lerobot_converter(built, tmp_path: Path) -> 
 def test_v21_language_key_is_the_one_gr00t_derives(built) -> None:
     """GR00T N1.6's loader rules (``lerobot_episode_loader.py``: ``_load_parquet_data``, ``get_dataset_statistics``)
     on the export and the modality-config file it ships."""
-    from gr00t_rules import run_modality_config_file
     from so101_core.lerobot_schema import LANGUAGE_KEY
+    from so101_core.testing.gr00t_rules import run_modality_config_file
 
     result, _, _ = built
     root = result.v21_dir

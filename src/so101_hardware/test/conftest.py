@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from so101_hardware.calibration import ArmCalibration, load_calibration
 from so101_hardware.example_calibration import EXAMPLE_FOLLOWER_CALIBRATION
-from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.bus import BusConfig, FeetechBus
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import park_at_middle
 
 IDS = (1, 2, 3, 4, 5, 6)
 # Timeout generous enough for a loaded 2-core CI host (the emulator is a thread of the test process: at 60 ms a
@@ -52,33 +51,9 @@ def calibration(calibration_file: Path) -> ArmCalibration:
     return load_calibration(calibration_file)
 
 
-def _place_at_mid(emu: FeetechEmulator, cal: ArmCalibration) -> None:
-    """Give the emulated servos the calibration's EEPROM values and park each joint at its range middle."""
-    for name, m in cal.motors.items():
-        emu.write_register(m.id, p.HOMING_OFFSET, m.homing_offset)
-        emu.write_register(m.id, p.MIN_POSITION_LIMIT, m.range_min)
-        emu.write_register(m.id, p.MAX_POSITION_LIMIT, m.range_max)
-        emu.set_present_position(m.id, round(m.mid))
-        assert name
-
-
-def _wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    """Poll ``predicate`` until true; fails only if it never becomes true (no timing assertion)."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def wait_until() -> Callable[..., None]:
-    return _wait_until
-
-
 @pytest.fixture
 def place_at_mid() -> Callable[[FeetechEmulator, ArmCalibration], None]:
-    return _place_at_mid
+    return park_at_middle
 
 
 @pytest.fixture

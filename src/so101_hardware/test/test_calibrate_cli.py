@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from nodegraph.testing import wait_until
 from so101_hardware.calibration import load_calibration
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.emulator import FeetechEmulator
@@ -26,16 +26,14 @@ def test_calibrate_command_writes_a_lerobot_file(emulator: FeetechEmulator, tmp_
     assert process.stdin is not None
     process.stdin.write("\n")  # the arm is in the middle pose (read when the command reaches its prompt)
     process.stdin.flush()
-    deadline = time.monotonic() + 30
-    while any(emulator.read_register(i, p.HOMING_OFFSET) != MIDDLE[i] - 2047 for i in MIDDLE):
-        assert time.monotonic() < deadline, "the command never wrote the homing offsets"
-        time.sleep(0.05)
-    for servo_id in (1, 2, 3, 4, 6):  # the user moves each joint to both ends (offsets now applied: ~2047 mid)
-        emulator.set_present_position(servo_id, 1200)
-    time.sleep(0.5)
-    for servo_id in (1, 2, 3, 4, 6):
-        emulator.set_present_position(servo_id, 2900)
-    time.sleep(0.5)
+    wait_until(lambda: all(emulator.read_register(i, p.HOMING_OFFSET) == MIDDLE[i] - 2047 for i in MIDDLE), 30.0,
+               "the command writing the homing offsets")  # fmt: skip
+    for end in (1200, 2900):  # the user moves each joint to both ends (offsets now applied: ~2047 mid)
+        for servo_id in (1, 2, 3, 4, 6):
+            emulator.set_present_position(servo_id, end)
+        # the command's range sweep reads all six servos per poll: two polls' replies hold one that began after the move
+        replies = emulator.replies_sent
+        wait_until(lambda r=replies: emulator.replies_sent >= r + 2 * len(MIDDLE), 30.0, f"a range poll at {end}")
     out_text, err_text = process.communicate("\n", timeout=30)
     assert process.returncode == 0, err_text
     assert f"calibration written to {out}" in out_text

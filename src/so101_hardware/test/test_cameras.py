@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from nodegraph.testing import wait_until
 from so101_core.config_paths import config_dir
 from so101_hardware.cameras import (
     CameraError,
@@ -70,13 +71,6 @@ def realsense() -> Iterator[SyntheticRealSense]:
 def rs_config(**overrides: Any) -> RealSenseCameraConfig:
     values: dict[str, Any] = {"name": "side", "serial": "123456789012", "width": W, "height": H, "fps": FPS}
     return RealSenseCameraConfig(**{**values, "timeout_s": 0.5, **overrides})
-
-
-def wait_for(predicate: Any, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------------------------------------- RealSense
@@ -154,14 +148,14 @@ def test_realsense_drop_out_is_reported_and_it_reconnects(realsense: SyntheticRe
     link = CameraLink(RealSenseCamera(rs_config(timeout_s=0.3), realsense), log, 0.1, error_after_s=1.5)
     assert link.poll() is not None and link.status()[0] == OK
     realsense.unplug()  # frames stop, the device leaves the enumeration
-    wait_for(lambda: link.poll() is None)
+    wait_until(lambda: link.poll() is None)
     assert not link.connected and link.dropouts == 1
     level, message = link.status()
     assert level == WARN and "dropped out" in message and "did not arrive" in message
-    wait_for(lambda: link.poll() is None and link.status()[0] == ERROR)
+    wait_until(lambda: link.poll() is None and link.status()[0] == ERROR)
     assert "no RealSense with serial 123456789012" in link.values()["last_error"]
     realsense.plug()
-    wait_for(lambda: link.poll() is not None)
+    wait_until(lambda: link.poll() is not None)
     assert link.connected and link.status() == (OK, "streaming")
     assert ("info", "camera reconnected: realsense:123456789012") in log.lines
     link.close()
@@ -217,12 +211,12 @@ def test_opencv_drop_out_when_the_source_disappears_and_resume(video: Path) -> N
     link = CameraLink(OpenCVCamera(config), Log(), 0.05, error_after_s=1.5)
     assert link.poll() is not None
     video.unlink()  # the source goes away: the open stream runs dry, reopening fails
-    wait_for(lambda: link.poll() is None and link.dropouts == 1)
+    wait_until(lambda: link.poll() is None and link.dropouts == 1)
     assert link.status()[0] == WARN
-    wait_for(lambda: link.poll() is None and link.status()[0] == ERROR)
+    wait_until(lambda: link.poll() is None and link.status()[0] == ERROR)
     assert "no video file" in link.last_error
     video.write_bytes(data)
-    wait_for(lambda: link.poll() is not None)
+    wait_until(lambda: link.poll() is not None)
     assert link.status()[0] == OK and link.frames >= 2
     link.close()
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_testing import context, endpoint, router  # noqa: F401
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import context, endpoint, router  # noqa: F401
 from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arm_testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, write_calibration
-from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import GoalStatus, Node
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, byte_value
 from nodegraph.time import to_ns
 from so101_cli.benchmarks.driver import run_driver_benchmark
 from so101_core.control.safety import JointLimits
@@ -28,6 +27,7 @@ from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import CALIBRATION, RAD_PER_COUNT, joint_position, park_at_middle, write_calibration
 from so101_nodes.arm_link import load_arm
 from so101_nodes.driver_node import Driver, DriverParams
 from so101_nodes.trajectory import (
@@ -84,6 +84,12 @@ class Rig:
                 if s.name == f"driver: {name}":
                     return s
         return None
+
+    def wait_cycles(self, count: int) -> None:
+        """Let ``count`` of the driver's control cycles pass (``count`` more joint_states): the time a wrong move
+        would take to show, however slowly a loaded host runs them."""
+        start = len(self.states)
+        wait_until(lambda: len(self.states) >= start + count, 30.0, f"{count} control cycles")
 
     def wait_status(self, name: str, predicate: Callable[[Any], bool], timeout_s: float = 10.0) -> Any:
         wait_until(lambda: (s := self.status(name)) is not None and predicate(s), timeout_s, f"status {name}")
@@ -284,12 +290,12 @@ def test_startup_calibration_status_is_ok_inside_the_ranges(rig: Rig) -> None:
 
 def test_watchdog_holds_when_commands_stop(rig: Rig) -> None:
     rig.command([1.5], ["shoulder_pan"], seconds=0.1)  # one short burst toward a far target
-    time.sleep(WATCHDOG_S + 0.5)
+    rig.wait_status("arm", lambda s: "watchdog" in s.message)
+    rig.wait_cycles(10)  # the servo reaches the held goal
     held = rig.position("shoulder_pan")
     assert 0.05 < held < 1.2, f"pan at {held:.3f} rad: should have moved a little, then held"
-    time.sleep(0.4)
+    rig.wait_cycles(40)
     assert rig.position("shoulder_pan") == pytest.approx(held, abs=2 * RAD_PER_COUNT)
-    rig.wait_status("arm", lambda s: "watchdog" in s.message)
 
 
 def test_estop_service_holds_until_released(rig: Rig) -> None:
@@ -315,14 +321,14 @@ def test_follow_joint_trajectory_succeeds_cancels_and_rejects(rig: Rig) -> None:
     assert feedback and list(feedback[-1].joint_names) == ["shoulder_pan", "elbow_flex"]
 
     handle = rig.action.send_goal(rig.trajectory(["shoulder_pan"], [(4.0, [-1.5])]))
-    time.sleep(1.0)
+    wait_until(lambda: rig.position("shoulder_pan") < 0.3, 10.0, "pan on its way to -1.5")
     assert handle.cancel()
     status, result = handle.result(timeout_s=5.0)
     assert status == CANCELED
-    time.sleep(0.2)
+    rig.wait_cycles(20)  # the servo reaches the held goal
     stopped = rig.position("shoulder_pan")
     assert -1.0 < stopped < 0.4, f"pan at {stopped:.3f} rad after cancel"
-    time.sleep(0.4)
+    rig.wait_cycles(40)
     assert rig.position("shoulder_pan") == pytest.approx(stopped, abs=0.02)
 
     bad_joint = rig.action.send_goal(rig.trajectory(["elbow"], [(1.0, [0.1])]))

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from arm_testing import RAD_PER_COUNT, move_by_hand
-from graph_testing import GraphBackend, graph_backend_for
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, graph_backend_for
 from nodegraph.transport.zenoh.actions import ABORTED, SUCCEEDED
 from so101_hardware.feetech import protocol as p
+from so101_hardware.feetech.testing import RAD_PER_COUNT, move_by_hand
 from so101_nodes.trajectory import INVALID_GOAL, SUCCESSFUL
 from test_driver_node import MAX_STEP_RAD, Rig, RigFactory, rig_factory  # noqa: F401
 
@@ -62,7 +62,9 @@ def test_startup_far_from_the_limits_never_jumps(rig_factory: RigFactory) -> Non
     /diagnostics; wrist_flex (inside its calibrated range, outside the twin's) eases in at the step limit."""
     rig = rig_factory(park=False)  # goals recorded from the driver's first write
     first_state(rig)
-    time.sleep(1.5)  # long enough to ease every joint into its limits
+    lower, upper = rig.driver.limits.lower, rig.driver.limits.upper
+    inside = lambda j: lower[j] - 2 * RAD_PER_COUNT <= rig.latest().position[j] <= upper[j] + 2 * RAD_PER_COUNT  # noqa: E731
+    wait_until(lambda: all(inside(j) for j in range(1, 6)), 20.0, "every powered joint eased into its limits")
     for sid in range(1, 7):
         deltas = goal_deltas(rig, sid)
         assert deltas.size == 0 or deltas.max() <= STEP_COUNTS, f"servo {sid}: goal jumped {deltas.max()} counts"
@@ -70,10 +72,8 @@ def test_startup_far_from_the_limits_never_jumps(rig_factory: RigFactory) -> Non
     pan = rig.wait_status("shoulder_pan", lambda s: s.level == ERROR)
     assert "outside its calibrated range" in pan.message
     assert "torque lost on shoulder_pan" in rig.wait_status("arm", lambda s: s.level == ERROR).message
-    state = rig.latest()
-    lower, upper = rig.driver.limits.lower, rig.driver.limits.upper
-    for j in range(1, 6):  # every powered joint ends inside the shared limits
-        assert lower[j] - 2 * RAD_PER_COUNT <= state.position[j] <= upper[j] + 2 * RAD_PER_COUNT
+    rig.wait_cycles(20)
+    assert all(inside(j) for j in range(1, 6))  # every powered joint stays inside the shared limits
     enable = rig.client.create_client("std_srvs/srv/Trigger", "/driver/enable_torque")
     assert enable.wait_for_service(10.0)
     reply = enable.call(rig.client.message("std_srvs/srv/Trigger_Request"), 5.0)
@@ -85,7 +85,7 @@ def test_startup_inside_the_limits_does_not_move(rig_factory: RigFactory) -> Non
     move_by_hand(rig.emu, rig.cal, "wrist_flex", 0.7)  # inside every limit: hold exactly there
     rig.emu.record_goals()
     first_state(rig)
-    time.sleep(0.5)
+    rig.wait_cycles(50)
     before = [rig.emu.present_position(sid) for sid in range(1, 7)]
     assert all(g == before[sid - 1] for _, sid, g in rig.emu.goal_history())
 
@@ -112,7 +112,7 @@ def test_replug_after_a_command_never_drives_back_to_the_stale_pose(
     link.symlink_to(rig.emu.port)
     rig.emu.record_goals()
     rig.wait_status("arm", lambda s: "not connected" not in s.message)  # reconnected
-    time.sleep(0.6)
+    rig.wait_cycles(60)
     for joint in ("shoulder_pan", "elbow_flex", "wrist_flex"):
         assert abs(rig.position(joint)) < 3 * RAD_PER_COUNT, f"{joint} moved after the replug"
     for sid in range(1, 7):
@@ -139,7 +139,7 @@ def test_torque_cut_by_the_servo_is_reported_and_only_restored_on_request(
     rig.emu.clear_faults(6)  # the servo cooled down; its torque stays off until asked
     arm = rig.wait_status("arm", lambda s: "torque lost" in s.message)
     assert arm.level == ERROR and cause in arm.message
-    time.sleep(0.3)
+    rig.wait_cycles(30)
     assert rig.emu.read_register(6, p.TORQUE_ENABLE) == 0
     status, result = rig.action.send_goal(rig.trajectory(["gripper"], [(0.5, [0.6])])).result(timeout_s=5.0)
     assert (status, result.error_code) == (ABORTED, INVALID_GOAL) and "torque off on gripper" in result.error_string
@@ -150,7 +150,7 @@ def test_torque_cut_by_the_servo_is_reported_and_only_restored_on_request(
     reply = enable.call(rig.client.message("std_srvs/srv/Trigger_Request"), 5.0)
     assert reply.success, reply.message
     assert rig.emu.read_register(6, p.TORQUE_ENABLE) == 1
-    time.sleep(0.3)
+    rig.wait_cycles(30)
     assert abs(rig.emu.present_position(6) - pushed) <= 1  # torque back where it is: no motion
     rig.wait_status("arm", lambda s: s.level == 0)
     status, result = rig.action.send_goal(rig.trajectory(["gripper"], [(0.5, [0.6])])).result(timeout_s=10.0)
@@ -166,7 +166,7 @@ def test_torque_recovery_when_clear_restores_torque_holding_in_place(rig_factory
     sagged = rig.emu.present_position(6)
     rig.emu.clear_faults(6)
     wait_until(lambda: rig.emu.read_register(6, p.TORQUE_ENABLE) == 1, 5.0, "torque back on")
-    time.sleep(0.3)
+    rig.wait_cycles(30)
     assert abs(rig.emu.present_position(6) - sagged) <= 1
     rig.wait_status("arm", lambda s: s.level == 0)
 
@@ -178,12 +178,12 @@ def test_commands_sent_during_a_fault_never_run_after_it_clears(rig_factory: Rig
     rig.wait_status("arm", lambda s: s.level == ERROR)
     stop = threading.Event()
     sender = stream(rig, [0.4], ["shoulder_pan"], stop)
-    time.sleep(0.3)
+    time.sleep(0.3)  # commands stream during the fault
     stop.set()
     sender.join()
     time.sleep(0.05)  # every command is delivered during the fault (a loaded host delays delivery by tens of ms)
     rig.emu.clear_faults()  # cleared 50-70 ms after the last command: fresh for the old watchdog (0.5 s)
-    time.sleep(0.6)
+    time.sleep(0.6)  # past the old watchdog's window (wall time: it is what the old watchdog measured)
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT
     assert rig.driver.filter.refused > 0
     rig.command([0.3], ["shoulder_pan"], seconds=0.5)  # a fresh command moves it
@@ -199,7 +199,7 @@ def test_alternating_commands_keep_goal_changes_within_the_step_limit(rig_factor
         target = 0.5 if k % 2 else -0.5
         rig.commands.publish(rig.client.message("sensor_msgs/msg/JointState", name=["shoulder_pan"], position=[target]))
         time.sleep(0.007)
-    time.sleep(0.1)
+    time.sleep(0.1)  # the last commands reach the bus
     history = rig.emu.goal_history(1)
     assert len(history) > 20
     goals = np.array([g for _, _, g in history])
@@ -268,6 +268,6 @@ def test_old_commands_are_refused(rig_factory: RigFactory) -> None:  # noqa: F81
     for _ in range(10):
         rig.commands.publish(msg)
         time.sleep(0.02)
-    time.sleep(0.3)
+    wait_until(lambda: rig.driver.filter.refused >= 5, 10.0, "old commands refused")
+    rig.wait_cycles(30)
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT
-    assert rig.driver.filter.refused >= 5

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_testing import RAD_PER_COUNT, move_by_hand, park_at_middle, write_calibration
-from graph_testing import endpoint, router  # noqa: F401
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import endpoint, router  # noqa: F401
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
@@ -20,6 +19,7 @@ from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.calibration import ArmCalibration
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import RAD_PER_COUNT, move_by_hand, park_at_middle, write_calibration
 from so101_nodes.leader_node import Leader
 
 

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from graph_testing import GraphBackend
 from nodegraph.bag import info, read_messages
 from nodegraph.bag.metadata import parse_qos_yaml
 from nodegraph.graph.qos import LATCHED
 from nodegraph.interfaces.messages import deserialize
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 from so101_core.robot_spec import JOINT_NAMES
 from so101_nodes.recorder_node import Recorder, RecorderParams
 

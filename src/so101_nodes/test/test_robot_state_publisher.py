@@ -14,10 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
 from nodegraph.graph.qos import LATCHED
+from nodegraph.testing import graph as graph_testing
+from nodegraph.testing import wait_until
 from nodegraph.time import to_s
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
@@ -196,10 +197,12 @@ def test_node_publishes_description_static_and_dynamic_tf(context: Context, twin
         pub = client.create_publisher("sensor_msgs/msg/JointState", "/joint_states")
         header = client.message("std_msgs/msg/Header", stamp=client.message("builtin_interfaces/msg/Time", sec=42))
         state = client.message("sensor_msgs/msg/JointState", header=header, name=list(JOINT_NAMES), position=q)
-        deadline = time.monotonic() + 10.0
-        while not tf.event.is_set() and time.monotonic() < deadline:
+
+        def published() -> bool:
             pub.publish(state)
-            time.sleep(0.1)
+            return tf.event.is_set()
+
+        wait_until(published, 10.0, "/tf from the published joint state", 0.1)
         msg = tf.wait()
         assert {t.child_frame_id for t in msg.transforms} == {
             "shoulder_link",

@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
 import yaml
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.testing import graph as graph_testing
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.time import to_ns
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
@@ -187,7 +187,7 @@ def test_follow_joint_trajectory_succeeds_cancels_and_rejects(graph: Graph) -> N
 
     long_goal = trajectory_goal(graph, ["shoulder_pan"], [(5.0, [1.0])])
     handle = client.send_goal(long_goal)
-    time.sleep(0.5)
+    wait_until(lambda: states().position[0] > -0.1, 10.0, "pan on its way to 1.0")
     assert handle.cancel()
     status, _ = handle.result(10.0)
     assert status == CANCELED

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_testing import GraphBackend
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.time import to_s
 from so101_nodes.sim_node import SimNode
 from test_driver_node import MAX_STEP_RAD, RigFactory, rig_backend, rig_factory  # noqa: F401

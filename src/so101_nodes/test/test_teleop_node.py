@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arm_testing import joint_position, move_by_hand, park_at_middle, write_calibration
-from graph_testing import GraphBackend, byte_value
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, byte_value
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import joint_position, move_by_hand, park_at_middle, write_calibration
 from so101_nodes.driver_node import Driver
 from so101_nodes.leader_node import Leader
 from so101_nodes.teleop_node import Teleop
@@ -91,7 +91,8 @@ def test_teleop_maps_forwards_and_stops_when_stale(
     expected = np.array(SCALE) * np.array(LEADER) + np.array(OFFSET)
     assert np.allclose(msg.position, expected)
 
-    time.sleep(STALE_S + 0.3)  # the leader went quiet: forwarding stops
+    # the leader went quiet: forwarding stops (no command for 0.3 s), and stays stopped
+    wait_until(lambda: time.monotonic() - commands[-1][0] > 0.3, 10.0, "forwarding stopped")
     count = len(commands)
     time.sleep(0.4)
     assert len(commands) == count
@@ -154,12 +155,12 @@ def test_teleop_reports_a_silent_leader_on_diagnostics(
 
     wait_until(lambda: latest() is not None and byte_value(latest().level) == 2, 5.0, "ERROR before any leader message")
     assert "no leader message" in latest().message and latest().name == "teleop: leader"
-    end = time.monotonic() + 0.5
-    while time.monotonic() < end:
+
+    def forwarding() -> bool:
         leader.publish(client.message("sensor_msgs/msg/JointState", name=list(JOINT_NAMES), position=LEADER))
-        time.sleep(0.02)
-        if latest() is not None and byte_value(latest().level) == 0:
-            break
+        return latest() is not None and byte_value(latest().level) == 0
+
+    wait_until(forwarding, 10.0, "OK while the leader publishes")
     assert latest().message == "forwarding"
     wait_until(lambda: byte_value(latest().level) == 1, 5.0, "WARN once the leader is silent")
     assert "leader stale" in latest().message

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -79,14 +80,14 @@ def _alive(pid: int) -> bool:
 
 
 def _wait_for(predicate: object, timeout: float, what: str, child: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reached() -> bool:
         if predicate():  # type: ignore[operator]
-            return
+            return True
         if child is not None and child.poll() is not None:
             raise AssertionError(f"the pipeline exited ({child.returncode}) before {what}")
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+        return False
+
+    wait_until(reached, timeout, what, 0.05)
 
 
 def _demos(out: Path) -> list[str]:

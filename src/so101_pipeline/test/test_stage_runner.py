@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pipeline_toy_stages as toy
 import pytest
+from nodegraph.testing import wait_until
 from so101_core.atomic import write_json
 from so101_pipeline.errors import PipelineError, StageError
 from so101_pipeline.runner import (
@@ -110,15 +111,6 @@ def test_bad_stage_graphs_are_refused(tmp_path: Path) -> None:
         Runner(tmp_path, [ok, ok], {})
 
 
-def _wait_for(predicate: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out")
-
-
 @pytest.mark.parametrize("stage", ["make", "total"])
 def test_sigkill_during_a_stage_then_rerun_gives_the_same_counts(tmp_path: Path, stage: str) -> None:
     script = Path(toy.__file__)
@@ -126,9 +118,9 @@ def test_sigkill_during_a_stage_then_rerun_gives_the_same_counts(tmp_path: Path,
     args = [sys.executable, str(script), str(tmp_path), "8", "0.15"]
     child = subprocess.Popen(args, env=env, stdout=subprocess.PIPE)
     if stage == "make":  # mid-stage: some items written, not all
-        _wait_for(lambda: len(list((tmp_path / "make").glob("item_*.json"))) >= 3, 60)
+        wait_until(lambda: len(list((tmp_path / "make").glob("item_*.json"))) >= 3, 60, "three items made")
     else:
-        _wait_for(lambda: (tmp_path / "total" / MARKER).exists(), 60)
+        wait_until(lambda: (tmp_path / "total" / MARKER).exists(), 60, "the total stage started")
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     assert not (tmp_path / stage / DONE).exists()
@@ -197,7 +189,7 @@ def test_sigkill_of_the_pipeline_takes_an_isolated_stage_and_its_workers_down(tm
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(script.parent), *sys.path])}
     child = subprocess.Popen([sys.executable, str(script), str(tmp_path), "0", "300"], env=env)
     info_file = tmp_path / "spawn" / "worker.json"
-    _wait_for(info_file.exists, 60)
+    wait_until(info_file.exists, 60, "the info file")
     info = json.loads(info_file.read_text())
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
@@ -208,7 +200,7 @@ def test_sigkill_of_the_pipeline_takes_an_isolated_stage_and_its_workers_down(tm
         except OSError:
             return True
 
-    _wait_for(lambda: gone(info["stage_pid"]) and gone(info["pid"]), 30)
+    wait_until(lambda: gone(info["stage_pid"]) and gone(info["pid"]), 30, "the stage and the runner gone")
 
 
 def test_a_pipeline_in_slices_finishes_as_an_uninterrupted_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dataset_testing import make_dataset
 from so101_policy.bench_train import run_train_benchmark
 from so101_policy.config import TrainConfig
+from so101_policy.testing.dataset import make_dataset
 
 
 @pytest.fixture(scope="module")

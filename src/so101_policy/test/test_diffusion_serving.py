@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from dataset_testing import TASK, make_dataset
 from so101_policy.backend import warmup_observation
 from so101_policy.bench_policy import inference_latency, synthetic_checkpoint
 from so101_policy.checkpoints import PRETRAINED, last_checkpoint
@@ -29,6 +28,7 @@ from so101_policy.lerobot_policy import ActPolicy, DiffusionBackend, load_policy
 from so101_policy.protocol import observation
 from so101_policy.serve import build_backend, parser
 from so101_policy.server import PolicyServer, ServerConfig
+from so101_policy.testing.dataset import TASK, make_dataset
 from so101_policy.train import train_policy
 
 CHUNK = 8

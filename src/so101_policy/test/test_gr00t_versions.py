@@ -18,9 +18,9 @@ import msgpack
 import numpy as np
 import pytest
 import zmq
-from gr00t_rules import ModalityConfig, run_modality_config_file
 from so101_core.lerobot_schema import ACTION_HORIZON, ACTION_REPRESENTATION, LANGUAGE_KEY, modality_configs
 from so101_core.robot_spec import CAMERA_NAMES
+from so101_core.testing.gr00t_rules import ModalityConfig, run_modality_config_file
 from so101_policy.replay_policy import ReplayPolicy
 from so101_policy.serve import parser, server_config
 from so101_policy.server import PolicyServer, ServerConfig

@@ -4,12 +4,12 @@ must stand in the episode's target slot (the first free slot of fill_order), the
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 
-import graph_testing
 import numpy as np
 import pytest
+from nodegraph.testing import graph as graph_testing
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess
@@ -68,9 +68,7 @@ def test_the_monitor_judges_the_target_slot_and_the_standing_vials(
     def judged(seconds: float = 1.5) -> bool:
         """Our detector's verdict over ``seconds`` of sim time from now (a fresh episode log)."""
         monitor.begin(1, record_frames=False)
-        deadline = time.monotonic() + 60.0
-        while monitor.progress()[0] < seconds and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: monitor.progress()[0] >= seconds, 60.0, f"{seconds} s of sim time")
         log = monitor.end()
         assert log.target_slot == 4 and log.prefilled == (8, 6) and log.arrays()["standing"].shape[1:] == (2, 7)
         return log.success_step >= 0

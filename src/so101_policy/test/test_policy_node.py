@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_server import FakeServer, ScriptedBackend
-from graph_testing import GraphBackend, byte_value
 from nodegraph.graph.api import Node
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, byte_value
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.config import load_policy_config
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode, PolicyParams
+from so101_policy.testing.fake_server import FakeServer, ScriptedBackend
 
 
 class Watch:
@@ -58,6 +58,17 @@ class Watch:
     def commands_since(self, t: float) -> list[np.ndarray]:
         with self.lock:
             return [c for (ts, c) in self.commands if ts >= t]
+
+    def wait_commands(self, t: float, count: int) -> list[np.ndarray]:
+        """The commands published since ``t``, once there are ``count`` of them."""
+        wait_until(lambda: len(self.commands_since(t)) >= count, 10.0, f"{count} commands")
+        return self.commands_since(t)
+
+    def wait_reports(self, count: int) -> None:
+        """Let ``count`` more diagnostics reports of the node arrive: time passes as the node runs it."""
+        with self.lock:
+            start = len(self.status)
+        wait_until(lambda: len(self.status) >= start + count, 10.0, f"{count} diagnostics reports")
 
     def trigger(self, service: str) -> Any:
         client = self.node.create_client("std_srvs/srv/Trigger", service)
@@ -120,7 +131,7 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
     client = own_graph_backend.node("client")
     stack.callback(client.shutdown)
     watch = Watch(client)
-    time.sleep(1.0)
+    watch.wait_reports(3)
     assert watch.commands_since(0.0) == []  # nothing moves before ~/start
     assert watch.trigger("/policy/start").success
     watch.wait_status(OK, "running")
@@ -132,7 +143,8 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
     assert backend.resets == 1 and backend.calls >= 2
 
     backend.mode = "lead"
-    time.sleep(0.5)
+    calls = backend.calls
+    wait_until(lambda: backend.calls >= calls + 2, 10.0, "two chunks with a wrist_roll lead")
     watch.wait_status(OK, "running")  # a wrist_roll lead like the demos' is not a jump
     # a policy that keeps returning a bad chunk: the queued plan runs out, the node holds, and after
     # refusal_limit refusals in a row it reports a refusal loop, asks no more and waits for ~/start
@@ -141,15 +153,14 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
         backend.mode = mode
         watch.wait_status(ERROR, "refusal loop" if text else "did not answer")
         assert text in watch.last_status()[1]
-        time.sleep(0.3)
+        time.sleep(0.3)  # the node settles into its hold
         t, calls = time.monotonic(), backend.calls
-        time.sleep(0.4)
-        held = watch.commands_since(t)
+        held = watch.wait_commands(t, 10)
         assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held), f"{mode}: not holding"
         backend.mode = "good"
         if text:
             assert backend.calls == calls  # no queries in the loop's safe state
-            time.sleep(0.3)
+            watch.wait_reports(2)
             assert watch.last_status()[0] == ERROR  # ... which only ~/start ends
             assert watch.trigger("/policy/start").success
         watch.wait_status(OK, "running", 10.0)
@@ -157,8 +168,7 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
     server.stop()  # the server dies
     watch.wait_status(ERROR, "did not answer")
     t = time.monotonic()
-    time.sleep(0.4)
-    held = watch.commands_since(t)
+    held = watch.wait_commands(t, 10)
     assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held)
     server.start()  # and comes back on the same port
     watch.wait_status(OK, "running", 10.0)
@@ -167,9 +177,9 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
 
     assert watch.trigger("/policy/stop").success
     watch.wait_status(OK, "stopped")
-    time.sleep(0.3)
+    time.sleep(0.3)  # commands already on the wire arrive
     t = time.monotonic()
-    time.sleep(0.5)
+    watch.wait_reports(2)
     assert watch.commands_since(t) == []  # stopped: nothing published
 
 
@@ -245,8 +255,7 @@ def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(
     assert len(rows) >= 1 and np.allclose(rows, np.round(rows)) and rows.max() <= 7
     assert np.all(np.diff(rows) >= 0) and len(set(rows)) <= 8
     t = time.monotonic()
-    time.sleep(0.3)
-    held = watch.commands_since(t)
+    held = watch.wait_commands(t, 8)
     assert held and all(np.array_equal(c, held[0]) for c in held)
 
     backend.good_calls, backend.mode = None, "good"

@@ -7,20 +7,20 @@ until ~/start. Commands are read back from what the node published."""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import graph_testing
 import numpy as np
 import pytest
-from fake_server import FakeServer, ScriptedBackend
+from nodegraph.testing import graph as graph_testing
+from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from so101_core.joints import twin_ranges
 from so101_core.lerobot_units import to_lerobot
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode
+from so101_policy.testing.fake_server import FakeServer, ScriptedBackend
 
 endpoint = graph_testing.endpoint
 router = graph_testing.router
@@ -85,10 +85,7 @@ class Ticked:
                 assert self.policy._last_command is not None
                 self.commands.append(self.policy._last_command.copy())
             if self.policy._inflight:  # the reply is taken by the next tick
-                deadline = time.monotonic() + 20.0
-                while self.policy._replies.empty():
-                    assert time.monotonic() < deadline, "no reply from the server"
-                    time.sleep(0.002)
+                wait_until(lambda: not self.policy._replies.empty(), 20.0, "a reply from the server", 0.002)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import msgpack
 import numpy as np
 import pytest
 import zmq
+from nodegraph.testing import wait_until
 from so101_policy.client import PolicyClient
 from so101_policy.errors import ProtocolError, ServerError, ServerTimeout
 from so101_policy.protocol import NDARRAY_TAG, observation, pack, unpack
@@ -78,10 +79,7 @@ def test_every_endpoint(served: PolicyServer) -> None:
         assert config["action"]["__ModalityConfig_class__"] is True
         assert config["action"]["as_json"]["delta_indices"] == [0, 1, 2, 3]
         assert client.kill()["status"] == "ok"
-    deadline = time.monotonic() + 5
-    while served._socket.closed is False and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert served._socket.closed
+    wait_until(lambda: served._socket.closed, 10.0, "the server's socket closed", 0.05)
 
 
 def test_wrong_or_missing_token_is_an_error_reply(served: PolicyServer) -> None:

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from dataset_testing import make_dataset
 from so101_policy.config import EvalConfig, TrainConfig
 from so101_policy.errors import ConfigError
 from so101_policy.sweep import load_sweep, run_sweep
+from so101_policy.testing.dataset import make_dataset
 
 from so101_policy import sweep as sweep_module
 

@@ -8,17 +8,17 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from dataset_testing import make_dataset
+from nodegraph.testing import wait_until
 from so101_policy.checkpoints import last_checkpoint
 from so101_policy.config import TrainConfig
 from so101_policy.errors import ConfigError
 from so101_policy.lerobot_policy import ActPolicy
 from so101_policy.protocol import observation
+from so101_policy.testing.dataset import make_dataset
 from so101_policy.train import TrainProgress, train_policy
 
 TINY = {
@@ -114,14 +114,12 @@ def test_sigkill_then_resume_from_the_last_checkpoint(dataset: Path, tmp_path: P
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+
+        def checkpoint_8() -> bool:
             ckpt = last_checkpoint(out) if (out / "checkpoints").is_dir() else None
-            if ckpt is not None and int(ckpt.name) >= 8:
-                break
-            time.sleep(0.2)
-        else:
-            raise AssertionError("no checkpoint at step >= 8 within 120 s")
+            return ckpt is not None and int(ckpt.name) >= 8
+
+        wait_until(checkpoint_8, 120.0, "a checkpoint at step >= 8", 0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:

@@ -7,12 +7,12 @@ import json
 import os
 import signal
 import threading
-import time
 from collections import deque
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nodegraph.testing import wait_until
 from so101_core.seeds.format import load_seed
 from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin
@@ -60,9 +60,7 @@ def _run_and_kill(gen: Generator, ex: AttemptExecutor, out: Path, victim: int | 
     thread = threading.Thread(target=lambda: box.append(gen.run(out, N, executor=ex)))
     thread.start()
     if victim is not None:
-        deadline = time.monotonic() + 120
-        while _committed(out) < 1 and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: _committed(out) >= 1 or not thread.is_alive(), 120.0, "a committed attempt", 0.01)
         os.kill(victim, signal.SIGKILL)
     thread.join(300)
     assert box, "generation did not finish"

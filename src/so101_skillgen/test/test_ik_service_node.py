@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus
+from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.time import to_s
 from so101_core.geometry import mat_to_quat
 from so101_nodes.sim_node import SimNode
@@ -117,7 +118,7 @@ def test_planned_trajectory_runs_on_the_twin_and_reaches_its_goal_untouched(grap
     assert action.wait_for_server(10.0)
     status, result = action.send_goal(graph.msg(f"{FJT}_Goal", trajectory=traj)).result(60.0)
     assert (status, result.error_code) == (SUCCEEDED, 0), result.error_string
-    time.sleep(0.5)
+    wait_until(lambda: np.allclose(np.asarray(states().position)[:5], pos[-1], atol=0.05), 10.0, "the plan's end")
     np.testing.assert_allclose(np.asarray(states().position)[:5], pos[-1], atol=0.05)
     r1 = rack().pose.position
     assert np.hypot(r1.x - r0.x, r1.y - r0.y) < 1e-3  # nothing hit the rack

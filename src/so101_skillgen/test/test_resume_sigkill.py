@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nodegraph.testing import wait_until
 from so101_core.seeds.format import load_seed, save_seed
 from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin
@@ -54,9 +55,8 @@ def test_sigkill_at_random_moments_then_resume_equals_the_uninterrupted_run(seed
     for _ in range(5):
         proc = subprocess.Popen([sys.executable, "-c", RUN, str(seed_dir), str(out)], env={**os.environ})
         start = _progress(out)
-        deadline = time.monotonic() + 120
-        while _progress(out) == start and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)  # wait for this run's first commit: the kill lands mid-generation
+        # this run's first commit: the kill lands mid-generation
+        wait_until(lambda s=start, p=proc: _progress(out) != s or p.poll() is not None, 120.0, "a first commit")
         time.sleep(rng.uniform(0.0, 0.6))  # then anywhere: inside an attempt, while writing a demo, ...
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus, Node
+from nodegraph.testing.graph import GraphBackend
 from so101_core.seeds.format import save_seed
 from so101_core.seeds.from_rollout import scripted_seeds
 from so101_core.sim.twin import Twin

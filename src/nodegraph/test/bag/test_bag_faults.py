@@ -27,6 +27,7 @@ from nodegraph.bag import (
     recover,
 )
 from nodegraph.interfaces import typestore
+from nodegraph.testing import wait_until
 from rosbags.highlevel import AnyReader
 
 HERE = Path(__file__).parent
@@ -210,9 +211,7 @@ def test_interval_flush_makes_a_partial_chunk_durable(tmp_path: Path) -> None:
         writer.add_topic("/joint_states", JS)
         for i in range(3):
             writer.write("/joint_states", 10 + i, joint_state(i))
-        deadline = time.monotonic() + 10
-        while writer.stats().durable < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: writer.stats().durable >= 3, 10.0, "three durable messages")
         assert writer.stats().durable == 3
         meta = yaml.safe_load((tmp_path / "slow" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
         assert meta["message_count"] == 3

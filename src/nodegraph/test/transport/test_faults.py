@@ -8,8 +8,9 @@ import time
 from typing import Any
 
 import pytest
-from graph_testing import Peer
 from nodegraph.interfaces import InterfaceError, interface_info
+from nodegraph.testing import wait_until
+from nodegraph.testing.graph import Peer
 from nodegraph.transport.zenoh.attachment import Attachment
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.keyexpr import data_key
@@ -85,23 +86,15 @@ def test_router_restart_is_reported_and_the_node_reconnects(
         with caplog.at_level(logging.WARNING, logger="so101.zenoh"):
             logging.getLogger("so101.zenoh").propagate = True
             router.stop()
-            deadline = time.monotonic() + 10
-            while context.router_connected and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert not context.router_connected
+            wait_until(lambda: not context.router_connected, 10.0, "the router lost", 0.1)
             router = RouterProcess(endpoint).start()
             assert context.wait_for_router(20.0)
-            deadline = time.monotonic() + 5
-            while not context.router_connected and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_until(lambda: context.router_connected, 20.0, "the router connected again", 0.1)
         messages = " ".join(r.getMessage() for r in caplog.records)
         assert "lost the zenoh router" in messages
         assert "connected to zenoh router" in messages
         peers.append(Peer("joint_states", "30"))
-        deadline = time.monotonic() + 30
-        while not received and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert received, "no data after the router came back"
+        wait_until(lambda: received, 30.0, "data after the router came back", 0.1)
     finally:
         logging.getLogger("so101.zenoh").propagate = False
         context.close()

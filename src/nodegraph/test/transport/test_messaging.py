@@ -4,13 +4,12 @@ loopback, and through rclpy (Fast DDS) in a ROS domain of the module's own."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import numpy as np
-from graph_testing import GraphBackend, Peer
 from nodegraph.graph.api import GoalStatus, Node
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend, Peer
 
 
 def collect(node: Node, type_name: str, topic: str, count: int, timeout_s: float = 20.0) -> list[Any]:
@@ -84,9 +83,10 @@ def test_action_feedback_result_and_cancel(graph_backend: GraphBackend, peers: l
     assert [f.attempted for f in feedback] == [0, 1, 2, 3, 4]
 
     long_goal = node.message("so101_msgs/action/GenerateDemos_Goal", num_demos=100)
-    handle = client.send_goal(long_goal)
+    progress: list[Any] = []
+    handle = client.send_goal(long_goal, progress.append)
     assert handle.accepted
-    time.sleep(0.5)
+    wait_until(lambda: progress, 20.0, "a first feedback")
     assert handle.cancel()
     status, result = handle.result(timeout_s=20.0)
     assert status == GoalStatus.CANCELED

@@ -11,13 +11,13 @@ import time
 from typing import Any
 
 import pytest
-from graph_testing import GraphBackend
 from nodegraph.graph.api import GoalStatus, Node
 from nodegraph.graph.parameters import SetParametersResult
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.hashing import rihs01
 from nodegraph.interfaces.typestore import typestore
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 
 ROSOUT_QOS = QoS(depth=100, durability="transient_local")
 INFO, WARN = 20, 30
@@ -219,8 +219,7 @@ def test_shutdown_waits_for_a_running_callback_and_ends_a_running_goal(graph_bac
         finished.set()
 
     def execute(goal: Any) -> Any:
-        while not goal.is_cancel_requested:
-            time.sleep(0.02)
+        wait_until(lambda: goal.is_cancel_requested, 60.0, "the cancel request")
         goal.canceled()
         return node.message("so101_msgs/action/GenerateDemos_Result", message="stopped")
 

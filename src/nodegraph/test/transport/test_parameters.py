@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from graph_testing import Peer
 from nodegraph.graph.arguments import ArgumentError, parse_ros_arguments, ros_arguments
 from nodegraph.graph.declared_params import READ_ONLY, declare_params
 from nodegraph.graph.names import InvalidNameError, resolve_name
 from nodegraph.graph.parameters import ParameterError, ParameterStore, parameters_from_file
+from nodegraph.testing.graph import Peer
 from nodegraph.transport.zenoh.context import Context
 
 YAML = """

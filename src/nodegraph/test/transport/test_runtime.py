@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from graph_testing import GraphBackend
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.transport.rclpy.node import RclpyNode
 from nodegraph.transport.runtime import (
     ENV,

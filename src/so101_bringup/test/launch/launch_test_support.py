@@ -5,14 +5,16 @@ Named uniquely (not ``conftest``) so test modules can import it without clashing
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
+
+from nodegraph.testing import wait_until
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -32,9 +34,8 @@ def pid_alive(pid: int) -> bool:
 
 def wait_gone(pids: list[int], timeout_s: float = 5.0) -> list[int]:
     """Pids still alive after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
-        time.sleep(0.05)
+    with contextlib.suppress(AssertionError):  # the survivors are the answer
+        wait_until(lambda: not any(pid_alive(p) for p in pids), timeout_s, "processes gone", 0.05)
     return [p for p in pids if pid_alive(p)]
 
 

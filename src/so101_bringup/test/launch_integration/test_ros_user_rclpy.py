@@ -24,7 +24,7 @@ import psutil
 import pytest
 import rclpy
 from control_msgs.action import FollowJointTrajectory
-from graph_testing import reserved_ros_domain, ros_environment
+from nodegraph.testing.graph import reserved_ros_domain, ros_environment
 from rcl_interfaces.msg import Log
 from rclpy.action import ActionClient, get_action_names_and_types
 from rclpy.executors import SingleThreadedExecutor

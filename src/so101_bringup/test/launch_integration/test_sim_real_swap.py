@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_testing import park_at_middle, write_calibration
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from so101_cli.graph_cmd import summarize
 from so101_core.robot_spec import JOINT_NAMES
 from so101_hardware.feetech.emulator import FeetechEmulator
+from so101_hardware.feetech.testing import park_at_middle, write_calibration
 
 SO101 = [sys.executable, "-m", "so101_cli.main"]
 STANDARD = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import threading
 import tty
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from nodegraph.testing import wait_until
 from so101_hardware.errors import (
     ChecksumError,
     ConfigError,
@@ -43,9 +43,7 @@ def test_read_write_round_trip_with_signed_register(bus: FeetechBus, emulator: F
         bus.write(2, p.PRESENT_POSITION, 1)
 
 
-def test_sync_write_then_sync_read_six_servos(
-    bus: FeetechBus, emulator: FeetechEmulator, wait_until: Callable[..., None]
-) -> None:
+def test_sync_write_then_sync_read_six_servos(bus: FeetechBus, emulator: FeetechEmulator) -> None:
     goals = {sid: 1000 + 100 * sid for sid in IDS}
     bus.set_torque(True)
     assert all(emulator.read_register(sid, p.LOCK) == 1 for sid in IDS)

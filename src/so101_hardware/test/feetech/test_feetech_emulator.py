@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import scservo_sdk as scs
 import serial
+from nodegraph.testing import wait_until
 from so101_hardware.feetech import protocol as p
 from so101_hardware.feetech.emulator import FeetechEmulator
 
@@ -38,7 +38,7 @@ def test_bad_checksum_and_unknown_id_get_no_answer(emulator: FeetechEmulator) ->
     assert emulator.bad_packets_received == 1
 
 
-def test_sync_write_reg_write_and_action(emulator: FeetechEmulator, wait_until: Callable[..., None]) -> None:
+def test_sync_write_reg_write_and_action(emulator: FeetechEmulator) -> None:
     with serial.Serial(emulator.port, 1_000_000, timeout=0.5) as ser:
         params = bytes([42, 2, 1, 0x00, 0x08, 2, 0xFF, 0x07])
         ser.write(p.build_packet(p.BROADCAST_ID, p.INST_SYNC_WRITE, params))
@@ -65,7 +65,7 @@ def test_sdk_port_handler_opens_the_pty_at_1mbps(emulator: FeetechEmulator) -> N
     port.closePort()
 
 
-def test_motion_homing_offset_and_limits(emulator: FeetechEmulator, wait_until: Callable[..., None]) -> None:
+def test_motion_homing_offset_and_limits(emulator: FeetechEmulator) -> None:
     emulator.write_register(1, p.HOMING_OFFSET, -100)
     assert emulator.present_position(1) == 2148  # present = actual - offset
     emulator.write_register(1, p.MAX_POSITION_LIMIT, 2500)

@@ -3,11 +3,11 @@ loads come back through the bus in the servos' units, torque off leaves the join
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from nodegraph.testing import wait_until
 from so101_core.sim.config import load_sim_config
 from so101_core.sim.dynamics import ArmDynamics, nominal_dynamics
 from so101_hardware.calibration import ArmCalibration
@@ -45,9 +45,7 @@ def test_a_goal_acts_after_the_latency_and_reads_back_in_counts(late_arm: ArmDyn
     assert load == pytest.approx(force / conv.torque_per_load(3.35))
 
 
-def test_emulated_servos_report_the_twin_and_go_limp_without_torque(
-    late_arm: ArmDynamics, wait_until: Callable[..., None]
-) -> None:
+def test_emulated_servos_report_the_twin_and_go_limp_without_torque(late_arm: ArmDynamics) -> None:
     cal = ArmCalibration.from_dict(EXAMPLE_FOLLOWER_CALIBRATION)
     plant = TwinPlant(late_arm, cal, q0=Q0)
     lift = cal["shoulder_lift"]

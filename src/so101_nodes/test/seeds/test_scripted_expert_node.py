@@ -38,6 +38,7 @@ class Graph:
         self.watch = ZenohNode("watch", args=[], context=self.contexts[2])
         self.lock = threading.Lock()
         self.states: set[int] = set()
+        self.state_count = 0
         self.commands: list[Any] = []
         self.done: list[bool] = []
         self.watch.create_subscription("sensor_msgs/msg/JointState", "joint_states", self._on_state)
@@ -47,6 +48,7 @@ class Graph:
     def _on_state(self, msg: Any) -> None:
         with self.lock:
             self.states.add(to_ns(msg.header.stamp))
+            self.state_count += 1
 
     def _on_command(self, msg: Any) -> None:
         with self.lock:
@@ -55,6 +57,11 @@ class Graph:
     def _on_done(self, msg: Any) -> None:
         with self.lock:
             self.done.append(bool(msg.data))
+
+    def wait_states(self, count: int) -> None:
+        """Let ``count`` more joint_states arrive: control periods of the sim pass."""
+        start = self.state_count
+        wait_until(lambda: self.state_count >= start + count, 30.0, f"{count} joint_states")
 
     def trigger(self, service: str) -> Any:
         client = self.watch.create_client("std_srvs/srv/Trigger", service)
@@ -93,7 +100,7 @@ def test_expert_waits_for_start_then_places_the_vial(graph: Graph) -> None:
     assert graph.expert.expert.done
     # done: no more commands, the arm holds
     count = len(graph.commands)
-    time.sleep(0.3)
+    graph.wait_states(10)
     assert len(graph.commands) == count
     # a new start after a reset runs a new episode; ~/stop makes it idle at once
     reset = graph.watch.create_client("so101_msgs/srv/ResetSim", "sim/reset")
@@ -102,9 +109,9 @@ def test_expert_waits_for_start_then_places_the_vial(graph: Graph) -> None:
     assert graph.trigger("/scripted_expert/start").success
     wait_until(lambda: len(graph.commands) > count + 10, 20.0)
     assert graph.trigger("/scripted_expert/stop").success
-    time.sleep(0.2)
+    graph.wait_states(5)  # commands already on the wire arrive
     count = len(graph.commands)
-    time.sleep(0.3)
+    graph.wait_states(10)
     assert len(graph.commands) == count
     assert graph.expert.episodes == 2
 

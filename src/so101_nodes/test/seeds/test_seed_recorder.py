@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_testing import GraphBackend
 from nodegraph.bag import info
 from nodegraph.graph.api import Node
 from nodegraph.interfaces.messages import make, serialize, time_message
 from nodegraph.testing import wait_until
+from nodegraph.testing.graph import GraphBackend
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.node import ZenohNode
 from nodegraph.transport.zenoh.router import RouterProcess

@@ -1,6 +1,7 @@
-"""Shared test fixtures (imported by conftest.py files): a real zenoh router on a free loopback port, peer
-processes talking through it, a ROS domain of its own for rclpy, and ``graph_backend``: the nodes of a test
-module on either backend (the module's tests run once per backend)."""
+"""Shared test fixtures of node graphs (imported by conftest.py files and tests; needs pytest): a real zenoh router
+on a free loopback port, peer processes talking through it (:mod:`nodegraph.testing.peer`), a ROS domain of its
+own for rclpy, and ``graph_backend``: the nodes of a test module on either backend (the module's tests run once
+per backend)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nodegraph.graph.api import Node
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 from nodegraph.transport.zenoh.context import Context
 from nodegraph.transport.zenoh.router import RouterProcess
 
-PEER = Path(__file__).parent / "transport" / "peer.py"
+PEER = "nodegraph.testing.peer"
+"""The peer's module, run with ``python -m``."""
 
 
 @pytest.fixture
@@ -52,11 +55,11 @@ def context(router: RouterProcess) -> Iterator[Context]:
 
 
 class Peer:
-    """A peer process (see peer.py)."""
+    """A peer process (:mod:`nodegraph.testing.peer`)."""
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(PEER), *args],
+            [sys.executable, "-m", PEER, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -177,13 +180,14 @@ class GraphBackend:
         if self.name == "zenoh":
             from nodegraph.transport.zenoh.node import ZenohNode
 
-            context = Context(self.env[ENDPOINT_ENV])
-            self._closers.append(context.close)
-            assert context.wait_for_router(10.0), "no zenoh router"
+            session = Context(self.env[ENDPOINT_ENV])
+            self._closers.append(session.close)
+            assert session.wait_for_router(10.0), "no zenoh router"
             node = ZenohNode(name, namespace=namespace, args=args or [], parameter_overrides=parameter_overrides,
-                             context=context, **options)  # fmt: skip
+                             context=session, **options)  # fmt: skip
         else:
             import rclpy
+
             from nodegraph.transport.rclpy.node import RclpyNode
 
             context = rclpy.Context()

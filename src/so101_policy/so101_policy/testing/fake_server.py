@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import numpy as np
+
 from so101_policy.server import PolicyServer, ServerConfig
 
 
