@@ -62,6 +62,7 @@ class RobotConfig:
     gripper_bodies: tuple[str, ...]
     jaw_pads: tuple[str, str]
     servo_registers: tuple[int, int] = (32, 32)
+    render_mesh_cell_m: float = 0.0  # visual meshes vertex-clustered to this grid (m); 0 = the CAD meshes
 
     def mjcf_joint(self, canonical: str) -> str:
         return dict(self.joint_map)[canonical]
@@ -366,6 +367,7 @@ def _parse_robot(f: Fields) -> RobotConfig:
         ee_site=f.text("ee_site", "gripperframe"),
         gripper_bodies=tuple(bodies),
         jaw_pads=(jaw[0], jaw[1]),
+        render_mesh_cell_m=f.num("render_mesh_cell_m", 0.0, lo=0.0, hi=0.02),
     )
     f.finish()
     return r

@@ -19,6 +19,7 @@ from . import CAMERA_NAMES, JOINT_NAMES
 from .config import CameraConfig, SimConfig
 from .dynamics import ArmDynamics, apply_to_spec
 from .errors import SceneError
+from .render_meshes import lighten_visual_meshes
 
 # Collision bits.
 ARM, PAD, OBJECT, ENV, GRIPPER = 1, 2, 4, 8, 16
@@ -306,6 +307,8 @@ def build_spec(cfg: SimConfig, vials: int = 1, standing: int = 0, dynamics: ArmD
     spec.modelname = "so101_vial_rack"
     _physics_options(spec, cfg)
     _configure_robot(spec, cfg)
+    if cfg.robot.render_mesh_cell_m > 0:
+        lighten_visual_meshes(spec, cfg.robot.render_mesh_cell_m)
     if dynamics is not None:
         apply_to_spec(spec, cfg, dynamics)
     _add_assets(spec, cfg)
