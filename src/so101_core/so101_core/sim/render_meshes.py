@@ -74,7 +74,12 @@ def lighten_visual_meshes(spec: mujoco.MjSpec, cell_m: float) -> dict[str, int]:
             raise SceneError(f"geom mesh {geom.meshname!r} is not in the robot MJCF")
         if mesh.name not in made:
             scale = np.asarray(mesh.scale, dtype=np.float64)
-            vertices, faces = _clustered_file(folder / mesh.file, tuple(float(v) for v in scale), cell_m)
+            try:
+                vertices, faces = _clustered_file(folder / mesh.file, tuple(float(v) for v in scale), cell_m)
+            except (OSError, SceneError) as exc:
+                raise SceneError(
+                    f"{exc} (sim.yaml robot.render_mesh_cell_m: 0 draws the MJCF's meshes as they are)"
+                ) from exc
             light = spec.add_mesh(
                 name=f"{mesh.name}_render", uservert=(vertices / scale).ravel(), userface=faces.ravel()
             )

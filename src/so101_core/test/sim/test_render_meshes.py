@@ -78,3 +78,17 @@ def test_the_scene_draws_light_meshes_with_the_same_physics() -> None:
             pixels.append(r.render().astype(float))
     change = np.abs(pixels[0] - pixels[1])
     assert 0 < change.mean() < 2.0  # the arm is drawn from other triangles, and looks the same
+
+
+def test_a_robot_whose_visual_mesh_is_no_binary_stl_gets_the_way_out_named(tmp_path: Path) -> None:
+    from so101_core.sim.errors import SceneError
+    from so101_core.sim.render_meshes import lighten_visual_meshes
+
+    (tmp_path / "part.stl").write_bytes(b"solid part\n" + b" " * 100)  # an ASCII STL, say
+    (tmp_path / "robot.xml").write_text(
+        '<mujoco><asset><mesh name="part" file="part.stl"/></asset><worldbody><body>'
+        '<geom type="mesh" mesh="part" contype="0" conaffinity="0"/></body></worldbody></mujoco>'
+    )
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "robot.xml"))
+    with pytest.raises(SceneError, match=r"not a binary STL .*render_mesh_cell_m: 0 draws"):
+        lighten_visual_meshes(spec, 0.002)
