@@ -167,7 +167,7 @@ class TiledRenderer:
             for i in range(frames_per_pass)
         ]
         self._buf = np.empty((bh, bw, 3), dtype=np.uint8)  # mjr_readPixels' (GL_RGB)
-        self._buf4 = np.empty((bh, bw, 4), dtype=np.uint8)  # glReadPixels' in GL_RGBA / GL_BGRA
+        self._buf4: U8 | None = None  # glReadPixels' in GL_RGBA / GL_BGRA, made on the first such readback
         self._out = np.empty((bh, bw, 3), dtype=np.uint8)
         self.times = RenderTimes()
 
@@ -202,6 +202,8 @@ class TiledRenderer:
             mj.mjr_readPixels(buf, None, rect, self._ctx)
             np.copyto(out, buf[::-1])
         else:
+            if self._buf4 is None:
+                self._buf4 = np.empty((*self._buf.shape[:2], 4), dtype=np.uint8)
             buf4 = self._buf4[:h]
             self._read_four_channels(rect, buf4)
             np.copyto(out, buf4[::-1, :, 2::-1] if self.readback == "bgra" else buf4[::-1, :, :3])
