@@ -5,7 +5,7 @@
 #   - our packages' metadata (console scripts the launcher runs, interface entry points) into /tmp/site when no venv
 #     holds them; their code is still imported from src/ (first on the path);
 #   - PYTHONPATH, the interface path, EGL, offline Hugging Face, unbuffered output and the machine's name exported.
-for d in .whl .whl_b; do  # wheels carried by the device tool (bench/README.md), installed once per machine
+for d in .whl .whl_b .whl_c; do  # wheels carried by the device tool (bench/README.md), installed once per machine
   if compgen -G "$d/*.whl" >/dev/null; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$d"/*.whl
   fi

@@ -20,6 +20,8 @@ import json
 import os
 import shutil
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -194,28 +196,67 @@ def write_bag(unit: Path, out: Path, cfg: DatasetConfig, twin: Any | None = None
             twin.close()
 
 
-def write_bags(units: Sequence[Path], bags_dir: Path, cfg: DatasetConfig, progress: Any = None) -> list[Path]:
-    """A bag per unit not yet bagged (resumable: complete bags are kept, partial ones redone)."""
+def write_bags(
+    units: Sequence[Path], bags_dir: Path, cfg: DatasetConfig, progress: Any = None, workers: int = 1
+) -> list[Path]:
+    """A bag per unit not yet bagged (resumable: complete bags are kept, partial ones redone), in ``workers``
+    spawned processes (each with its own DR twin) when there is more than one to write."""
+    bags_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(bags_dir / ".tmp", ignore_errors=True)
+    targets = [bags_dir / unit.name for unit in units]
+    todo = [(u, t) for u, t in zip(units, targets, strict=True) if not (t / "metadata.yaml").is_file()]
+    done = len(units) - len(todo)
+    n = max(1, min(workers, len(todo)))
+    if n == 1 and todo:
+        _init_bag_worker()
+        try:
+            for unit, target in todo:
+                _bag_unit(str(unit), str(target), cfg)
+                done += 1
+                if progress:
+                    progress("bags", done, len(units))
+        finally:
+            _close_bag_worker()
+    elif todo:
+        with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_init_bag_worker) as pool:
+            futs = [pool.submit(_bag_unit, str(u), str(t), cfg) for u, t in todo]
+            try:
+                for fut in as_completed(futs):
+                    fut.result()
+                    done += 1
+                    if progress:
+                        progress("bags", done, len(units))
+            except BaseException:
+                for f in futs:
+                    f.cancel()
+                raise
+    if progress and not todo:
+        progress("bags", len(units), len(units))
+    return targets
+
+
+_twin: Any = None  # a bag-writing process's DR twin (:func:`_init_bag_worker`)
+
+
+def _init_bag_worker() -> None:
+    global _twin
     from so101_core.sim.randomization import load_dr_config
     from so101_core.sim.twin import Twin
 
-    bags_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(bags_dir / ".tmp", ignore_errors=True)
-    out = []
-    twin = Twin(dr=load_dr_config())
-    try:
-        for i, unit in enumerate(units):
-            target = bags_dir / unit.name
-            if not (target / "metadata.yaml").is_file():
-                shutil.rmtree(target, ignore_errors=True)
-                meta = json.loads((unit / EPISODE_FILE).read_text())
-                if meta.get("visual_dr"):
-                    write_bag(unit, target, cfg, twin)
-                else:
-                    write_bag(unit, target, cfg)
-            out.append(target)
-            if progress:
-                progress("bags", i + 1, len(units))
-    finally:
-        twin.close()
-    return out
+    _twin = Twin(dr=load_dr_config())
+
+
+def _close_bag_worker() -> None:
+    global _twin
+    if _twin is not None:
+        _twin.close()
+        _twin = None
+
+
+def _bag_unit(unit: str, target: str, cfg: DatasetConfig) -> str:
+    """Write ``unit``'s bag to ``target`` (a partial one there is removed first), with this process's DR twin
+    when the unit was rendered with visual DR (else a twin without DR)."""
+    shutil.rmtree(target, ignore_errors=True)
+    meta = json.loads((Path(unit) / EPISODE_FILE).read_text())
+    write_bag(Path(unit), Path(target), cfg, _twin if meta.get("visual_dr") else None)
+    return target

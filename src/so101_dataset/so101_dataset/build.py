@@ -99,7 +99,7 @@ def build_dataset(
 
         t2 = time.perf_counter()
         bags_dir = out_dir / "bags"
-        write_bags(summary["units"], bags_dir, config, progress)
+        write_bags(summary["units"], bags_dir, config, progress, workers=workers)
         times["bags_s"] = time.perf_counter() - t2
     report_dir = None
     if config.report_enabled:

@@ -200,6 +200,26 @@ def test_bag_decodes_message_for_message(built) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(images, frames, strict=True))
 
 
+def _bag_messages(bag: Path) -> list[tuple[str, int, bytes]]:
+    from mcap.reader import make_reader
+
+    with open(next(bag.glob("*.mcap")), "rb") as f:
+        return [(ch.topic, m.log_time, bytes(m.data)) for _, ch, m in make_reader(f).iter_messages()]
+
+
+def test_bags_written_by_two_processes_equal_the_serial_ones(built, tmp_path: Path) -> None:
+    from so101_dataset.bags import write_bags
+
+    result, cfg, _ = built
+    units = sorted((result.out_dir / "episodes").glob("episode_*"))
+    (tmp_path / "bags" / units[0].name).mkdir(parents=True)  # a torn bag from a crash: redone
+    bags = write_bags(units, tmp_path / "bags", cfg, workers=2)
+    assert [b.name for b in bags] == [u.name for u in units] and len(units) == 3
+    for bag in bags:
+        assert _bag_messages(bag) == _bag_messages(result.bags_dir / bag.name), bag.name
+    assert not list((tmp_path / "bags" / ".tmp").iterdir())
+
+
 def test_report_and_provenance(built) -> None:
     result, _, _ = built
     md = (result.report_dir / "summary.md").read_text()
