@@ -250,7 +250,9 @@ class Node(Protocol):
         """A client of action ``name``."""
 
     def create_timer(self, period_s: float, callback: Callable[[], None]) -> Timer:
-        """Call ``callback`` every ``period_s`` seconds (> 0) on the executor."""
+        """Call ``callback`` every ``period_s`` seconds (> 0) of ROS time on the executor: of ``/clock`` under
+        ``use_sim_time`` (none before the first message; a clock jumping back restarts the schedule), else of the
+        wall clock. A timer that fell behind fires once, not a burst."""
 
     def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
         """Declare ``name``; returns the override (file, ``-p``) or ``default``. An override keeps the

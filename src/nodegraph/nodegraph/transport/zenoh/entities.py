@@ -281,13 +281,58 @@ class ZenohClient(Entity):
 
 
 class ZenohTimer:
-    def __init__(self, period_s: float, callback: Callable[[], None]) -> None:
+    """A periodic callback, run by the node's executor.
+
+    On wall time (``clock`` None) it is due every ``period_s`` seconds of ``time.monotonic()``. On ROS time
+    (``clock``: the node's ``/clock`` reading in ns, None before the first message) it is due once ROS time has
+    advanced by ``period_s`` since its last firing, as rclpy's timers under ``use_sim_time``: it never fires
+    before the first ``/clock`` message (its schedule starts at the first reading it sees), a clock that jumps
+    back before its last firing (a sim reset) restarts its schedule from there, and a timer that fell behind
+    (a large forward jump, a slow callback) fires once and keeps its phase, never a burst.
+    """
+
+    def __init__(
+        self, period_s: float, callback: Callable[[], None], clock: Callable[[], int | None] | None = None
+    ) -> None:
         if period_s <= 0:
             raise ValueError(f"timer period must be > 0 s, got {period_s}")
         self.period_s = period_s
         self.callback = callback
-        self.next_due = time.monotonic() + period_s
+        self.clock = clock
         self.cancelled = False
+        self.next_due = time.monotonic() + period_s
+        """Wall time: ``time.monotonic()`` s of the next firing."""
+        self._period_ns = max(1, round(period_s * 1e9))
+        start = clock() if clock is not None else None
+        self._next_ns = None if start is None else start + self._period_ns
+        """ROS time: ns of the next firing; None until the clock has been read."""
+
+    @property
+    def deadline(self) -> float | None:
+        """``time.monotonic()`` s of the next firing; None on ROS time (the executor wakes on each ``/clock``)."""
+        return None if self.clock is not None or self.cancelled else self.next_due
+
+    def take(self, monotonic_now: float) -> bool:
+        """True when the timer is due (its schedule then moves on by a period); ``monotonic_now``: wall s."""
+        if self.cancelled:
+            return False
+        if self.clock is None:
+            if self.next_due > monotonic_now:
+                return False
+            self.next_due += self.period_s
+            if self.next_due < monotonic_now:  # fell behind by more than a period: skip, do not burst
+                self.next_due = monotonic_now + self.period_s
+            return True
+        now = self.clock()
+        if now is None:
+            return False
+        if self._next_ns is None or now < self._next_ns - self._period_ns:  # first reading, or back before the last
+            self._next_ns = now + self._period_ns
+            return False
+        if now < self._next_ns:
+            return False
+        self._next_ns += self._period_ns * (1 + (now - self._next_ns) // self._period_ns)
+        return True
 
     def cancel(self) -> None:
         self.cancelled = True
