@@ -1,7 +1,8 @@
 """Timers on ROS time (zenoh backend, a real router): under ``use_sim_time`` a timer fires per period of
 ``/clock`` time, published here by the test (``SimClock``), not per period of wall time: none before the first
 ``/clock`` message, none while the clock stands still, one (not a burst) for a large forward jump, and its
-schedule restarts when the clock jumps back (a sim reset). A wall-time timer beside it keeps firing on its own."""
+schedule restarts when the clock jumps back (a sim reset); on a clock stepping as coarsely as its period (the
+twin's 32 / 34 ms steps at 30 Hz) it fires once per step. A wall-time timer beside it keeps firing on its own."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ T0 = 1_000 * 10**9  # ns: the sim clock's first reading
 class Ticks:
     """A timer's firings, each recorded as its node's ROS time (ns)."""
 
-    def __init__(self, node: ZenohNode) -> None:
+    def __init__(self, node: ZenohNode, period_s: float = PERIOD_S) -> None:
         self.node = node
         self.lock = threading.Lock()
         self.at: list[int] = []
-        node.create_timer(PERIOD_S, self._on_timer)
+        node.create_timer(period_s, self._on_timer)
 
     def _on_timer(self) -> None:
         with self.lock:
@@ -106,9 +107,24 @@ def test_a_sim_time_timer_made_while_the_clock_runs_starts_from_its_reading(node
     sim_node, wall_node = nodes("sim_late", use_sim_time=True), nodes("wall_late")
     clock = SimClock(nodes("clock"))
     clock.set(T0 + P // 5, sim_node)
-    sim, wall = Ticks(sim_node), Ticks(wall_node)
-    clock.set(T0 + P, sim_node)  # a period since the clock's start, not since the timer's
+    sim, wall = Ticks(sim_node), Ticks(wall_node)  # due at T0 + 1.2 P
     wall.wait(3)
     assert len(sim) == 0
-    clock.set(T0 + P + P // 5, sim_node)
-    assert sim.wait(1) == [T0 + P + P // 5]
+    for tenth in range(3, 13):  # the clock in tenths of a period up to T0 + 1.2 P: it fires on that reading
+        clock.set(T0 + tenth * P // 10, sim_node)
+    assert sim.wait(1) == [T0 + 12 * P // 10]
+
+
+def test_a_timer_at_the_clocks_own_rate_fires_once_per_step(nodes: Any) -> None:
+    """The twin's clock at 30 Hz: control steps of 16 or 17 physics steps of 2 ms (32 or 34 ms); a 30 Hz timer on
+    it fires once per step (on the reading nearest each due time), not on 2 of every 3."""
+    sim_node = nodes("sim_twin", use_sim_time=True)
+    clock = SimClock(nodes("clock"))
+    clock.set(T0, sim_node)
+    sim = Ticks(sim_node, 1 / 30)
+    physics = 0  # physics steps of 2 ms since T0
+    for k in range(1, 31):
+        physics += round(k * 50 / 3) - round((k - 1) * 50 / 3)
+        clock.set(T0 + physics * 2_000_000, sim_node)
+        sim.wait(k)
+    assert len(sim.wait(30)) == 30
