@@ -191,9 +191,7 @@ def test_policy_launch_runs_beside_sim_or_real() -> None:
     (node,) = plain.nodes
     assert node.package == "so101_policy" and node.executable == "policy"
     assert node.parameters[0]["autostart"] is False and node.parameters[0]["cameras"] == ["ego", "side", "top"]
-    assert node.parameters[0]["use_sim_time"] is False  # beside the real arm: wall time
     served = resolve_launch(get_launch("policy"), ["serve:=true", "checkpoint:=runs/act", "sim:=true", "token:=t"])
     assert [n.name for n in served.nodes] == ["policy_server", "policy"]
     assert served.nodes[0].arguments[:2] == ("--checkpoint", "runs/act")
     assert served.nodes[1].parameters[0]["sim"] is True and served.nodes[1].parameters[0]["api_token"] == "t"
-    assert served.nodes[1].parameters[0]["use_sim_time"] is True  # beside the twin: its /clock paces the loop

@@ -8,12 +8,7 @@ DESCRIPTION = LaunchDescriptionData(
     name="policy",
     description="Policy node (30 Hz, GR00T N1.6 protocol client) and an optional ACT policy server.",
     arguments=(
-        LaunchArgument(
-            "sim",
-            "false",
-            "beside the twin: horizon_sim (16) instead of horizon (8), and the loop on its /clock (use_sim_time)",
-            choices=("true", "false"),
-        ),
+        LaunchArgument("sim", "false", "horizon_sim (16) instead of horizon (8)", choices=("true", "false")),
         LaunchArgument("serve", "false", "also start a policy server for checkpoint", choices=("true", "false")),
         LaunchArgument("checkpoint", "", "ACT run / checkpoint directory for serve:=true"),
         LaunchArgument("server_host", "127.0.0.1", "policy server host"),
@@ -51,7 +46,6 @@ DESCRIPTION = LaunchDescriptionData(
             parameters=(
                 {
                     "sim": "$(arg sim)",
-                    "use_sim_time": "$(arg sim)",
                     "server_host": "$(arg server_host)",
                     "server_port": "$(arg server_port)",
                     "api_token": "$(arg token)",
