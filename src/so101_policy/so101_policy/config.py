@@ -239,7 +239,8 @@ class PolicyNodeConfig:
 
     ``horizon``: actions of each chunk executed (8 real, 16 sim); ``replan_steps``: a new chunk is requested
     every this many steps (0 = when the plan runs out); ``blend_alpha``: EMA weight of the newer chunk on the
-    overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm; ``max_step_rad``
+    overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm (s of the node clock, sim
+    seconds under ``use_sim_time``; ``server_timeout_ms`` is wall-clock); ``max_step_rad``
     (5 arm joints): a chunk whose first action is further than this from the last command (or, with none, the
     measured position) is refused. wrist_roll gets more: in the demos its command leads the measured
     joint by up to 0.8 rad. Rows of a chunk outside the joint range are clamped into it; a value more than

@@ -247,7 +247,7 @@ def run_episodes(
             "server_port": zmq_port,
             "api_token": token,
             "server_timeout_ms": config.server_timeout_ms,
-            "time_scale": rtf,
+            "use_sim_time": True,  # the loop and staleness on the twin's /clock: rtf has one home, the sim node
             "autostart": False,
         }
         children.append(

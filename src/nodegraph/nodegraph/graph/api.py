@@ -250,7 +250,11 @@ class Node(Protocol):
         """A client of action ``name``."""
 
     def create_timer(self, period_s: float, callback: Callable[[], None]) -> Timer:
-        """Call ``callback`` every ``period_s`` seconds (> 0) on the executor."""
+        """Call ``callback`` every ``period_s`` seconds (> 0) of ROS time on the executor: of ``/clock`` under
+        ``use_sim_time`` (none before the first message; a clock jumping back restarts the schedule), else of the
+        wall clock. A timer that fell behind fires once, not a burst. On ``/clock`` the zenoh backend fires on the
+        reading nearest each due time; rclpy (rcl) on the first at or after it, which aliases when the clock steps
+        as coarsely as the period (a 30 Hz timer on the twin's 30 Hz clock fires on 2 of every 3 steps)."""
 
     def declare_parameter(self, name: str, default: Any, *, read_only: bool = False, description: str = "") -> Any:
         """Declare ``name``; returns the override (file, ``-p``) or ``default``. An override keeps the

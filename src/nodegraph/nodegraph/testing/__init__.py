@@ -1,6 +1,7 @@
 """Helpers for the tests of node graphs, shipped with the runtime so that every package's tests share them:
 :func:`wait_until` here; pytest fixtures, peer processes and both backends in :mod:`nodegraph.testing.graph`
-(which imports pytest); the peer process itself in :mod:`nodegraph.testing.peer`."""
+(which imports pytest); the peer process itself in :mod:`nodegraph.testing.peer`; a test's own ``/clock`` in
+:mod:`nodegraph.testing.clock`."""
 
 from __future__ import annotations
 

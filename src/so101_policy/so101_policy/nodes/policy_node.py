@@ -1,6 +1,6 @@
 """policy: the 30 Hz control loop between the graph and a policy server (GR00T N1.6 protocol).
 
-Every period (``rate_hz`` × ``time_scale``) the node takes the latest ``joint_states`` and camera images, and
+Every period (1 / ``rate_hz``) the node takes the latest ``joint_states`` and camera images, and
 (in a worker thread, so the loop never waits) asks the server for an action chunk with the observation in
 LeRobot units. Chunks are EMA-blended into the plan (:mod:`so101_policy.blending`, ``blend_alpha``); the first
 ``horizon`` actions of a chunk are used (``horizon`` real, ``horizon_sim`` with ``sim:=true``), a new one is
@@ -29,8 +29,13 @@ measured position once, then publish nothing). Nothing moves before ``~/start`` 
 Parameters (defaults from ``policy_config``, i.e. config/policy.yaml): ``rate_hz``, ``horizon``,
 ``horizon_sim``, ``sim``, ``replan_steps``, ``blend_alpha``, ``cameras``, ``task``, ``server_host``,
 ``server_port``, ``api_token``, ``server_timeout_ms``, ``stale_joint_s``, ``stale_camera_s``, ``max_step_rad``,
-``max_excursion_rad``, ``refusal_limit``, ``autostart``, ``time_scale`` (sim faster than real time: rate × k,
-timeouts / k).
+``max_excursion_rad``, ``refusal_limit``, ``autostart``, ``diagnostics_period_s``, ``use_sim_time``.
+
+Time: the loop runs on the node's clock. Its period is a timer's, and an input is stale when it was received
+more than ``stale_joint_s`` / ``stale_camera_s`` ago by ``node.now_ns()``; under ``use_sim_time`` (the evaluator
+runs it so beside the twin) both are sim seconds of ``/clock``, so a sim running faster than real time
+(``real_time_factor``, the sim node's one parameter for it) speeds the loop up with it, and a paused sim pauses
+it. ``server_timeout_ms`` stays wall-clock milliseconds: a round trip to the server takes wall time.
 """
 
 from __future__ import annotations
@@ -74,14 +79,12 @@ class PolicyParams(PolicyNodeConfig):
 
     sim: bool = False
     api_token: str = ""
-    time_scale: float = 1.0
     diagnostics_period_s: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("time_scale", "diagnostics_period_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"policy: {name} must be > 0, got {getattr(self, name)}")
+        if not self.diagnostics_period_s > 0:
+            raise ValueError(f"policy: diagnostics_period_s must be > 0, got {self.diagnostics_period_s}")
 
     @property
     def active_horizon(self) -> int:
@@ -115,10 +118,10 @@ class PolicyNode:
         self.node = node
         self.params = p = PolicyParams.declare(node)
         self.limits = ChunkLimits.from_config(p)
-        self.period_s = 1.0 / (p.rate_hz * p.time_scale)
+        self.period_s = 1.0 / p.rate_hz  # s of the node clock (sim seconds under use_sim_time)
         self._lock = threading.Lock()
-        self._joints: tuple[F64, float] | None = None  # (q rad, monotonic time received)
-        self._images: dict[str, tuple[npt.NDArray[np.uint8], float]] = {}
+        self._joints: tuple[F64, int] | None = None  # (q rad, node-clock ns received)
+        self._images: dict[str, tuple[npt.NDArray[np.uint8], int]] = {}  # camera → (image, node-clock ns received)
         self._running = False
         self._step = 0
         self._acted = False  # an action went out since ~/start: the step counts from then
@@ -139,6 +142,7 @@ class PolicyNode:
         self._last_tick = math.nan
         self._last_command: F64 | None = None  # the last position published on joint_commands
         self.periods: list[float] = []
+        """Wall-clock seconds between ticks (a scheduling diagnostic: the loop's jitter)."""
         self.stats = {
             "queries": 0,
             "failures": 0,
@@ -154,7 +158,7 @@ class PolicyNode:
         self.client = PolicyClient(
             p.server_host,
             p.server_port,
-            timeout_ms=max(1, round(p.server_timeout_ms / p.time_scale)),
+            timeout_ms=p.server_timeout_ms,  # wall-clock: a round trip to the server takes wall time
             api_token=p.api_token or None,
         )
         self.commands = node.create_publisher("sensor_msgs/msg/JointState", "joint_commands")
@@ -174,7 +178,7 @@ class PolicyNode:
         if p.autostart:
             self._start()
         node.logger.info(
-            f"policy loop at {p.rate_hz * p.time_scale:g} Hz, horizon {p.active_horizon}, server "
+            f"policy loop at {p.rate_hz:g} Hz of node-clock time, horizon {p.active_horizon}, server "
             f"{self.client.address}, cameras {list(p.cameras)}" + (" (autostart)" if p.autostart else "")
         )
 
@@ -189,7 +193,7 @@ class PolicyNode:
             return
         if np.all(np.isfinite(q)):
             with self._lock:
-                self._joints = (q, time.monotonic())
+                self._joints = (q, self.node.now_ns())
 
     def _image_callback(self, camera: str) -> Any:
         def callback(msg: Any) -> None:
@@ -203,7 +207,7 @@ class PolicyNode:
         except ImageError:
             return  # not a colour image, or a malformed one: the camera stays stale (reported on /diagnostics)
         with self._lock:
-            self._images[camera] = (img, time.monotonic())
+            self._images[camera] = (img, self.node.now_ns())
 
     # ------------------------------------------------------------------ services
     def _start(self) -> None:
@@ -314,15 +318,16 @@ class PolicyNode:
         self.latencies.append(reply.latency_s)
         self._plan = result.plan
 
-    def _inputs(self, now: float) -> tuple[F64 | None, dict[str, npt.NDArray[np.uint8]], list[str]]:
+    def _inputs(self, now_ns: int) -> tuple[F64 | None, dict[str, npt.NDArray[np.uint8]], list[str]]:
+        """The joint state, the fresh camera images and the reasons to hold, at node-clock time ``now_ns``."""
         p, reasons = self.params, []
         with self._lock:
             joints, images = self._joints, dict(self._images)
         q = None
         if joints is None:
             reasons.append("no joint state yet")
-        elif (now - joints[1]) * p.time_scale > p.stale_joint_s:
-            reasons.append(f"joint state stale ({now - joints[1]:.2f} s old)")
+        elif (age := (now_ns - joints[1]) * 1e-9) > p.stale_joint_s:
+            reasons.append(f"joint state stale ({age:.2f} s old)")
             q = joints[0]
         else:
             q = joints[0]
@@ -330,23 +335,23 @@ class PolicyNode:
         for cam in p.cameras:
             if cam not in images:
                 reasons.append(f"no image from {cam} yet")
-            elif (now - images[cam][1]) * p.time_scale > p.stale_camera_s:
-                reasons.append(f"camera {cam} stale ({now - images[cam][1]:.2f} s old)")
+            elif (age := (now_ns - images[cam][1]) * 1e-9) > p.stale_camera_s:
+                reasons.append(f"camera {cam} stale ({age:.2f} s old)")
             else:
                 frames[cam] = images[cam][0]
         return q, frames, reasons
 
     def on_tick(self) -> None:
         """One control period (see the module docstring)."""
-        now = time.monotonic()
+        wall = time.monotonic()
         if not math.isnan(self._last_tick):
-            self.periods.append(now - self._last_tick)
+            self.periods.append(wall - self._last_tick)
             if len(self.periods) > 10000:
                 del self.periods[:5000]
-        self._last_tick = now
+        self._last_tick = wall
         with self._lock:
             running, step = self._running, self._step
-        q, frames, reasons = self._inputs(now)
+        q, frames, reasons = self._inputs(self.node.now_ns())
         self._take_replies(q, step)
         if not running:
             self._reasons = ["stopped"]

@@ -281,13 +281,75 @@ class ZenohClient(Entity):
 
 
 class ZenohTimer:
-    def __init__(self, period_s: float, callback: Callable[[], None]) -> None:
+    """A periodic callback, run by the node's executor.
+
+    On wall time (``clock`` None) it is due every ``period_s`` seconds of ``time.monotonic()``. On ROS time
+    (``clock``: the node's ``/clock`` reading in ns, None before the first message) it is due once ROS time has
+    advanced by ``period_s`` since its last firing, as rclpy's timers under ``use_sim_time``: it never fires
+    before the first ``/clock`` message (its schedule starts at the first reading it sees), a clock that jumps
+    back before its last firing (a sim reset) restarts its schedule from there, and a timer that fell behind
+    (a large forward jump, a slow callback) fires once and keeps its phase, never a burst.
+
+    ROS time advances in steps (the twin publishes ``/clock`` once per control step, of 32 or 34 ms at 30 Hz), so
+    a due time falls between two readings: the timer fires on the reading nearest it, at most half a clock step
+    (and half a period) early. Firing only on the first reading at or after it would alias: a 30 Hz timer on
+    that clock would fire on 2 of every 3 steps.
+    """
+
+    def __init__(
+        self, period_s: float, callback: Callable[[], None], clock: Callable[[], int | None] | None = None
+    ) -> None:
         if period_s <= 0:
             raise ValueError(f"timer period must be > 0 s, got {period_s}")
         self.period_s = period_s
         self.callback = callback
-        self.next_due = time.monotonic() + period_s
+        self.clock = clock
         self.cancelled = False
+        self.next_due = time.monotonic() + period_s
+        """Wall time: ``time.monotonic()`` s of the next firing."""
+        self._period_ns = max(1, round(period_s * 1e9))
+        self._seen_ns = clock() if clock is not None else None  # the last clock reading (ns)
+        self._step_ns = 0  # the clock's last step forward (ns)
+        self._mark_ns = self._seen_ns  # the reading at the last firing, or at the schedule's start (ns)
+        self._next_ns = None if self._seen_ns is None else self._seen_ns + self._period_ns
+        """ROS time: ns of the next firing; None until the clock has been read."""
+
+    @property
+    def deadline(self) -> float | None:
+        """``time.monotonic()`` s of the next firing; None on ROS time (the executor wakes on each ``/clock``)."""
+        return None if self.clock is not None or self.cancelled else self.next_due
+
+    def take(self, monotonic_now: float) -> bool:
+        """True when the timer is due (its schedule then moves on by a period); ``monotonic_now``: wall s."""
+        if self.cancelled:
+            return False
+        if self.clock is None:
+            if self.next_due > monotonic_now:
+                return False
+            self.next_due += self.period_s
+            if self.next_due < monotonic_now:  # fell behind by more than a period: skip, do not burst
+                self.next_due = monotonic_now + self.period_s
+            return True
+        return self._take_ros_time()
+
+    def _take_ros_time(self) -> bool:
+        assert self.clock is not None
+        now = self.clock()
+        if now is None:
+            return False
+        if self._seen_ns is not None and now != self._seen_ns:
+            self._step_ns = max(0, now - self._seen_ns)
+        self._seen_ns = now
+        period = self._period_ns
+        if self._next_ns is None or self._mark_ns is None or now < self._mark_ns:  # first reading, or went back
+            self._mark_ns, self._next_ns = now, now + period
+            return False
+        if now == self._mark_ns or now < self._next_ns - min(self._step_ns, period) // 2:
+            return False  # fired on this reading already, or a later reading will be nearer the due time
+        late = max(0, now - self._next_ns)
+        self._next_ns += period * (1 + late // period)  # missed firings are skipped; the phase is kept
+        self._mark_ns = now
+        return True
 
     def cancel(self) -> None:
         self.cancelled = True

@@ -1,4 +1,9 @@
-"""A node's executor: one thread that runs subscription, service and timer callbacks one at a time."""
+"""A node's executor: one thread that runs subscription, service and timer callbacks one at a time.
+
+Wall-time timers bound the thread's wait by their next deadline. ROS-time timers (``use_sim_time``) have no wall
+deadline: ``/clock`` is a subscription of the same node, so each clock sample wakes the thread, is dispatched
+(advancing the node's clock) and the due timers run right after it, with no polling.
+"""
 
 from __future__ import annotations
 
@@ -34,21 +39,21 @@ class Executor:
         self._ready.put(None)  # wake up to account for the new deadline
 
     def _next_timeout(self) -> float:
+        """Seconds to wait for work: until the next wall-time timer is due, else ``IDLE_WAIT_S``."""
         with self._timers_lock:
             self._timers = [t for t in self._timers if not t.cancelled]
-            if not self._timers:
-                return IDLE_WAIT_S
-            return max(0.0, min(t.next_due for t in self._timers) - time.monotonic())
+            deadlines = [d for d in (t.deadline for t in self._timers) if d is not None]
+        if not deadlines:
+            return IDLE_WAIT_S
+        return max(0.0, min(deadlines) - time.monotonic())
 
     def _run_due_timers(self) -> None:
         now = time.monotonic()
         with self._timers_lock:
-            due = [t for t in self._timers if not t.cancelled and t.next_due <= now]
-        for timer in due:
-            timer.next_due += timer.period_s
-            if timer.next_due < now:  # fell behind by more than a period: skip, do not burst
-                timer.next_due = now + timer.period_s
-            self._call(timer.callback)
+            timers = list(self._timers)
+        for timer in timers:
+            if timer.take(now):
+                self._call(timer.callback)
 
     def _call(self, function: object) -> None:
         try:

@@ -92,7 +92,8 @@ class ZenohNode:
         """Types of this node's entities (name → RIHS01 hash), for ``~/get_type_description``."""
         self._shutdown = threading.Event()
         self._closed = False
-        self._sim_time_ns: int | None = None
+        self._use_sim_time = False
+        self._sim_time_ns: int | None = None  # the last /clock reading; None before the first
         self._rosout: RosoutHandler | None = None
         if enable_rosout:
             self._rosout = RosoutHandler(self)
@@ -102,7 +103,7 @@ class ZenohNode:
             ParameterServices(self, self._parameters)
             TypeDescriptionService(self)
         if self.declare_parameter("use_sim_time", False):
-            self._sim_time_ns = 0
+            self._use_sim_time = True
             self.create_subscription("rosgraph_msgs/msg/Clock", "/clock", self._on_clock, qos_profiles.CLOCK)
 
     # identity
@@ -173,7 +174,9 @@ class ZenohNode:
         return self._track(ZenohActionClient(self, type_name, self.resolve(name)))
 
     def create_timer(self, period_s: float, callback: Callable[[], None]) -> ZenohTimer:
-        timer = ZenohTimer(period_s, callback)
+        """Call ``callback`` every ``period_s`` s of ROS time: ``/clock`` time when ``use_sim_time`` is true (no
+        firing before the first ``/clock`` message), else the monotonic wall clock."""
+        timer = ZenohTimer(period_s, callback, self._clock_ns if self._use_sim_time else None)
         self.executor.add_timer(timer)
         return timer
 
@@ -199,9 +202,16 @@ class ZenohNode:
     def _on_clock(self, msg: Any) -> None:
         self._sim_time_ns = to_ns(msg.clock)
 
+    def _clock_ns(self) -> int | None:
+        """The last ``/clock`` reading in ns; None before the first message."""
+        return self._sim_time_ns
+
     def now_ns(self) -> int:
-        """ROS time in ns: ``/clock`` when ``use_sim_time`` is true, else the system clock."""
-        return self._sim_time_ns if self._sim_time_ns is not None else time.time_ns()
+        """ROS time in ns: ``/clock`` when ``use_sim_time`` is true (0 before the first message, as rclpy), else
+        the system clock."""
+        if self._use_sim_time:
+            return self._sim_time_ns or 0
+        return time.time_ns()
 
     def stamp(self, ns: int | None = None) -> Any:
         """builtin_interfaces/Time of ``ns`` (default: ``now_ns()``)."""
