@@ -1,6 +1,6 @@
 # Sourced by the GPU scripts (policy_h200.sh, pipeline_h200.sh) from the repository root, with PY set: makes a
 # bare device machine (no venv, no network) run the product's commands from this checkout.
-#   - the wheels the device tool carried (.whl, .whl_b: bench/gpu/carry_wheels.sh) into /tmp/site, once per machine;
+#   - the wheels the device tool carried (.whl, .whl_b, .whl_c: bench/gpu/carry_wheels.sh) into /tmp/site, once per machine;
 #   - the GL loader debs (.gl) unpacked into / (EGL for MuJoCo);
 #   - our packages' metadata (console scripts the launcher runs, interface entry points) into /tmp/site when no venv
 #     holds them; their code is still imported from src/ (first on the path);

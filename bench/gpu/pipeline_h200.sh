@@ -10,16 +10,19 @@
 # `so101 pipeline run` reads SO101_SLICE_S itself: training stops in time for its final checkpoint, the
 # evaluation starts no episode it cannot finish, other stages are stopped at the slice's end and resume; it
 # exits with 75 until the pipeline has finished. The summary's per-stage `produced_wall_s` adds up the slices.
-# On a bare device machine the carried wheels (.whl, then .whl_b: one call carries at most 64 MiB) and GL loaders
-# (.gl) are installed by bench/gpu/device_env.sh; UNTIL=skillgen stops after the stages the first folder serves:
-#   call 1 (carry .whl .gl):    UNTIL=skillgen SO101_SLICE_S=560 bench/gpu/pipeline_h200.sh
-#   calls 2.. (carry .whl_b .gl, the machine still warm): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh
+# On a bare device machine the carried wheels (.whl, .whl_b, .whl_c: bench/gpu/carry_wheels.sh; one call carries at
+# most 64 MiB) and GL loaders (.gl) are installed by bench/gpu/device_env.sh, one folder per call while the machine
+# is warm (30 s between calls); UNTIL=install stops after installing what a call carried:
+#   calls 1, 2 (carry .whl .gl, then .whl_b .gl): UNTIL=install bench/gpu/pipeline_h200.sh
+#   call 3 (carry .whl_c .gl: mlflow, which the pipeline's tracking opens first): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh
+#   calls 4.. (carry .gl): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh, until it prints no "run again"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/pipeline_h200}
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 . bench/gpu/device_env.sh  # carried wheels and GL loaders installed, the environment exported
+[ "${UNTIL:-}" = install ] && { echo "pipeline_h200: installed (UNTIL)"; exit 0; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ -n "${UNTIL:-}" ]; then
   status=0
