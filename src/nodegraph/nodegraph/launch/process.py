@@ -10,9 +10,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
+from nodegraph.launch.output import PrefixedOutput
 from nodegraph.transport.zenoh.router import die_with_parent
-
-from so101_bringup.launch.output import PrefixedOutput
 
 
 class ManagedProcess:
