@@ -1,4 +1,5 @@
-"""One launched node process: its own process group, output forwarded line by line, staged shutdown."""
+"""One supervised child process: its own process group, SIGTERM when its parent dies, output forwarded line by
+line or kept in a log file, a wait for a line it prints, staged shutdown (:func:`stop_processes`)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,32 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
 
+from nodegraph.launch.errors import ProcessFailedError
 from nodegraph.launch.output import PrefixedOutput
 from nodegraph.transport.zenoh.router import die_with_parent
 
+RECENT_LINES = 2000
+"""Output lines a forwarding process keeps for :meth:`ManagedProcess.tail` and :meth:`ManagedProcess.wait_for_line`."""
+
 
 class ManagedProcess:
-    """A child in its own session: a terminal Ctrl-C reaches only the launcher, which relays it."""
+    """A child in its own session: a terminal Ctrl-C reaches only the launcher, which relays it.
+
+    ``output`` is a :class:`PrefixedOutput` (each line forwarded as ``[name] line``) or a log file path (the
+    child writes stdout and stderr there, truncated at start).
+    """
 
     def __init__(
         self,
         name: str,
         command: Sequence[str],
         env: Mapping[str, str],
-        output: PrefixedOutput,
+        output: PrefixedOutput | Path,
         *,
         required: bool = False,
     ) -> None:
@@ -33,32 +45,74 @@ class ManagedProcess:
         self._output = output
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
+        self._recent: deque[str] = deque(maxlen=RECENT_LINES)
+
+    @property
+    def log_path(self) -> Path | None:
+        """The log file of a process whose output goes to one."""
+        return self._output if isinstance(self._output, Path) else None
 
     @property
     def pid(self) -> int:
         assert self._process is not None, "process not started"
         return self._process.pid
 
-    def start(self) -> None:
-        self._process = subprocess.Popen(
+    def start(self) -> ManagedProcess:
+        """Start the child; returns ``self``."""
+        if isinstance(self._output, Path):
+            with self._output.open("wb") as log:  # the child keeps its own descriptor
+                self._process = self._popen(log)
+            return self
+        self._process = self._popen(subprocess.PIPE)
+        self._reader = threading.Thread(target=self._forward, name=f"output-{self.name}", daemon=True)
+        self._reader.start()
+        return self
+
+    def _popen(self, stdout: int | IO[bytes]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             self.command,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=stdout,
             stderr=subprocess.STDOUT,
             env=self._env,
             start_new_session=True,
             preexec_fn=die_with_parent(os.getpid()),
         )
-        self._reader = threading.Thread(target=self._forward, name=f"output-{self.name}", daemon=True)
-        self._reader.start()
 
     def _forward(self) -> None:
         assert self._process is not None and self._process.stdout is not None
+        assert isinstance(self._output, PrefixedOutput)
         for raw in self._process.stdout:
-            self._output.line(self.name, raw.decode(errors="replace").rstrip("\r\n"))
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            self._recent.append(line)
+            self._output.line(self.name, line)
 
     def poll(self) -> int | None:
         return None if self._process is None else self._process.poll()
+
+    def alive(self) -> bool:
+        """Started and not yet exited."""
+        return self._process is not None and self._process.poll() is None
+
+    def tail(self, n: int = 2000) -> str:
+        """The last ``n`` characters of the output (from the log file, or the lines kept while forwarding)."""
+        if isinstance(self._output, Path):
+            with contextlib.suppress(OSError):
+                return self._output.read_text(encoding="utf-8", errors="replace")[-n:]
+            return ""
+        return "\n".join(self._recent)[-n:]
+
+    def wait_for_line(self, text: str, timeout_s: float) -> None:
+        """Return once the output contains ``text``; ``ProcessFailedError`` when the process exits first or
+        ``timeout_s`` passes (with the output's tail in the message)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if text in self.tail(1_000_000):
+                return
+            if (code := self.poll()) is not None:
+                raise ProcessFailedError(f"{self.name} exited ({describe_exit(code)}): {self.tail()}")
+            time.sleep(0.1)
+        raise ProcessFailedError(f"{self.name} did not print {text!r} within {timeout_s:g} s: {self.tail()}")
 
     def signal(self, sig: signal.Signals) -> None:
         """Send ``sig`` to the process group (the node and anything it spawned)."""
@@ -84,7 +138,7 @@ def describe_exit(code: int) -> str:
 
 def stop_processes(
     processes: Sequence[ManagedProcess],
-    output: PrefixedOutput,
+    output: PrefixedOutput | None = None,
     *,
     sigint_timeout_s: float,
     sigterm_timeout_s: float,
@@ -103,7 +157,7 @@ def stop_processes(
         alive = [p for p in processes if p.poll() is None]
         if not alive:
             return
-        if sig != signal.SIGINT:
+        if sig != signal.SIGINT and output is not None:
             names = ", ".join(p.name for p in alive)
             output.error(f"escalating to {sig.name} for: {names}")
         for process in alive:

@@ -51,6 +51,12 @@ def launch_transport(requested: str | None = None) -> str:
     return value
 
 
+def zenoh_node_environment(endpoint: str) -> dict[str, str]:
+    """This process's environment for node processes on zenoh through the router at ``endpoint``, whatever
+    ``$SO101_TRANSPORT`` says (with rclpy importable, ``auto`` would put them on DDS), output unbuffered."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: endpoint, TRANSPORT_ENV: "zenoh"})
+
+
 @dataclass
 class RunnerOptions:
     """How to run a launch; the defaults are what ``so101 launch`` does."""
@@ -126,7 +132,7 @@ class LaunchRunner:
             self.output.info(f"nodes on rclpy (ROS_DOMAIN_ID={domain}); no zenoh router")
             return dict(os.environ, PYTHONUNBUFFERED="1", **{TRANSPORT_ENV: "rclpy"})
         self._start_router()
-        return dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint, TRANSPORT_ENV: "zenoh"})
+        return zenoh_node_environment(self.endpoint)
 
     def _start_router(self) -> None:
         if not self.options.router:
