@@ -5,7 +5,7 @@ Same launch without ROS: ``so101 launch teleop [name:=value ...]``.
 
 from typing import Any
 
-from so101_bringup.launch.ros_launch import generate_for
+from so101_bringup.launch.catalog import generate_for
 
 
 def generate_launch_description() -> Any:

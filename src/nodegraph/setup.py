@@ -17,7 +17,7 @@ setup(
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",
-    description="Robot-agnostic ROS 2 graph runtime: node interface, Zenoh and rclpy backends, typestore, bags",
+    description="Robot-agnostic ROS 2 graph runtime: node interface, Zenoh/rclpy backends, typestore, bags, launch",
     license="Apache-2.0",
     python_requires=">=3.10",
     entry_points={"console_scripts": []},

@@ -4,9 +4,9 @@ a zenoh router on zenoh)."""
 from __future__ import annotations
 
 import typer
-from so101_bringup.launch.catalog import get_launch
-from so101_bringup.launch.errors import LaunchError
-from so101_bringup.launch.runner import RunnerOptions, launch_transport, run_launch
+from nodegraph.launch.errors import LaunchError
+from nodegraph.launch.runner import RunnerOptions, launch_transport
+from so101_bringup.launch.catalog import get_launch, run_launch
 
 
 def launch(

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from nodegraph.launch.description import LaunchDescriptionData, NodeEntry
 from nodegraph.transport.zenoh.config import free_endpoint
 from rich import box
 from rich.console import Console
 from rich.table import Table
-from so101_bringup.launch.description import LaunchDescriptionData, NodeEntry
 from so101_core.robot_spec import CAMERA_NAMES
 from so101_core.seeds.format import SeedDemo, SeedFormatError, load_seed
 
@@ -136,8 +136,8 @@ def record(
     endpoint: str = typer.Option("", "--endpoint", help="zenoh router endpoint (default: the usual one)"),
 ) -> None:
     """Record seed demos: --scripted brings up sim + expert; else teleop against the running graph."""
+    from nodegraph.launch.runner import RunnerOptions, run_description
     from nodegraph.transport.zenoh.config import endpoint_accepts_connections, router_endpoint
-    from so101_bringup.launch.runner import RunnerOptions, run_description
 
     if episodes < 0 or (scripted and episodes == 0):
         raise typer.BadParameter("-n must be > 0 (teleop: >= 0)")

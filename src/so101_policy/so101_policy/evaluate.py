@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +27,9 @@ from typing import Any
 
 import numpy as np
 from nodegraph.graph.arguments import ros_arguments
+from nodegraph.launch.errors import ProcessFailedError
+from nodegraph.launch.process import ManagedProcess, stop_processes
+from nodegraph.launch.runner import zenoh_node_environment
 from nodegraph.transport.zenoh.config import free_endpoint, free_port
 from so101_core.lerobot_schema import camera_of, is_image_key
 
@@ -36,10 +40,20 @@ from .config import EvalConfig
 from .errors import PolicyError
 from .metrics import aggregate, failure_counts, frame_metrics, success_by_target_slot, wilson_interval
 from .outcome import failure_reason, final_placement
-from .processes import Child, child_env, python_module
 from .sim_env import make_twin
 
 POLICY_NODE = "policy"
+STOP_GRACE_S = 10.0
+"""Seconds each child gets after SIGINT, and again after SIGTERM, before the next signal."""
+
+
+def _python_module(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _child(name: str, command: list[str], logs: Path, env: dict[str, str]) -> ManagedProcess:
+    """A started child of the evaluation graph, its output in ``<logs>/<name>.log``."""
+    return ManagedProcess(name, command, env, logs / f"{name}.log").start()
 
 
 @dataclass(frozen=True)
@@ -209,19 +223,20 @@ def run_episodes(
     episodes_file = out_dir / "episodes.jsonl"
     done = _done_episodes(episodes_file)
     endpoint = free_endpoint()
-    env = child_env(endpoint)
+    env = zenoh_node_environment(endpoint)
+    env.setdefault("HF_HUB_OFFLINE", "1")
     token = secrets.token_hex(8)
     zmq_port = free_port()
     rtf = config.real_time_factor
-    children: list[Child] = []
+    children: list[ManagedProcess] = []
     router = RouterProcess(endpoint)
     router.start()
     ctx = node = twin = None
     try:
         logs = out_dir / "logs"
-        server = Child(
+        server = _child(
             "server",
-            python_module("so101_policy.serve", *spec.serve_args, "--port", str(zmq_port), "--token", token),
+            _python_module("so101_policy.serve", *spec.serve_args, "--port", str(zmq_port), "--token", token),
             logs,
             env,
         )
@@ -236,7 +251,7 @@ def run_episodes(
             "randomize": config.randomize,
             "dr_profile": config.dr_profile,
         }
-        children.append(Child("sim", python_module("so101_nodes.sim_node", *ros_arguments(sim_params)), logs, env))
+        children.append(_child("sim", _python_module("so101_nodes.sim_node", *ros_arguments(sim_params)), logs, env))
         policy_params = {
             "sim": True,
             "horizon_sim": config.horizon,
@@ -251,14 +266,17 @@ def run_episodes(
             "autostart": False,
         }
         children.append(
-            Child(
+            _child(
                 "policy_node",
-                python_module("so101_policy.nodes.policy_node", *ros_arguments(policy_params, POLICY_NODE)),
+                _python_module("so101_policy.nodes.policy_node", *ros_arguments(policy_params, POLICY_NODE)),
                 logs,
                 env,
             )
         )
-        server.wait_for_line("serving on", 300.0)
+        try:
+            server.wait_for_line("serving on", 300.0)
+        except ProcessFailedError as exc:
+            raise PolicyError(str(exc)) from exc
         with PolicyClient(port=zmq_port, api_token=token, timeout_ms=5000) as probe:
             probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
         ctx = Context(endpoint)
@@ -299,8 +317,7 @@ def run_episodes(
             ctx.close()
         if twin is not None:
             twin.close()
-        for child in reversed(children):
-            child.stop()
+        stop_processes(children[::-1], sigint_timeout_s=STOP_GRACE_S, sigterm_timeout_s=STOP_GRACE_S)
         router.stop()
     return rows
 

@@ -1,7 +1,8 @@
 """Helpers for the tests of node graphs, shipped with the runtime so that every package's tests share them:
 :func:`wait_until` here; pytest fixtures, peer processes and both backends in :mod:`nodegraph.testing.graph`
 (which imports pytest); the peer process itself in :mod:`nodegraph.testing.peer`; a test's own ``/clock`` in
-:mod:`nodegraph.testing.clock`."""
+:mod:`nodegraph.testing.clock`; a recording stand-in of ROS 2's ``launch``/``launch_ros`` in
+:mod:`nodegraph.testing.ros_launch`."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Launch descriptions as data and the two launchers built from them: ROS 2 launch files, ``so101 launch``."""
+"""so101's launches: the descriptions (data for the engine in ``nodegraph.launch``), their catalog and the
+configuration directory they name."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nodegraph.launch.errors import LaunchError
 from so101_core.config_paths import CONFIG_DIR_ENV
 
-from so101_bringup.launch.errors import LaunchError
 from so101_core import config_paths
 
 __all__ = ["CONFIG_DIR_ENV", "config_dir"]

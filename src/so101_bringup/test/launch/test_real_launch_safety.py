@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from nodegraph.launch.errors import LaunchArgumentError
+from nodegraph.launch.resolve import resolve_launch
 from so101_bringup.launch.descriptions.real import DESCRIPTION as REAL
-from so101_bringup.launch.errors import LaunchArgumentError
-from so101_bringup.launch.resolve import resolve_launch
 
 
 def test_real_launch_sets_the_shutdown_and_the_leader_calibration() -> None:

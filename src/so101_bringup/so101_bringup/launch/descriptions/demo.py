@@ -1,6 +1,6 @@
 """``demo``: a joint-state source publishing ``joint_states`` and a recorder writing them to a bag."""
 
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 DESCRIPTION = LaunchDescriptionData(
     name="demo",

@@ -2,7 +2,7 @@
 started beside ``sim`` or ``real``: it reads ``joint_states`` and the cameras and publishes ``joint_commands``.
 Nothing moves before ``policy/start`` (std_srvs/Trigger) unless ``autostart:=true``."""
 
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 DESCRIPTION = LaunchDescriptionData(
     name="policy",

@@ -1,9 +1,8 @@
 """``real``: the real SO-101 — Feetech driver, cameras of ``config/cameras.yaml``, robot state publisher, and
 optionally the leader arm + teleop and the recorder. Same topics as the ``sim`` launch."""
 
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 from so101_core.robot_spec import CAMERA_NAMES
-
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 
 def camera_node(name: str) -> NodeEntry:

@@ -1,6 +1,6 @@
 """``record``: record topics to a rosbag2 (MCAP) bag, e.g. ``so101 launch record topics:=[/joint_states]``."""
 
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 DESCRIPTION = LaunchDescriptionData(
     name="record",

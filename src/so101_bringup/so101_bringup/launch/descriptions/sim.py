@@ -1,8 +1,9 @@
 """``sim``: the MuJoCo digital twin with the same topics as the real arm, the robot state publisher, and
 optionally the recorder and RViz (RViz needs ROS 2: ``ros2 launch so101_bringup sim.launch.py rviz:=true``)."""
 
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
-from so101_bringup.launch.errors import LaunchError
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.errors import LaunchError
+
 from so101_bringup.launch.paths import config_dir
 
 try:

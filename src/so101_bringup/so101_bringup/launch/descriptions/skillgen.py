@@ -1,7 +1,7 @@
 """``skillgen``: the ``/skillgen/generate`` action server and the ``/so101/solve_ik`` + ``/so101/plan_motion``
 services, e.g. ``so101 launch skillgen workers:=4``."""
 
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 DESCRIPTION = LaunchDescriptionData(
     name="skillgen",

@@ -1,7 +1,7 @@
 """``teleop``: the leader arm (torque off) publishing ``leader/joint_states`` and the teleop node forwarding it
 to ``joint_commands`` — for the real follower (``real`` launch) or the twin (``sim`` launch), started beside it."""
 
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
 DESCRIPTION = LaunchDescriptionData(
     name="teleop",

@@ -1,7 +1,7 @@
 """Launch descriptions as plain data: arguments, nodes, their parameters and remappings.
 
-One ``LaunchDescriptionData`` feeds both launchers: ``launch/*.launch.py`` (ROS 2, via ``ros_launch``) and
-``so101 launch`` (processes over zenoh, via ``runner``). Strings in a node's namespace, parameters,
+One ``LaunchDescriptionData`` feeds both launchers: ROS 2 launch files (via ``ros_launch``) and the runner
+(node processes over one backend, via ``runner``). Strings in a node's namespace, parameters,
 remappings and arguments may contain ``$(arg name)``; a ``condition`` names a boolean launch argument
 (``"record"``) or its negation (``"not record"``). Descriptions are validated at construction.
 """
@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from so101_bringup.launch import substitution
-from so101_bringup.launch.errors import LaunchArgumentError, LaunchDescriptionError
+from nodegraph.launch import substitution
+from nodegraph.launch.errors import LaunchArgumentError, LaunchDescriptionError
 
 ParameterSource = str | Mapping[str, Any]
 """A YAML file path relative to ``config/`` (``str``), or a dict of parameter values (nested: dotted)."""

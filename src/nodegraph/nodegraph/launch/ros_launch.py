@@ -1,8 +1,8 @@
-"""Turn a ``LaunchDescriptionData`` into a ROS 2 ``launch.LaunchDescription`` for ``launch/*.launch.py``.
+"""Turn a ``LaunchDescriptionData`` into a ROS 2 ``launch.LaunchDescription`` for a ROS 2 launch file.
 
 Each argument becomes a ``DeclareLaunchArgument``, each node a ``launch_ros.actions.Node``; ``$(arg x)``
 becomes ``LaunchConfiguration("x")``, a condition ``IfCondition``/``UnlessCondition``, a required node gets
-``on_exit=Shutdown()``, and parameter files are joined to the package's ``config/`` directory.
+``on_exit=Shutdown()``, and parameter files are joined to the config directory given.
 
 ``launch`` and ``launch_ros`` are imported lazily: they exist only in a ROS 2 environment. This machine has
 none, so the tests check the mapping against a minimal stand-in of those two packages (the lowest boundary
@@ -16,10 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from so101_bringup.launch import substitution
-from so101_bringup.launch.catalog import get_launch
-from so101_bringup.launch.description import LaunchDescriptionData, NodeEntry
-from so101_bringup.launch.paths import config_dir as default_config_dir
+from nodegraph.launch import substitution
+from nodegraph.launch.description import LaunchDescriptionData, NodeEntry
+from nodegraph.launch.resolve import ConfigDir, config_directory
 
 
 def _ros(module: str) -> Any:
@@ -107,10 +106,9 @@ def _node(entry: NodeEntry, config: Path, list_arguments: frozenset[str] = froze
     return _ros("launch_ros.actions").Node(**kwargs)
 
 
-def to_launch_description(data: LaunchDescriptionData, *, config_dir: Path | None = None) -> Any:
-    """The ``launch.LaunchDescription`` equivalent of ``data``."""
-    if config_dir is None:
-        config_dir = default_config_dir() if data.uses_parameter_files() else Path("config")
+def to_launch_description(data: LaunchDescriptionData, *, config_dir: ConfigDir = None) -> Any:
+    """The ``launch.LaunchDescription`` equivalent of ``data`` (parameter files joined to ``config_dir``)."""
+    directory = config_directory(data, config_dir)
     actions: list[Any] = []
     for argument in data.arguments:
         kwargs: dict[str, Any] = {"description": argument.description}
@@ -120,10 +118,5 @@ def to_launch_description(data: LaunchDescriptionData, *, config_dir: Path | Non
             kwargs["choices"] = list(argument.choices)
         actions.append(_ros("launch.actions").DeclareLaunchArgument(argument.name, **kwargs))
     list_arguments = frozenset(a.name for a in data.arguments if (a.default or "").strip().startswith("["))
-    actions.extend(_node(entry, config_dir, list_arguments) for entry in data.nodes)
+    actions.extend(_node(entry, directory, list_arguments) for entry in data.nodes)
     return _ros("launch").LaunchDescription(actions)
-
-
-def generate_for(name: str) -> Any:
-    """``generate_launch_description()`` body of ``launch/<name>.launch.py``."""
-    return to_launch_description(get_launch(name))

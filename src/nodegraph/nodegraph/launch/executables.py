@@ -12,7 +12,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Protocol
 
-from so101_bringup.launch.errors import ExecutableNotFoundError
+from nodegraph.launch.errors import ExecutableNotFoundError
 
 
 class ExecutableResolver(Protocol):

@@ -1,4 +1,4 @@
-"""``so101 launch NAME [arg:=value ...] [--transport zenoh|rclpy]``: one process per node, on one backend.
+"""Run a launch description: one process per node, on one backend (what ``so101 launch`` does).
 
 On zenoh (the default) a router is started on ``$SO101_ZENOH_ENDPOINT`` (default ``tcp/127.0.0.1:7447``) unless
 ``router=False`` or something already listens there; nodes get the endpoint in ``SO101_ZENOH_ENDPOINT``. On
@@ -13,7 +13,6 @@ arguments; 1: router or executable problems.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
@@ -21,22 +20,19 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from nodegraph.launch.description import LaunchDescriptionData
+from nodegraph.launch.errors import LaunchArgumentError, LaunchError, UnknownLaunchError
+from nodegraph.launch.executables import EntryPointResolver, ExecutableResolver
+from nodegraph.launch.output import PrefixedOutput
+from nodegraph.launch.process import ManagedProcess, describe_exit, stop_processes
+from nodegraph.launch.resolve import ConfigDir, ResolvedLaunch, resolve_launch
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.runtime import rclpy_import_error
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
 from nodegraph.transport.zenoh.router import RouterError, RouterProcess
-
-from so101_bringup.launch.catalog import get_launch
-from so101_bringup.launch.description import LaunchDescriptionData
-from so101_bringup.launch.errors import LaunchArgumentError, LaunchError, UnknownLaunchError
-from so101_bringup.launch.executables import EntryPointResolver, ExecutableResolver
-from so101_bringup.launch.output import PrefixedOutput
-from so101_bringup.launch.process import ManagedProcess, describe_exit, stop_processes
-from so101_bringup.launch.resolve import ResolvedLaunch, resolve_launch
 
 ROUTER_NAME = "zenoh_router"
 TRANSPORTS = ("zenoh", "rclpy")
@@ -55,6 +51,12 @@ def launch_transport(requested: str | None = None) -> str:
     return value
 
 
+def zenoh_node_environment(endpoint: str) -> dict[str, str]:
+    """This process's environment for node processes on zenoh through the router at ``endpoint``, whatever
+    ``$SO101_TRANSPORT`` says (with rclpy importable, ``auto`` would put them on DDS), output unbuffered."""
+    return dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: endpoint, TRANSPORT_ENV: "zenoh"})
+
+
 @dataclass
 class RunnerOptions:
     """How to run a launch; the defaults are what ``so101 launch`` does."""
@@ -68,7 +70,8 @@ class RunnerOptions:
     sigint_timeout_s: float = 5.0
     sigterm_timeout_s: float = 5.0
     resolver: ExecutableResolver = field(default_factory=EntryPointResolver)
-    config_dir: Path | None = None
+    config_dir: ConfigDir = None
+    """Where parameter files named by the description lie (:data:`~nodegraph.launch.resolve.ConfigDir`)."""
     stream: TextIO | None = None
     colour: bool | None = None
 
@@ -129,7 +132,7 @@ class LaunchRunner:
             self.output.info(f"nodes on rclpy (ROS_DOMAIN_ID={domain}); no zenoh router")
             return dict(os.environ, PYTHONUNBUFFERED="1", **{TRANSPORT_ENV: "rclpy"})
         self._start_router()
-        return dict(os.environ, PYTHONUNBUFFERED="1", **{ENDPOINT_ENV: self.endpoint, TRANSPORT_ENV: "zenoh"})
+        return zenoh_node_environment(self.endpoint)
 
     def _start_router(self) -> None:
         if not self.options.router:
@@ -225,36 +228,20 @@ def run_description(data: LaunchDescriptionData, args: Sequence[str] = (), optio
     return LaunchRunner(launch, options).run()
 
 
-def run_launch(name: str, args: Sequence[str] = (), options: RunnerOptions | None = None) -> int:
-    """What ``so101 launch NAME [arg:=value ...]`` does; returns the process exit status.
+def run_launch(
+    lookup: Callable[[str], LaunchDescriptionData],
+    name: str,
+    args: Sequence[str] = (),
+    options: RunnerOptions | None = None,
+) -> int:
+    """Run the description ``lookup(name)`` gives with ``name:=value`` arguments; returns the exit status.
 
-    Errors the user can fix (unknown launch, bad arguments) print one line to stderr and return 2.
+    Errors the user can fix (``UnknownLaunchError`` from ``lookup``, bad arguments) print one line to stderr and
+    return 2.
     """
     try:
-        data = get_launch(name)
+        data = lookup(name)
     except UnknownLaunchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return run_description(data, args, options)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m so101_bringup.launch.runner", description=__doc__)
-    parser.add_argument("name", help="launch name")
-    parser.add_argument("args", nargs="*", help="launch arguments, name:=value")
-    parser.add_argument("--no-router", action="store_true", help="do not start a zenoh router")
-    parser.add_argument("--endpoint", help="zenoh router endpoint")
-    parser.add_argument("--transport", choices=TRANSPORTS, help="the nodes' backend (default: zenoh)")
-    ns = parser.parse_args(argv)
-    try:
-        transport = launch_transport(ns.transport)
-    except LaunchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return run_launch(
-        ns.name, ns.args, RunnerOptions(transport=transport, router=not ns.no_router, endpoint=ns.endpoint)
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

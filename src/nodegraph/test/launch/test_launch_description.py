@@ -1,22 +1,22 @@
-"""Launch descriptions as data: validation, ``name:=value`` arguments, substitution, resolution, catalog."""
+"""Launch descriptions as data: validation, ``name:=value`` arguments, substitution, resolution, executables."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 from nodegraph.graph.arguments import format_parameter_value, parse_ros_arguments
-from so101_bringup.launch.catalog import get_launch, launch_names
-from so101_bringup.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
-from so101_bringup.launch.errors import (
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.errors import (
     ExecutableNotFoundError,
     LaunchArgumentError,
     LaunchDescriptionError,
-    UnknownLaunchError,
+    LaunchError,
 )
-from so101_bringup.launch.executables import EntryPointResolver, ScriptResolver
-from so101_bringup.launch.resolve import resolve_launch
-from so101_bringup.launch.substitution import ArgRef, parse, substitute
+from nodegraph.launch.executables import EntryPointResolver, ScriptResolver
+from nodegraph.launch.resolve import resolve_launch
+from nodegraph.launch.substitution import ArgRef, parse, substitute
 
 ARGS = (
     LaunchArgument("rate", "50", "publish rate"),
@@ -152,31 +152,13 @@ def test_parameter_values_round_trip_through_yaml(value: object) -> None:
     assert parsed.parameters["v"] == value
 
 
-def test_catalog_launches_resolve_with_their_defaults() -> None:
-    assert {"demo", "record", "sim"} <= set(launch_names())
-    available = "available: demo, policy, real, record, sim, skillgen, teleop"
-    with pytest.raises(UnknownLaunchError, match=f"no launch named 'nope'; {available}"):
-        get_launch("nope")
-    assert get_launch("demo.launch.py") is get_launch("demo")
-    for name in launch_names():
-        resolved = resolve_launch(get_launch(name))
-        assert resolved.nodes, name
-        for node in resolved.nodes:  # every so101 executable a launch names exists as a console script
-            if node.package == "so101_nodes":
-                EntryPointResolver()(node.package, node.executable)
-    demo = resolve_launch(get_launch("demo"), ["rate:=30", "namespace:=arm", "record:=false"])
-    assert [(n.fully_qualified_name, n.parameters) for n in demo.nodes] == [
-        ("/arm/joint_state_source", ({"rate_hz": 30},))
-    ]
-    record = resolve_launch(get_launch("record"), ["topics:=[/joint_states, /tf]", "output:=bags/x"])
-    assert record.nodes[0].parameters == ({"topics": ["/joint_states", "/tf"], "output": "bags/x"},)
-
-
-def test_executables_resolve_to_console_scripts(tmp_path: Path) -> None:
-    command = EntryPointResolver()("so101_nodes", "recorder")
-    assert command[1] == "-c" and "from so101_nodes.recorder_node import main" in command[2]
-    with pytest.raises(ExecutableNotFoundError, match=r"no executable 'nope'; it declares: .*joint_state_source"):
-        EntryPointResolver()("so101_nodes", "nope")
+def test_executables_resolve_to_console_scripts_and_scripts(tmp_path: Path) -> None:
+    command = EntryPointResolver()("pytest", "pytest")  # an installed distribution's console script
+    assert command[1] == "-c" and "sys.argv[0] = 'pytest'" in command[2]
+    ran = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0 and "pytest" in ran.stdout + ran.stderr
+    with pytest.raises(ExecutableNotFoundError, match=r"no executable 'nope'; it declares: .*pytest"):
+        EntryPointResolver()("pytest", "nope")
     with pytest.raises(ExecutableNotFoundError, match="'not_a_package' is not installed"):
         EntryPointResolver()("not_a_package", "x")
     (tmp_path / "tool.py").write_text("")
@@ -185,13 +167,18 @@ def test_executables_resolve_to_console_scripts(tmp_path: Path) -> None:
         ScriptResolver(tmp_path)("any", "other")
 
 
-def test_policy_launch_runs_beside_sim_or_real() -> None:
-    plain = resolve_launch(get_launch("policy"))
-    assert [n.name for n in plain.nodes] == ["policy"]  # the server only with serve:=true
-    (node,) = plain.nodes
-    assert node.package == "so101_policy" and node.executable == "policy"
-    assert node.parameters[0]["autostart"] is False and node.parameters[0]["cameras"] == ["ego", "side", "top"]
-    served = resolve_launch(get_launch("policy"), ["serve:=true", "checkpoint:=runs/act", "sim:=true", "token:=t"])
-    assert [n.name for n in served.nodes] == ["policy_server", "policy"]
-    assert served.nodes[0].arguments[:2] == ("--checkpoint", "runs/act")
-    assert served.nodes[1].parameters[0]["sim"] is True and served.nodes[1].parameters[0]["api_token"] == "t"
+def test_a_config_directory_is_needed_only_for_parameter_files(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text("/**:\n  ros__parameters:\n    x: 1\n")
+    files = LaunchDescriptionData("t", "test", nodes=(NodeEntry("p", "e", "n", parameters=("n.yaml",)),))
+    with pytest.raises(LaunchError, match="names parameter files but no config directory was given"):
+        resolve_launch(files)
+    assert resolve_launch(files, config_dir=lambda: tmp_path).nodes[0].parameters == (tmp_path / "n.yaml",)
+    asked: list[int] = []
+
+    def directory() -> Path:
+        asked.append(1)
+        return tmp_path
+
+    plain = LaunchDescriptionData("t", "test", nodes=(NodeEntry("p", "e", "n"),))
+    assert resolve_launch(plain, config_dir=directory).nodes
+    assert not asked  # the directory is looked up only when a file needs it

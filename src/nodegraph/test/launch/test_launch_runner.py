@@ -11,11 +11,12 @@ import signal
 
 import pytest
 from launch_test_support import RunnerProcess, wait_gone
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData
+from nodegraph.launch.errors import LaunchError, UnknownLaunchError
+from nodegraph.launch.output import PrefixedOutput
+from nodegraph.launch.runner import launch_transport, run_launch
 from nodegraph.transport.zenoh.config import endpoint_accepts_connections
 from nodegraph.transport.zenoh.router import RouterProcess
-from so101_bringup.launch.errors import LaunchError
-from so101_bringup.launch.output import PrefixedOutput
-from so101_bringup.launch.runner import launch_transport, run_launch
 
 pytestmark = pytest.mark.timeout(60)
 READY = r"\] ready .*pid=(\d+)"
@@ -144,14 +145,16 @@ def test_bad_arguments_exit_2_before_starting_anything(run_fixture: type[RunnerP
 
 
 def test_run_launch_reports_unknown_launch_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_launch("nope", []) == 2
-    assert (
-        "no launch named 'nope'; available: demo, policy, real, record, sim, skillgen, teleop"
-        in capsys.readouterr().err
-    )
-    assert run_launch("demo", ["rate"]) == 2
+    def lookup(name: str) -> LaunchDescriptionData:
+        if name != "one":
+            raise UnknownLaunchError(f"no launch named {name!r}; available: one")
+        return LaunchDescriptionData("one", "a launch", (LaunchArgument("record", "false", choices=("true", "false")),))
+
+    assert run_launch(lookup, "nope", []) == 2
+    assert "no launch named 'nope'; available: one" in capsys.readouterr().err
+    assert run_launch(lookup, "one", ["rate"]) == 2
     assert "launch arguments are name:=value, got 'rate'" in capsys.readouterr().err
-    assert run_launch("demo", ["record:=maybe"]) == 2
+    assert run_launch(lookup, "one", ["record:=maybe"]) == 2
     assert "'maybe' is not one of ['true', 'false']" in capsys.readouterr().err
 
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from so101_bringup.launch.errors import LaunchDescriptionError
+from nodegraph.launch.errors import LaunchDescriptionError
 
 _ARG = re.compile(r"\$\(\s*arg\s+([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 

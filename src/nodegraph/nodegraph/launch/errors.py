@@ -19,3 +19,7 @@ class UnknownLaunchError(LaunchError, LookupError):
 
 class ExecutableNotFoundError(LaunchError, LookupError):
     """A node's (package, executable) does not resolve to a program."""
+
+
+class ProcessFailedError(LaunchError, RuntimeError):
+    """A supervised process exited, or did not print what was awaited in time."""

@@ -7,20 +7,33 @@ whose items stay strings. ``ResolvedNode.ros_arguments()`` is the node's command
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from nodegraph.graph.arguments import format_parameter_value
 
-from so101_bringup.launch import substitution
-from so101_bringup.launch.description import LaunchDescriptionData, NodeEntry, parse_bool
-from so101_bringup.launch.errors import LaunchArgumentError
-from so101_bringup.launch.paths import config_dir as default_config_dir
+from nodegraph.graph.arguments import format_parameter_value
+from nodegraph.launch import substitution
+from nodegraph.launch.description import LaunchDescriptionData, NodeEntry, parse_bool
+from nodegraph.launch.errors import LaunchArgumentError, LaunchError
 
 ResolvedParameters = Path | dict[str, Any]
+ConfigDir = Path | Callable[[], Path] | None
+"""Where a description's parameter files lie: a directory, or a function giving it (called only when the
+description names a file); ``None`` is an error for a description that names one."""
+
+
+def config_directory(data: LaunchDescriptionData, config_dir: ConfigDir) -> Path:
+    """The directory ``data``'s parameter files are relative to (``config`` when it names none)."""
+    if isinstance(config_dir, Path):
+        return config_dir
+    if not data.uses_parameter_files():
+        return Path("config")
+    if config_dir is None:
+        raise LaunchError(f"launch {data.name!r} names parameter files but no config directory was given")
+    return config_dir()
 
 
 @dataclass(frozen=True)
@@ -138,12 +151,11 @@ def parse_list(value: str, what: str) -> list[str]:
 
 
 def resolve_launch(
-    data: LaunchDescriptionData, argv: Sequence[str] = (), *, config_dir: Path | None = None
+    data: LaunchDescriptionData, argv: Sequence[str] = (), *, config_dir: ConfigDir = None
 ) -> ResolvedLaunch:
     """Parse ``name:=value`` arguments, evaluate conditions, substitute (errors: ``LaunchArgumentError``)."""
     values = data.parse_arguments(argv)
-    if config_dir is None:
-        config_dir = default_config_dir() if data.uses_parameter_files() else Path("config")
+    directory = config_directory(data, config_dir)
     nodes: list[ResolvedNode] = []
     skipped: list[str] = []
     for entry in data.nodes:
@@ -157,5 +169,5 @@ def resolve_launch(
             if parse_bool(values[name], f"argument {name!r}") == negated:
                 skipped.append(entry.name)
                 continue
-        nodes.append(resolve_node(entry, values, config_dir))
+        nodes.append(resolve_node(entry, values, directory))
     return ResolvedLaunch(data.name, values, tuple(nodes), tuple(skipped))
