@@ -184,3 +184,11 @@ def _graph_isolation() -> Iterator[None]:
         for key, value in ros_environment(domain).items():
             patch.setenv(key, value)
         yield
+
+
+@pytest.fixture
+def stack() -> Iterator[contextlib.ExitStack]:
+    """An ExitStack closed after the test: what a test starts (nodes, contexts, servers) is pushed on it and torn
+    down in reverse order, also when the test fails."""
+    with contextlib.ExitStack() as s:
+        yield s

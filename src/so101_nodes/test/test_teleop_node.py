@@ -6,12 +6,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from nodegraph.testing import wait_until
 from nodegraph.testing.graph import GraphBackend, byte_value
 from so101_core.robot_spec import JOINT_NAMES
@@ -25,12 +23,6 @@ LEADER = [0.2, -0.3, 0.4, 0.1, -0.5, 1.0]
 SCALE = [1.0, 1.0, 1.0, 1.0, -1.0, 0.5]
 OFFSET = [0.1, 0.0, 0.0, 0.0, 0.0, 0.0]
 STALE_S = 0.2
-
-
-@pytest.fixture
-def stack() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as s:
-        yield s
 
 
 def start(stack: contextlib.ExitStack, factory: Any, name: str, backend: GraphBackend, **parameters: Any) -> Any:

@@ -4,10 +4,8 @@ must stand in the episode's target slot (the first free slot of fill_order), the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
 from nodegraph.testing import graph as graph_testing
 from nodegraph.testing import wait_until
 from nodegraph.transport.zenoh.context import Context
@@ -20,12 +18,6 @@ endpoint = graph_testing.endpoint
 router = graph_testing.router
 UPRIGHT = (1.0, 0.0, 0.0, 0.0)
 LYING = (0.7071068, 0.0, 0.7071068, 0.0)
-
-
-@pytest.fixture
-def stack() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as s:
-        yield s
 
 
 def test_the_monitor_judges_the_target_slot_and_the_standing_vials(

@@ -8,12 +8,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from nodegraph.graph.api import Node
 from nodegraph.testing import wait_until
 from nodegraph.testing.graph import GraphBackend, byte_value
@@ -74,12 +72,6 @@ class Watch:
         client = self.node.create_client("std_srvs/srv/Trigger", service)
         assert client.wait_for_service(10.0)
         return client.call(self.node.message("std_srvs/srv/Trigger_Request"), 10.0)
-
-
-@pytest.fixture
-def stack() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as s:
-        yield s
 
 
 def start_policy(stack: contextlib.ExitStack, backend: GraphBackend, **params: Any) -> PolicyNode:

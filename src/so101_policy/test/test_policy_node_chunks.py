@@ -7,7 +7,7 @@ until ~/start. Commands are read back from what the node published."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -86,12 +86,6 @@ class Ticked:
                 self.commands.append(self.policy._last_command.copy())
             if self.policy._inflight:  # the reply is taken by the next tick
                 wait_until(lambda: not self.policy._replies.empty(), 20.0, "a reply from the server", 0.002)
-
-
-@pytest.fixture
-def stack() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as s:
-        yield s
 
 
 def test_rows_just_outside_the_range_are_clamped_not_refused(context: Context, stack: contextlib.ExitStack) -> None:

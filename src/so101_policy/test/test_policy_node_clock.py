@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -92,12 +91,6 @@ class SimTimed:
         assert self.ticks == ticks + 1
         if self.policy._inflight:  # the reply is taken by the next tick
             wait_until(lambda: not self.policy._replies.empty(), 20.0, "a reply from the server", 0.002)
-
-
-@pytest.fixture
-def stack() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as s:
-        yield s
 
 
 def test_the_loop_and_its_replans_follow_the_clock(router: RouterProcess, stack: contextlib.ExitStack) -> None:
