@@ -32,6 +32,7 @@ from nodegraph.launch.process import ManagedProcess, stop_processes
 from nodegraph.launch.runner import zenoh_node_environment
 from nodegraph.transport.zenoh.config import free_endpoint, free_port
 from so101_core.lerobot_schema import camera_of, is_image_key
+from so101_nodes.episode_commander import EpisodeCommander, EpisodeCommandError
 
 from . import report
 from .checkpoints import pretrained_dir, read_json
@@ -45,6 +46,10 @@ from .sim_env import make_twin
 POLICY_NODE = "policy"
 STOP_GRACE_S = 10.0
 """Seconds each child gets after SIGINT, and again after SIGTERM, before the next signal."""
+CALL_ATTEMPT_S = 10.0
+CALL_TIMEOUT_S = 3 * CALL_ATTEMPT_S
+"""Seconds a service call of an episode may take (a try waits CALL_ATTEMPT_S: a just-discovered service may miss
+its first query)."""
 
 
 def _python_module(module: str, *args: str) -> list[str]:
@@ -285,15 +290,14 @@ def run_episodes(
         node = ZenohNode("evaluator", context=ctx)
         twin = make_twin(config.randomize, config.dr_profile)
         monitor = EpisodeMonitor(node, twin, video_camera if config.videos else None, POLICY_NODE)
-        reset = node.create_client("so101_msgs/srv/ResetSim", "sim/reset")
-        start = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/start")
-        stop = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/stop")
-        for client, what in ((reset, "sim/reset"), (start, "policy/start"), (stop, "policy/stop")):
-            if not client.wait_for_service(60.0):
-                raise PolicyError(f"service {what} did not appear: {[(c.name, c.tail(500)) for c in children]}")
-        wait_until = time.monotonic() + 60.0
-        while monitor.latest_stamp() < 0 and time.monotonic() < wait_until:  # the twin is up and stepping
-            time.sleep(0.05)
+        commander = EpisodeCommander(node, POLICY_NODE, timeout_s=CALL_TIMEOUT_S, attempt_s=CALL_ATTEMPT_S)
+        try:
+            commander.wait_for_services(60.0)
+        except EpisodeCommandError as exc:
+            raise PolicyError(
+                f"service {exc.service} did not appear: {[(c.name, c.tail(500)) for c in children]}"
+            ) from exc
+        commander.until(lambda: monitor.latest_stamp() >= 0, 60.0, poll_s=0.05)  # the twin is up and stepping
         rows = [done[i] for i in sorted(done) if i < config.episodes]
         with episodes_file.open("a", encoding="utf-8") as sink:
             for i in range(config.episodes):
@@ -304,7 +308,7 @@ def run_episodes(
                 for child in children:
                     if not child.alive():
                         raise PolicyError(f"{child.name} died: {child.tail()}")
-                row = _run_episode(node, monitor, (reset, start, stop), i, rows, config, out_dir)
+                row = _run_episode(commander, monitor, i, rows, config, out_dir)
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()
                 rows.append(row)
@@ -322,58 +326,55 @@ def run_episodes(
     return rows
 
 
-def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:
-    """A service call; a timeout is retried (a service just discovered may miss its first query)."""
-    from nodegraph.graph.api import ServiceTimeout
-
-    for attempt in range(attempts):
-        try:
-            response = client.call(request, 10.0)
-            break
-        except ServiceTimeout:
-            if attempt == attempts - 1:
-                raise PolicyError(f"{what}: no answer after {attempts} tries of 10 s") from None
-    if not response.success:
-        raise PolicyError(f"{what} failed: {response.message}")
-    return response
-
-
 def _run_episode(
-    node: Any,
+    commander: EpisodeCommander,
     monitor: Any,
-    clients: tuple[Any, Any, Any],
     index: int,
     before: list[dict[str, Any]],
     cfg: EvalConfig,
     out_dir: Path,
 ) -> dict[str, Any]:
-    """One episode (``clients``: sim/reset, policy/start, policy/stop; ``before``: the episodes' rows so far)."""
-    reset, start, stop = clients
+    """One episode, driven through ``commander`` (the sim's reset, the policy node's start and stop; PolicyError
+    naming the service that fails); ``before``: the episodes' rows so far."""
+    try:
+        return _episode(commander, monitor, index, before, cfg, out_dir)
+    except EpisodeCommandError as exc:
+        raise PolicyError(str(exc)) from exc
+
+
+def _episode(
+    commander: EpisodeCommander,
+    monitor: Any,
+    index: int,
+    before: list[dict[str, Any]],
+    cfg: EvalConfig,
+    out_dir: Path,
+) -> dict[str, Any]:
     rtf = cfg.real_time_factor
     seed = cfg.episode_seed(index)
-    trigger = node.message("std_srvs/srv/Trigger_Request")
-    _call(stop, trigger, "policy/stop")
-    _call(reset, node.message("so101_msgs/srv/ResetSim_Request", seed=seed), "sim/reset")
+    commander.stop()
+    commander.reset(seed)
     stamp = monitor.latest_stamp()
-    deadline = time.monotonic() + 10.0
-    while monitor.latest_stamp() <= stamp and time.monotonic() < deadline:  # a state from the new episode
-        time.sleep(0.01)
+    commander.until(lambda: monitor.latest_stamp() > stamp, 10.0, poll_s=0.01)  # a state from the new episode
     recorded = video_wanted(index, before, cfg.videos)
     monitor.begin(seed, record_frames=recorded)
     time.sleep(0.3 / rtf)  # fresh images of the new scene before the first query
-    _call(start, trigger, "policy/start")
-    wall_deadline = time.monotonic() + cfg.episode_s / rtf * 3 + 30.0
+    commander.start()
     succeeded_at: float | None = None
-    while time.monotonic() < wall_deadline:
+
+    def over() -> bool:
+        """The episode's end: ``episode_s`` of sim time, or our success confirmed by the workshop rule (or held
+        for 1 s of sim time)."""
+        nonlocal succeeded_at
         t, ours, shop = monitor.progress()
         if t >= cfg.episode_s:
-            break
+            return True
         if ours and succeeded_at is None:
             succeeded_at = t
-        if succeeded_at is not None and (shop or t - succeeded_at > 1.0):
-            break
-        time.sleep(0.02)
-    _call(stop, trigger, "policy/stop")
+        return succeeded_at is not None and (shop or t - succeeded_at > 1.0)
+
+    commander.until(over, cfg.episode_s / rtf * 3 + 30.0)
+    commander.stop()
     log = monitor.end()
     reference = _expert_reference(seed, cfg.randomize, cfg.dr_profile)
     row = _episode_summary(log, reference, monitor)
