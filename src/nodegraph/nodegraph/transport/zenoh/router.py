@@ -157,6 +157,8 @@ class RouterProcess:
                 if self._reader is not None:
                     self._reader.join(timeout=2.0)
                 output = "\n".join(self._tail)
+                if self._process.stdout is not None and not (self._reader and self._reader.is_alive()):
+                    self._process.stdout.close()
                 self._process = None
                 if "address already in use" in output.lower():
                     raise RouterPortInUseError(self._in_use_message())
@@ -193,6 +195,8 @@ class RouterProcess:
         code = process.wait()
         if self._reader is not None:
             self._reader.join(timeout=2.0)
+        if process.stdout is not None and (self._reader is None or not self._reader.is_alive()):
+            process.stdout.close()  # the reader saw the end of the output: the pipe is ours to close
         return code
 
     def __enter__(self) -> RouterProcess:
