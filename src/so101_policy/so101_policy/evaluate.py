@@ -2,12 +2,14 @@
 
 Processes: a zenoh router, the policy server (``so101_policy.serve``), the sim node (``so101_nodes.sim_node``,
 cameras rendered at the policy's image size) and the policy node (``so101_policy.nodes.policy_node``,
-``sim:=true``); this process joins the graph as the ``evaluator`` node: per episode it stops the policy,
-resets the twin with seed ``seed + i`` (same seed → same scene), starts the policy and records until success or
-``episode_s`` of sim time (:mod:`.monitor`). Success is judged by our detector and by the upstream workshop rule;
-rates carry Wilson 95 % intervals. FRAME metrics compare the run with the scripted expert's rollout on the same
-seed (the reference), see :mod:`.metrics`. Episodes already in ``<out>/episodes.jsonl`` are skipped (resume).
-Each failed episode gets a reason (:mod:`.outcome`). Outputs: ``episodes.jsonl``, ``results.json``,
+``sim:=true``), started from the launch description of :mod:`.evaluation_graph` by the launch engine, each child's
+output in ``<out>/logs/<node>.log``; this process joins the graph as the ``evaluator`` node: per episode it stops
+the policy, resets the twin with seed ``seed + i`` (same seed → same scene), starts the policy and records until
+success or ``episode_s`` of sim time (:mod:`.monitor`), through the
+:class:`~so101_nodes.episode_commander.EpisodeCommander`. Success is judged by our detector and by the upstream
+workshop rule; rates carry Wilson 95 % intervals. FRAME metrics compare the run with the scripted expert's rollout
+on the same seed (the reference), see :mod:`.metrics`. Episodes already in ``<out>/episodes.jsonl`` are skipped
+(resume). Each failed episode gets a reason (:mod:`.outcome`). Outputs: ``episodes.jsonl``, ``results.json``,
 ``report.html`` with tracking plots and videos (the first ``videos`` episodes, then the first success and the first
 failure beyond them, see :func:`video_wanted`), and an MLflow run (local sqlite store in ``<out>`` by default).
 """
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from nodegraph.graph.arguments import ros_arguments
-from nodegraph.launch.errors import ProcessFailedError
-from nodegraph.launch.process import ManagedProcess, stop_processes
-from nodegraph.launch.runner import zenoh_node_environment
+from nodegraph.launch.errors import LaunchError, ProcessFailedError
+from nodegraph.launch.process import ManagedProcess
+from nodegraph.launch.runner import RunnerOptions, launched
 from nodegraph.transport.zenoh.config import free_endpoint, free_port
+from nodegraph.transport.zenoh.router import RouterError
 from so101_core.lerobot_schema import camera_of, is_image_key
 from so101_nodes.episode_commander import EpisodeCommander, EpisodeCommandError
 
@@ -39,26 +41,17 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
+from .evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
 from .metrics import aggregate, failure_counts, frame_metrics, success_by_target_slot, wilson_interval
 from .outcome import failure_reason, final_placement
 from .sim_env import make_twin
 
-POLICY_NODE = "policy"
 STOP_GRACE_S = 10.0
 """Seconds each child gets after SIGINT, and again after SIGTERM, before the next signal."""
 CALL_ATTEMPT_S = 10.0
 CALL_TIMEOUT_S = 3 * CALL_ATTEMPT_S
 """Seconds a service call of an episode may take (a try waits CALL_ATTEMPT_S: a just-discovered service may miss
 its first query)."""
-
-
-def _python_module(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
-
-
-def _child(name: str, command: list[str], logs: Path, env: dict[str, str]) -> ManagedProcess:
-    """A started child of the evaluation graph, its output in ``<logs>/<name>.log``."""
-    return ManagedProcess(name, command, env, logs / f"{name}.log").start()
 
 
 @dataclass(frozen=True)
@@ -209,81 +202,83 @@ def run_episodes(
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     deadline: float | None = None,
 ) -> list[dict[str, Any]]:
-    """The episodes of ``config`` in one evaluation graph; a row per episode (also in ``episodes.jsonl``,
-    from which a rerun resumes)."""
-    from nodegraph.transport.zenoh.context import Context
-    from nodegraph.transport.zenoh.node import ZenohNode
-    from nodegraph.transport.zenoh.router import RouterProcess
-
-    from .monitor import EpisodeMonitor
-
+    """The episodes of ``config`` in one evaluation graph (:mod:`.evaluation_graph`, run by the launch engine);
+    a row per episode (also in ``episodes.jsonl``, from which a rerun resumes). Each child's output is in
+    ``<out_dir>/logs/<node>.log``, the launcher's in ``logs/launch.log``."""
     out_dir = Path(out_dir)
-    (out_dir / "logs").mkdir(parents=True, exist_ok=True)
+    logs = out_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
     cameras = config.cameras or spec.cameras
     missing = [c for c in spec.cameras if c not in cameras]
     if missing:
         raise PolicyError(f"the policy needs cameras {list(spec.cameras)}; eval.cameras lacks {missing}")
     width, height = config.width or spec.width, config.height or spec.height
-    video_camera = "side" if "side" in cameras else cameras[0]
-    episodes_file = out_dir / "episodes.jsonl"
-    done = _done_episodes(episodes_file)
+    server = _Server(free_port(), secrets.token_hex(8))
+    graph = evaluation_description(
+        spec.serve_args,
+        spec.cameras,
+        config,
+        cameras=cameras,
+        width=width,
+        height=height,
+        server_port=server.port,
+        api_token=server.token,
+    )
     endpoint = free_endpoint()
-    env = zenoh_node_environment(endpoint)
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    token = secrets.token_hex(8)
-    zmq_port = free_port()
-    rtf = config.real_time_factor
-    children: list[ManagedProcess] = []
-    router = RouterProcess(endpoint)
-    router.start()
-    ctx = node = twin = None
-    try:
-        logs = out_dir / "logs"
-        server = _child(
-            "server",
-            _python_module("so101_policy.serve", *spec.serve_args, "--port", str(zmq_port), "--token", token),
-            logs,
-            env,
-        )
-        children.append(server)
-        sim_params = {
-            "cameras": list(cameras),
-            "width": width,
-            "height": height,
-            "camera_rate_hz": config.camera_rate_hz,
-            "real_time_factor": rtf,
-            "seed": config.seed,
-            "randomize": config.randomize,
-            "dr_profile": config.dr_profile,
-        }
-        children.append(_child("sim", _python_module("so101_nodes.sim_node", *ros_arguments(sim_params)), logs, env))
-        policy_params = {
-            "sim": True,
-            "horizon_sim": config.horizon,
-            "replan_steps": config.replan_steps,
-            "blend_alpha": config.blend_alpha,
-            "cameras": list(spec.cameras),
-            "task": config.task,
-            "server_port": zmq_port,
-            "api_token": token,
-            "server_timeout_ms": config.server_timeout_ms,
-            "use_sim_time": True,  # the loop and staleness on the twin's /clock: rtf has one home, the sim node
-            "autostart": False,
-        }
-        children.append(
-            _child(
-                "policy_node",
-                _python_module("so101_policy.nodes.policy_node", *ros_arguments(policy_params, POLICY_NODE)),
-                logs,
-                env,
-            )
+    with (logs / "launch.log").open("w", encoding="utf-8") as launch_log:
+        options = RunnerOptions(
+            endpoint=endpoint,
+            sigint_timeout_s=STOP_GRACE_S,
+            sigterm_timeout_s=STOP_GRACE_S,
+            stream=launch_log,
+            colour=False,
+            log_dir=logs,
+            env={"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")},
         )
         try:
-            server.wait_for_line("serving on", 300.0)
-        except ProcessFailedError as exc:
-            raise PolicyError(str(exc)) from exc
-        with PolicyClient(port=zmq_port, api_token=token, timeout_ms=5000) as probe:
-            probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
+            with launched(graph, (), options) as launch:
+                children = [launch.process(name) for name in (SERVER_NODE, SIM_NODE, POLICY_NODE)]
+                video_camera = "side" if "side" in cameras else cameras[0]
+                return _evaluate_in(children, endpoint, server, config, out_dir, video_camera, progress, deadline)
+        except (LaunchError, RouterError) as exc:
+            raise PolicyError(f"the evaluation graph did not start: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Server:
+    """Where the evaluation's policy server listens (TCP port on loopback) and the token it wants."""
+
+    port: int
+    token: str
+
+
+def _evaluate_in(
+    children: list[ManagedProcess],
+    endpoint: str,
+    server: _Server,
+    config: EvalConfig,
+    out_dir: Path,
+    video_camera: str,
+    progress: Callable[[int, int, dict[str, Any]], None] | None,
+    deadline: float | None,
+) -> list[dict[str, Any]]:
+    """The episodes, with the graph's ``children`` (server, sim, policy node) started and the router on
+    ``endpoint``: this process joins as the ``evaluator`` node and leaves before the graph stops."""
+    from nodegraph.transport.zenoh.context import Context
+    from nodegraph.transport.zenoh.node import ZenohNode
+
+    from .monitor import EpisodeMonitor
+
+    try:
+        children[0].wait_for_line(SERVER_READY, 300.0)
+    except ProcessFailedError as exc:
+        raise PolicyError(str(exc)) from exc
+    with PolicyClient(port=server.port, api_token=server.token, timeout_ms=5000) as probe:
+        probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
+    episodes_file = out_dir / "episodes.jsonl"
+    done = _done_episodes(episodes_file)
+    ctx = node = twin = None
+    try:
         ctx = Context(endpoint)
         if not ctx.wait_for_router(10.0):
             raise PolicyError("evaluator cannot reach its zenoh router")
@@ -294,9 +289,8 @@ def run_episodes(
         try:
             commander.wait_for_services(60.0)
         except EpisodeCommandError as exc:
-            raise PolicyError(
-                f"service {exc.service} did not appear: {[(c.name, c.tail(500)) for c in children]}"
-            ) from exc
+            tails = [(c.name, c.tail(500)) for c in children]
+            raise PolicyError(f"service {exc.service} did not appear: {tails}") from exc
         commander.until(lambda: monitor.latest_stamp() >= 0, 60.0, poll_s=0.05)  # the twin is up and stepping
         rows = [done[i] for i in sorted(done) if i < config.episodes]
         with episodes_file.open("a", encoding="utf-8") as sink:
@@ -315,15 +309,18 @@ def run_episodes(
                 if progress is not None:
                     progress(i + 1, config.episodes, row)
     finally:
-        if node is not None:
-            node.shutdown()
-        if ctx is not None:
-            ctx.close()
-        if twin is not None:
-            twin.close()
-        stop_processes(children[::-1], sigint_timeout_s=STOP_GRACE_S, sigterm_timeout_s=STOP_GRACE_S)
-        router.stop()
+        _close_evaluator(node, ctx, twin)
     return rows
+
+
+def _close_evaluator(node: Any, ctx: Any, twin: Any) -> None:
+    """Shut the evaluator's node, its zenoh session and its twin (those that exist)."""
+    if node is not None:
+        node.shutdown()
+    if ctx is not None:
+        ctx.close()
+    if twin is not None:
+        twin.close()
 
 
 def _run_episode(
