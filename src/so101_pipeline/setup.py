@@ -19,6 +19,7 @@ setup(
         "rich",
         "mlflow",
         "matplotlib",
+        "nodegraph",
         "so101_core",
         "so101_skillgen",
         "so101_dataset",

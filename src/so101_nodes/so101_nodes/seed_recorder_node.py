@@ -55,6 +55,7 @@ Parameters: ``output`` (directory, required), ``mode``, ``episodes`` (5), ``seed
 from __future__ import annotations
 
 import functools
+import math
 import shutil
 import threading
 import time
@@ -64,7 +65,7 @@ from typing import Any
 
 import numpy as np
 from nodegraph.bag.writer import BagWriter
-from nodegraph.graph.api import Client, Node, ServiceTimeout
+from nodegraph.graph.api import Node
 from nodegraph.graph.declared_params import check_bounds, declare_params
 from nodegraph.graph.qos import QoS
 from nodegraph.interfaces.messages import MessageError, deserialize
@@ -77,6 +78,7 @@ from so101_core.sim.randomization import prefilled_before
 from so101_core.sim.scene import RACK, VIAL, standing_names
 from so101_core.sim.task import SuccessDetector, TaskState
 
+from so101_nodes.episode_commander import RESET_SERVICE, EpisodeCommander, EpisodeCommandError
 from so101_nodes.seed_episode import SeedEpisode, StreamHistory
 
 MODES = ("scripted", "teleop")
@@ -226,14 +228,14 @@ class SeedRecorder:
         for topic, type_name in topics.items():
             node.create_subscription(type_name, topic, functools.partial(self.on_raw, topic), RECORD_QOS, raw=True)
         expert = p.expert.strip("/")
-        self.reset_client: Client | None = (
-            node.create_client("so101_msgs/srv/ResetSim", "sim/reset") if p.reset_sim else None
+        self.commander = EpisodeCommander(
+            node,
+            expert if p.mode == "scripted" else None,
+            reset=p.reset_sim,
+            timeout_s=p.service_timeout_s,
+            cancelled=self._stop.is_set,
         )
-        self.expert_start: Client | None = None
-        self.expert_stop: Client | None = None
         if p.mode == "scripted":
-            self.expert_start = node.create_client("std_srvs/srv/Trigger", f"{expert}/start")
-            self.expert_stop = node.create_client("std_srvs/srv/Trigger", f"{expert}/stop")
             node.create_subscription("std_msgs/msg/Bool", f"{expert}/done", self.on_expert_done, QoS(depth=10))
         node.create_service("std_srvs/srv/Trigger", "~/next_episode", self.on_next_episode)
         node.create_service("std_srvs/srv/Trigger", "~/stop", self.on_stop)
@@ -350,28 +352,15 @@ class SeedRecorder:
                 if callable(request):
                     request()
 
-    def _call(self, client: Client, request: Any, name: str) -> Any:
-        """Call a service, retrying while it is discovered but not yet reachable (its liveliness token can
-        arrive before its queryable is routed: the call then fails at once)."""
-        deadline = time.monotonic() + self.params.service_timeout_s
-        while True:
-            try:
-                return client.call(request, max(0.1, deadline - time.monotonic()))
-            except ServiceTimeout:
-                if time.monotonic() >= deadline or self._stop.is_set():
-                    raise
-                self.node.logger.debug(f"{name} not reachable yet; retrying")
-                time.sleep(0.1)
-
     def _wait_for_graph(self) -> bool:
         """Wait for the services and the first state (RuntimeError naming what is missing); False if stopped."""
         timeout = self.params.service_timeout_s
         scripted = self.params.mode == "scripted"
-        if scripted and self.reset_client is not None and not self.reset_client.wait_for_service(timeout):
-            raise RuntimeError(f"no sim/reset service after {timeout:g} s: is the sim running?")
-        for client, name in ((self.expert_start, "start"), (self.expert_stop, "stop")):
-            if client is not None and not client.wait_for_service(timeout):
-                raise RuntimeError(f"no {self.params.expert}/{name} service after {timeout:g} s: is the expert up?")
+        try:
+            self.commander.wait_for_services(timeout, reset=scripted)  # teleop: a sim is optional (below)
+        except EpisodeCommandError as exc:
+            hint = "is the sim running?" if exc.service == RESET_SERVICE else "is the expert up?"
+            raise RuntimeError(f"{exc}: {hint}") from exc
         deadline = time.monotonic() + timeout
         while self.states_seen == 0:
             if self._stop.is_set():
@@ -379,9 +368,12 @@ class SeedRecorder:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no message on {self.joint_states_topic} after {timeout:g} s")
             time.sleep(0.05)
-        if not scripted and self.reset_client is not None and not self.reset_client.wait_for_service(2.0):
-            self.node.logger.info("no sim/reset service: recording without resets (real arm)")
-            self.reset_client = None
+        if not scripted and self.commander.resets:
+            try:
+                self.commander.wait_for_services(2.0)
+            except EpisodeCommandError:
+                self.node.logger.info("no sim/reset service: recording without resets (real arm)")
+                self.commander.drop_reset()
         return True
 
     def _first_index(self) -> int:
@@ -427,14 +419,11 @@ class SeedRecorder:
 
     def _record_one(self, index: int, tries: int = 1) -> EpisodeResult | None:
         p = self.params
-        seed = p.seed + index if self.reset_client is not None else None
-        if self.expert_stop is not None:  # an expert still running (episode ended at max_steps) stops first
-            self._call(self.expert_stop, self.node.message("std_srvs/srv/Trigger_Request"), f"{p.expert}/stop")
-        if self.reset_client is not None:
-            request = self.node.message("so101_msgs/srv/ResetSim_Request", seed=seed)
-            response = self._call(self.reset_client, request, "sim/reset")
-            if not response.success:
-                raise RuntimeError(f"sim/reset with seed {seed} failed: {response.message}")
+        seed = p.seed + index if self.commander.resets else None
+        if self.commander.agent is not None:  # an expert still running (episode ended at max_steps) stops first
+            self.commander.stop()
+        if seed is not None:
+            self.commander.reset(seed)
             with self._lock:
                 self._scene_since_ns = time.time_ns()
                 self.target_slot = None
@@ -450,37 +439,43 @@ class SeedRecorder:
                 self._history.latest_action = None
             self._episode = _Episode(index=index, seed=seed, period_ns=self.period_ns, bag=bag, detector=detector)
             self._episode.has_action = self._history.latest_action is not None
-        if self.expert_start is not None:
-            trigger = self.node.message("std_srvs/srv/Trigger_Request")
-            response = self._call(self.expert_start, trigger, f"{p.expert}/start")
-            if not response.success:
-                raise RuntimeError(f"{p.expert}/start failed: {response.message}")
+        if self.commander.agent is not None:
+            self.commander.start()
         self.node.logger.info(f"episode {index}: recording (seed {seed})")
         reason = self._wait_for_end()
         return self._end_episode(reason, tries)
 
     def _wait_for_end(self) -> str:
+        """Until the episode ends (woken by each state and service call); why it ended."""
+        reason: str | None = None
+
+        def ended() -> bool:
+            nonlocal reason
+            reason = self._end_reason()
+            return reason is not None
+
+        self.commander.until(ended, math.inf, poll_s=0.1, wake=self._wake)
+        return reason or "stop"
+
+    def _end_reason(self) -> str | None:
+        """Why the episode ended, or None while it goes on."""
         p = self.params
-        while True:
-            self._wake.wait(0.1)
-            self._wake.clear()
-            with self._lock:
-                ep = self._episode
-                if ep is None:
-                    return "stopped"
-                if self._end_request is not None:
-                    return self._end_request
-                steps = len(ep.t_ns)
-                if p.mode == "scripted" and ep.expert_done and ep.success:
-                    return "success"
-                if ep.expert_done and ep.steps_since_done >= p.done_steps:
-                    return "expert_done"
-                if self.max_steps and steps >= self.max_steps:
-                    return "max_steps"
-                if time.monotonic() - ep.start_wall > p.episode_timeout_s:
-                    return "timeout"
-            if self._stop.is_set():
-                return "stop"
+        with self._lock:
+            ep = self._episode
+            if ep is None:
+                return "stopped"
+            if self._end_request is not None:
+                return self._end_request
+            steps = len(ep.t_ns)
+            if p.mode == "scripted" and ep.expert_done and ep.success:
+                return "success"
+            if ep.expert_done and ep.steps_since_done >= p.done_steps:
+                return "expert_done"
+            if self.max_steps and steps >= self.max_steps:
+                return "max_steps"
+            if time.monotonic() - ep.start_wall > p.episode_timeout_s:
+                return "timeout"
+        return "stop" if self._stop.is_set() else None
 
     def _end_episode(self, reason: str, tries: int = 1) -> EpisodeResult | None:
         """Close the episode's bag and write its seed file (teleop: also when interrupted)."""

@@ -11,7 +11,6 @@ stopped the same way, and the stage ends with :class:`~.errors.SliceEnded`.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import multiprocessing as mp
 import os
@@ -23,9 +22,10 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from nodegraph.launch.lifetime import die_with_parent
+
 from .errors import SliceEnded, StageError
 
-PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
 JOIN_S = 60.0
 SLICE_STOP_S = 20.0
@@ -36,12 +36,6 @@ def _noop(completed: float, total: float | None, text: str) -> None:
     return None
 
 
-def die_with_parent(sig: int = signal.SIGTERM) -> None:
-    """Ask the kernel to send ``sig`` to this process when its parent dies (Linux)."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, sig)
-
-
 def _on_sigterm(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.killpg(0, signal.SIGTERM)  # this process's group: the stage's worker processes
@@ -49,9 +43,9 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _host(run: Callable[[Any], dict[str, Any]], ctx: Any, conn: Connection, parent: int, log: str) -> None:
-    die_with_parent()
-    if os.getppid() != parent:  # the pipeline died before the line above
-        os._exit(1)
+    hook = die_with_parent(parent)  # SIGTERM when the pipeline dies; exits at once if it already has
+    if hook is not None:
+        hook()
     os.setpgid(0, 0)
     os.environ.update(ctx.options.get("env", {}))  # before the stage imports torch or OpenGL
     signal.signal(signal.SIGTERM, _on_sigterm)

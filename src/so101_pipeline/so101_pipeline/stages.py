@@ -33,10 +33,11 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from nodegraph.launch.lifetime import die_with_parent
+
 from .config import PipelineConfig, SeedsSection
 from .errors import SliceEnded, StageDependencyError, StageError
 from .fingerprint import hash_file, hash_json
-from .isolation import die_with_parent
 from .report import ReportContext, write_report
 from .runner import ProgressFn, Stage, StageContext, StageRecord
 
@@ -82,7 +83,9 @@ def _record_once(ctx: StageContext, s: SeedsSection, args: list[str], log: IO[st
     env = {**os.environ, **ctx.options.get("env", {}), "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     log.write(f"$ {' '.join(args)}\n")
     log.flush()
-    child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
+    child = subprocess.Popen(
+        args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent(os.getpid())
+    )
     try:
         while child.poll() is None:
             ctx.progress(len(_seed_files(ctx.out_dir)), s.count, "recording seeds (scripted expert in the twin)")

@@ -2,12 +2,14 @@
 
 Processes: a zenoh router, the policy server (``so101_policy.serve``), the sim node (``so101_nodes.sim_node``,
 cameras rendered at the policy's image size) and the policy node (``so101_policy.nodes.policy_node``,
-``sim:=true``); this process joins the graph as the ``evaluator`` node: per episode it stops the policy,
-resets the twin with seed ``seed + i`` (same seed → same scene), starts the policy and records until success or
-``episode_s`` of sim time (:mod:`.monitor`). Success is judged by our detector and by the upstream workshop rule;
-rates carry Wilson 95 % intervals. FRAME metrics compare the run with the scripted expert's rollout on the same
-seed (the reference), see :mod:`.metrics`. Episodes already in ``<out>/episodes.jsonl`` are skipped (resume).
-Each failed episode gets a reason (:mod:`.outcome`). Outputs: ``episodes.jsonl``, ``results.json``,
+``sim:=true``), started from the launch description of :mod:`.evaluation_graph` by the launch engine, each child's
+output in ``<out>/logs/<node>.log``; this process joins the graph as the ``evaluator`` node: per episode it stops
+the policy, resets the twin with seed ``seed + i`` (same seed → same scene), starts the policy and records until
+success or ``episode_s`` of sim time (:mod:`.monitor`), through the
+:class:`~so101_nodes.episode_commander.EpisodeCommander`. Success is judged by our detector and by the upstream
+workshop rule; rates carry Wilson 95 % intervals. FRAME metrics compare the run with the scripted expert's rollout
+on the same seed (the reference), see :mod:`.metrics`. Episodes already in ``<out>/episodes.jsonl`` are skipped
+(resume). Each failed episode gets a reason (:mod:`.outcome`). Outputs: ``episodes.jsonl``, ``results.json``,
 ``report.html`` with tracking plots and videos (the first ``videos`` episodes, then the first success and the first
 failure beyond them, see :func:`video_wanted`), and an MLflow run (local sqlite store in ``<out>`` by default).
 """
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,34 +28,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from nodegraph.graph.arguments import ros_arguments
-from nodegraph.launch.errors import ProcessFailedError
-from nodegraph.launch.process import ManagedProcess, stop_processes
-from nodegraph.launch.runner import zenoh_node_environment
+from nodegraph.launch.errors import LaunchError, ProcessFailedError
+from nodegraph.launch.process import ManagedProcess
+from nodegraph.launch.runner import RunnerOptions, launched
 from nodegraph.transport.zenoh.config import free_endpoint, free_port
+from nodegraph.transport.zenoh.router import RouterError
 from so101_core.lerobot_schema import camera_of, is_image_key
+from so101_nodes.episode_commander import EpisodeCommander, EpisodeCommandError
 
 from . import report
 from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
+from .evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
 from .metrics import aggregate, failure_counts, frame_metrics, success_by_target_slot, wilson_interval
 from .outcome import failure_reason, final_placement
 from .sim_env import make_twin
 
-POLICY_NODE = "policy"
 STOP_GRACE_S = 10.0
 """Seconds each child gets after SIGINT, and again after SIGTERM, before the next signal."""
-
-
-def _python_module(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
-
-
-def _child(name: str, command: list[str], logs: Path, env: dict[str, str]) -> ManagedProcess:
-    """A started child of the evaluation graph, its output in ``<logs>/<name>.log``."""
-    return ManagedProcess(name, command, env, logs / f"{name}.log").start()
+CALL_ATTEMPT_S = 10.0
+CALL_TIMEOUT_S = 3 * CALL_ATTEMPT_S
+"""Seconds a service call of an episode may take (a try waits CALL_ATTEMPT_S: a just-discovered service may miss
+its first query)."""
 
 
 @dataclass(frozen=True)
@@ -204,96 +202,96 @@ def run_episodes(
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     deadline: float | None = None,
 ) -> list[dict[str, Any]]:
-    """The episodes of ``config`` in one evaluation graph; a row per episode (also in ``episodes.jsonl``,
-    from which a rerun resumes)."""
-    from nodegraph.transport.zenoh.context import Context
-    from nodegraph.transport.zenoh.node import ZenohNode
-    from nodegraph.transport.zenoh.router import RouterProcess
-
-    from .monitor import EpisodeMonitor
-
+    """The episodes of ``config`` in one evaluation graph (:mod:`.evaluation_graph`, run by the launch engine);
+    a row per episode (also in ``episodes.jsonl``, from which a rerun resumes). Each child's output is in
+    ``<out_dir>/logs/<node>.log``, the launcher's in ``logs/launch.log``."""
     out_dir = Path(out_dir)
-    (out_dir / "logs").mkdir(parents=True, exist_ok=True)
+    logs = out_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
     cameras = config.cameras or spec.cameras
     missing = [c for c in spec.cameras if c not in cameras]
     if missing:
         raise PolicyError(f"the policy needs cameras {list(spec.cameras)}; eval.cameras lacks {missing}")
     width, height = config.width or spec.width, config.height or spec.height
-    video_camera = "side" if "side" in cameras else cameras[0]
-    episodes_file = out_dir / "episodes.jsonl"
-    done = _done_episodes(episodes_file)
+    server = _Server(free_port(), secrets.token_hex(8))
+    graph = evaluation_description(
+        spec.serve_args,
+        spec.cameras,
+        config,
+        cameras=cameras,
+        width=width,
+        height=height,
+        server_port=server.port,
+        api_token=server.token,
+    )
     endpoint = free_endpoint()
-    env = zenoh_node_environment(endpoint)
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    token = secrets.token_hex(8)
-    zmq_port = free_port()
-    rtf = config.real_time_factor
-    children: list[ManagedProcess] = []
-    router = RouterProcess(endpoint)
-    router.start()
-    ctx = node = twin = None
-    try:
-        logs = out_dir / "logs"
-        server = _child(
-            "server",
-            _python_module("so101_policy.serve", *spec.serve_args, "--port", str(zmq_port), "--token", token),
-            logs,
-            env,
-        )
-        children.append(server)
-        sim_params = {
-            "cameras": list(cameras),
-            "width": width,
-            "height": height,
-            "camera_rate_hz": config.camera_rate_hz,
-            "real_time_factor": rtf,
-            "seed": config.seed,
-            "randomize": config.randomize,
-            "dr_profile": config.dr_profile,
-        }
-        children.append(_child("sim", _python_module("so101_nodes.sim_node", *ros_arguments(sim_params)), logs, env))
-        policy_params = {
-            "sim": True,
-            "horizon_sim": config.horizon,
-            "replan_steps": config.replan_steps,
-            "blend_alpha": config.blend_alpha,
-            "cameras": list(spec.cameras),
-            "task": config.task,
-            "server_port": zmq_port,
-            "api_token": token,
-            "server_timeout_ms": config.server_timeout_ms,
-            "use_sim_time": True,  # the loop and staleness on the twin's /clock: rtf has one home, the sim node
-            "autostart": False,
-        }
-        children.append(
-            _child(
-                "policy_node",
-                _python_module("so101_policy.nodes.policy_node", *ros_arguments(policy_params, POLICY_NODE)),
-                logs,
-                env,
-            )
+    with (logs / "launch.log").open("w", encoding="utf-8") as launch_log:
+        options = RunnerOptions(
+            endpoint=endpoint,
+            sigint_timeout_s=STOP_GRACE_S,
+            sigterm_timeout_s=STOP_GRACE_S,
+            stream=launch_log,
+            colour=False,
+            log_dir=logs,
+            env={"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")},
         )
         try:
-            server.wait_for_line("serving on", 300.0)
-        except ProcessFailedError as exc:
-            raise PolicyError(str(exc)) from exc
-        with PolicyClient(port=zmq_port, api_token=token, timeout_ms=5000) as probe:
-            probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
+            with launched(graph, (), options) as launch:
+                children = [launch.process(name) for name in (SERVER_NODE, SIM_NODE, POLICY_NODE)]
+                video_camera = "side" if "side" in cameras else cameras[0]
+                return _evaluate_in(children, endpoint, server, config, out_dir, video_camera, progress, deadline)
+        except (LaunchError, RouterError) as exc:
+            raise PolicyError(f"the evaluation graph did not start: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Server:
+    """Where the evaluation's policy server listens (TCP port on loopback) and the token it wants."""
+
+    port: int
+    token: str
+
+
+def _evaluate_in(
+    children: list[ManagedProcess],
+    endpoint: str,
+    server: _Server,
+    config: EvalConfig,
+    out_dir: Path,
+    video_camera: str,
+    progress: Callable[[int, int, dict[str, Any]], None] | None,
+    deadline: float | None,
+) -> list[dict[str, Any]]:
+    """The episodes, with the graph's ``children`` (server, sim, policy node) started and the router on
+    ``endpoint``: this process joins as the ``evaluator`` node and leaves before the graph stops."""
+    from nodegraph.transport.zenoh.context import Context
+    from nodegraph.transport.zenoh.node import ZenohNode
+
+    from .monitor import EpisodeMonitor
+
+    try:
+        children[0].wait_for_line(SERVER_READY, 300.0)
+    except ProcessFailedError as exc:
+        raise PolicyError(str(exc)) from exc
+    with PolicyClient(port=server.port, api_token=server.token, timeout_ms=5000) as probe:
+        probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
+    episodes_file = out_dir / "episodes.jsonl"
+    done = _done_episodes(episodes_file)
+    ctx = node = twin = None
+    try:
         ctx = Context(endpoint)
         if not ctx.wait_for_router(10.0):
             raise PolicyError("evaluator cannot reach its zenoh router")
         node = ZenohNode("evaluator", context=ctx)
         twin = make_twin(config.randomize, config.dr_profile)
         monitor = EpisodeMonitor(node, twin, video_camera if config.videos else None, POLICY_NODE)
-        reset = node.create_client("so101_msgs/srv/ResetSim", "sim/reset")
-        start = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/start")
-        stop = node.create_client("std_srvs/srv/Trigger", f"{POLICY_NODE}/stop")
-        for client, what in ((reset, "sim/reset"), (start, "policy/start"), (stop, "policy/stop")):
-            if not client.wait_for_service(60.0):
-                raise PolicyError(f"service {what} did not appear: {[(c.name, c.tail(500)) for c in children]}")
-        wait_until = time.monotonic() + 60.0
-        while monitor.latest_stamp() < 0 and time.monotonic() < wait_until:  # the twin is up and stepping
-            time.sleep(0.05)
+        commander = EpisodeCommander(node, POLICY_NODE, timeout_s=CALL_TIMEOUT_S, attempt_s=CALL_ATTEMPT_S)
+        try:
+            commander.wait_for_services(60.0)
+        except EpisodeCommandError as exc:
+            tails = [(c.name, c.tail(500)) for c in children]
+            raise PolicyError(f"service {exc.service} did not appear: {tails}") from exc
+        commander.until(lambda: monitor.latest_stamp() >= 0, 60.0, poll_s=0.05)  # the twin is up and stepping
         rows = [done[i] for i in sorted(done) if i < config.episodes]
         with episodes_file.open("a", encoding="utf-8") as sink:
             for i in range(config.episodes):
@@ -304,76 +302,76 @@ def run_episodes(
                 for child in children:
                     if not child.alive():
                         raise PolicyError(f"{child.name} died: {child.tail()}")
-                row = _run_episode(node, monitor, (reset, start, stop), i, rows, config, out_dir)
+                row = _run_episode(commander, monitor, i, rows, config, out_dir)
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()
                 rows.append(row)
                 if progress is not None:
                     progress(i + 1, config.episodes, row)
     finally:
-        if node is not None:
-            node.shutdown()
-        if ctx is not None:
-            ctx.close()
-        if twin is not None:
-            twin.close()
-        stop_processes(children[::-1], sigint_timeout_s=STOP_GRACE_S, sigterm_timeout_s=STOP_GRACE_S)
-        router.stop()
+        _close_evaluator(node, ctx, twin)
     return rows
 
 
-def _call(client: Any, request: Any, what: str, attempts: int = 3) -> Any:
-    """A service call; a timeout is retried (a service just discovered may miss its first query)."""
-    from nodegraph.graph.api import ServiceTimeout
-
-    for attempt in range(attempts):
-        try:
-            response = client.call(request, 10.0)
-            break
-        except ServiceTimeout:
-            if attempt == attempts - 1:
-                raise PolicyError(f"{what}: no answer after {attempts} tries of 10 s") from None
-    if not response.success:
-        raise PolicyError(f"{what} failed: {response.message}")
-    return response
+def _close_evaluator(node: Any, ctx: Any, twin: Any) -> None:
+    """Shut the evaluator's node, its zenoh session and its twin (those that exist)."""
+    if node is not None:
+        node.shutdown()
+    if ctx is not None:
+        ctx.close()
+    if twin is not None:
+        twin.close()
 
 
 def _run_episode(
-    node: Any,
+    commander: EpisodeCommander,
     monitor: Any,
-    clients: tuple[Any, Any, Any],
     index: int,
     before: list[dict[str, Any]],
     cfg: EvalConfig,
     out_dir: Path,
 ) -> dict[str, Any]:
-    """One episode (``clients``: sim/reset, policy/start, policy/stop; ``before``: the episodes' rows so far)."""
-    reset, start, stop = clients
+    """One episode, driven through ``commander`` (the sim's reset, the policy node's start and stop; PolicyError
+    naming the service that fails); ``before``: the episodes' rows so far."""
+    try:
+        return _episode(commander, monitor, index, before, cfg, out_dir)
+    except EpisodeCommandError as exc:
+        raise PolicyError(str(exc)) from exc
+
+
+def _episode(
+    commander: EpisodeCommander,
+    monitor: Any,
+    index: int,
+    before: list[dict[str, Any]],
+    cfg: EvalConfig,
+    out_dir: Path,
+) -> dict[str, Any]:
     rtf = cfg.real_time_factor
     seed = cfg.episode_seed(index)
-    trigger = node.message("std_srvs/srv/Trigger_Request")
-    _call(stop, trigger, "policy/stop")
-    _call(reset, node.message("so101_msgs/srv/ResetSim_Request", seed=seed), "sim/reset")
+    commander.stop()
+    commander.reset(seed)
     stamp = monitor.latest_stamp()
-    deadline = time.monotonic() + 10.0
-    while monitor.latest_stamp() <= stamp and time.monotonic() < deadline:  # a state from the new episode
-        time.sleep(0.01)
+    commander.until(lambda: monitor.latest_stamp() > stamp, 10.0, poll_s=0.01)  # a state from the new episode
     recorded = video_wanted(index, before, cfg.videos)
     monitor.begin(seed, record_frames=recorded)
     time.sleep(0.3 / rtf)  # fresh images of the new scene before the first query
-    _call(start, trigger, "policy/start")
-    wall_deadline = time.monotonic() + cfg.episode_s / rtf * 3 + 30.0
+    commander.start()
     succeeded_at: float | None = None
-    while time.monotonic() < wall_deadline:
+
+    def over() -> bool:
+        """The episode's end: ``episode_s`` of sim time, or our success confirmed by the workshop rule (or held
+        for 1 s of sim time)."""
+        nonlocal succeeded_at
         t, ours, shop = monitor.progress()
         if t >= cfg.episode_s:
-            break
+            return True
         if ours and succeeded_at is None:
             succeeded_at = t
-        if succeeded_at is not None and (shop or t - succeeded_at > 1.0):
-            break
-        time.sleep(0.02)
-    _call(stop, trigger, "policy/stop")
+        return succeeded_at is not None and (shop or t - succeeded_at > 1.0)
+
+    commander.until(over, cfg.episode_s / rtf * 3 + 30.0)
+    commander.stop()
     log = monitor.end()
     reference = _expert_reference(seed, cfg.randomize, cfg.dr_profile)
     row = _episode_summary(log, reference, monitor)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import zmq
 from nodegraph.testing import wait_until
+from nodegraph.transport.zenoh.config import free_port
 from so101_policy.client import PolicyClient
 from so101_policy.errors import ProtocolError, ServerError, ServerTimeout
 from so101_policy.protocol import NDARRAY_TAG, observation, pack, unpack
@@ -165,23 +166,10 @@ def test_client_times_out_on_a_dead_server() -> None:
         assert not client.ping()  # the socket was recreated: a second call times out again, no EFSM error
     finally:
         sock.close(linger=0)
-    with socket_free_port() as port:  # nobody listening at all
-        client = PolicyClient(port=port, timeout_ms=200)
-        with pytest.raises(ServerTimeout):
-            client.get_action(make_obs())
-        client.close()
-
-
-class socket_free_port:  # noqa: N801
-    def __enter__(self) -> int:
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
-
-    def __exit__(self, *exc: object) -> None:
-        pass
+    client = PolicyClient(port=free_port(), timeout_ms=200)  # nobody listening at all
+    with pytest.raises(ServerTimeout):
+        client.get_action(make_obs())
+    client.close()
 
 
 def test_server_binds_localhost_by_default() -> None:

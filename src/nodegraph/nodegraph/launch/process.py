@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO
 
 from nodegraph.launch.errors import ProcessFailedError
+from nodegraph.launch.lifetime import die_with_parent
 from nodegraph.launch.output import PrefixedOutput
-from nodegraph.transport.zenoh.router import die_with_parent
 
 RECENT_LINES = 2000
 """Output lines a forwarding process keeps for :meth:`ManagedProcess.tail` and :meth:`ManagedProcess.wait_for_line`."""

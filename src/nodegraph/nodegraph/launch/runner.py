@@ -18,8 +18,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
@@ -74,6 +75,10 @@ class RunnerOptions:
     """Where parameter files named by the description lie (:data:`~nodegraph.launch.resolve.ConfigDir`)."""
     stream: TextIO | None = None
     colour: bool | None = None
+    log_dir: Path | None = None
+    """Each node's output in ``<log_dir>/<node>.log`` (truncated at start) instead of prefixed on ``stream``."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables for the nodes, over this process's."""
 
 
 class LaunchRunner:
@@ -99,28 +104,47 @@ class LaunchRunner:
     def run(self) -> int:
         with _signals_to(self.request_shutdown):
             try:
-                commands = [(node, self.options.resolver(node.package, node.executable)) for node in self.launch.nodes]
-                for name in self.launch.skipped:
-                    self.output.info(f"skipping {name} (condition false)")
-                if not commands:
-                    self.output.info("no nodes to launch")
+                if not self.start():
                     return 0
-                env = self._node_environment()
-                if self._shutdown.is_set():
-                    return 0
-                for node, command in commands:
-                    process = ManagedProcess(
-                        node.name, [*command, *node.ros_arguments()], env, self.output, required=node.required
-                    )
-                    process.start()
-                    self._processes.append(process)
-                    self.output.info(f"started {node.fully_qualified_name} [pid {process.pid}]")
                 return self._supervise()
             except (LaunchError, RouterError) as exc:
                 self.output.error(str(exc))
                 return 1
             finally:
                 self._stop_all()
+
+    def start(self) -> list[ManagedProcess]:
+        """Start the router (zenoh) and every node, in the description's order, and return their processes
+        without waiting on them (empty: nothing to start, or a shutdown came first); :meth:`stop` ends them.
+        Raises LaunchError (an executable not found) and RouterError."""
+        commands = [(node, self.options.resolver(node.package, node.executable)) for node in self.launch.nodes]
+        for name in self.launch.skipped:
+            self.output.info(f"skipping {name} (condition false)")
+        if not commands:
+            self.output.info("no nodes to launch")
+            return []
+        env = {**self._node_environment(), **self.options.env}
+        if self._shutdown.is_set():
+            return []
+        log_dir = self.options.log_dir
+        for node, command in commands:
+            output = log_dir / f"{node.name}.log" if log_dir is not None else self.output
+            process = ManagedProcess(node.name, [*command, *node.ros_arguments()], env, output, required=node.required)
+            process.start()
+            self._processes.append(process)
+            self.output.info(f"started {node.fully_qualified_name} [pid {process.pid}]")
+        return list(self._processes)
+
+    def process(self, name: str) -> ManagedProcess:
+        """The started process of node ``name`` (KeyError if there is none)."""
+        for process in self._processes:
+            if process.name == name:
+                return process
+        raise KeyError(name)
+
+    def stop(self) -> None:
+        """Stop every node (SIGINT, then SIGTERM, then SIGKILL after the grace periods), then the router."""
+        self._stop_all()
 
     def _node_environment(self) -> dict[str, str]:
         """The nodes' environment, with the backend set explicitly (a zenoh launch stays on zenoh in a shell
@@ -226,6 +250,22 @@ def run_description(data: LaunchDescriptionData, args: Sequence[str] = (), optio
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return LaunchRunner(launch, options).run()
+
+
+@contextlib.contextmanager
+def launched(
+    data: LaunchDescriptionData, args: Sequence[str] = (), options: RunnerOptions | None = None
+) -> Iterator[LaunchRunner]:
+    """``data`` started with ``name:=value`` arguments, for a program that drives the graph itself (no signal
+    handling, no supervision: :meth:`LaunchRunner.process` gives each node's process); every node and the router
+    stop when the block ends. Raises LaunchArgumentError, LaunchError and RouterError."""
+    options = options or RunnerOptions()
+    runner = LaunchRunner(resolve_launch(data, args, config_dir=options.config_dir), options)
+    try:
+        runner.start()
+        yield runner
+    finally:
+        runner.stop()
 
 
 def run_launch(

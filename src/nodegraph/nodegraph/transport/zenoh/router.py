@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import ctypes
 import json
 import os
 import signal
@@ -23,6 +22,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from nodegraph.launch.lifetime import die_with_parent
 from nodegraph.transport.shutdown import install_signal_handlers
 from nodegraph.transport.zenoh.config import endpoint_accepts_connections, router_endpoint, tcp_address
 
@@ -31,24 +31,6 @@ if TYPE_CHECKING:
 
 READY_PREFIX = "zenoh router ready:"
 _MODULE = "nodegraph.transport.zenoh.router"
-
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` making the child get SIGTERM when this process dies, even by SIGKILL (Linux
-    ``prctl(PR_SET_PDEATHSIG)``, as launch_ros' nodes have via their process group); None elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return None
-
-    def setup() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return setup
 
 
 class RouterError(RuntimeError):
@@ -175,6 +157,8 @@ class RouterProcess:
                 if self._reader is not None:
                     self._reader.join(timeout=2.0)
                 output = "\n".join(self._tail)
+                if self._process.stdout is not None and not (self._reader and self._reader.is_alive()):
+                    self._process.stdout.close()
                 self._process = None
                 if "address already in use" in output.lower():
                     raise RouterPortInUseError(self._in_use_message())
@@ -211,6 +195,8 @@ class RouterProcess:
         code = process.wait()
         if self._reader is not None:
             self._reader.join(timeout=2.0)
+        if process.stdout is not None and (self._reader is None or not self._reader.is_alive()):
+            process.stdout.close()  # the reader saw the end of the output: the pipe is ours to close
         return code
 
     def __enter__(self) -> RouterProcess:
