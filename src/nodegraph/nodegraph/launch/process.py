@@ -1,5 +1,9 @@
-"""One supervised child process: its own process group, SIGTERM when its parent dies, output forwarded line by
-line or kept in a log file, a wait for a line it prints, staged shutdown (:func:`stop_processes`)."""
+"""One supervised child process: its own process group (or the caller's), SIGTERM when its parent dies, output
+forwarded line by line or kept in a log file (fresh or appended to), a wait for a line it prints or for its exit,
+staged shutdown (:func:`stop_processes`).
+
+The one way this project starts a child that it supervises: the launch engine's nodes, the sweep's training runs,
+the pipeline's seed recording and the tests' peer processes."""
 
 from __future__ import annotations
 
