@@ -22,7 +22,7 @@ def record_joint_states(bag: Path, count: int, peers: list[Peer]) -> subprocess.
     recorder = subprocess.Popen([*SO101, "bag", "record", "/joint_states", "-o", str(bag)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     peers.append(Peer("joint_states", str(count)))  # it publishes once the recorder has subscribed
-    assert peers[-1].process.wait(timeout=60) == 0
+    assert peers[-1].wait(60) == 0
     return recorder
 
 

@@ -27,7 +27,7 @@ def test_bag_record_is_readable_by_independent_readers(router: object, peers: li
     recorder = subprocess.Popen([*SO101, "bag", "record", "/joint_states", "-o", str(bag)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     peers.append(Peer("joint_states", "40"))  # it publishes once the recorder has subscribed
-    assert peers[-1].process.wait(timeout=60) == 0
+    assert peers[-1].wait(60) == 0
     wait_until(lambda: bag_messages_on_disk(bag) >= 40, 30.0, "all 40 messages recorded")
     recorder.send_signal(signal.SIGINT)
     out, err = recorder.communicate(timeout=30)

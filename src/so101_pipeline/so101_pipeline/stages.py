@@ -25,7 +25,7 @@ import dataclasses
 import math
 import os
 import shutil
-import subprocess
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +33,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from nodegraph.launch.lifetime import die_with_parent
+from nodegraph.launch.process import ManagedProcess
 
 from .config import PipelineConfig, SeedsSection
 from .errors import SliceEnded, StageDependencyError, StageError
@@ -80,21 +80,21 @@ def _seed_files(directory: Path) -> list[Path]:
 
 
 def _record_once(ctx: StageContext, s: SeedsSection, args: list[str], log: IO[str]) -> int:
+    """One run of ``args``, appending to the stage log (``log`` is open on it) after a ``$ command`` line; it stays
+    in the stage's process group, so that stopping the stage at a slice's end stops it too."""
     env = {**os.environ, **ctx.options.get("env", {}), "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
     log.write(f"$ {' '.join(args)}\n")
     log.flush()
-    child = subprocess.Popen(
-        args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent(os.getpid())
-    )
+    child = ManagedProcess("seeds record", args, env, ctx.log_path, append=True, own_session=False).start()
     try:
         while child.poll() is None:
             ctx.progress(len(_seed_files(ctx.out_dir)), s.count, "recording seeds (scripted expert in the twin)")
             time.sleep(POLL_S)
     except BaseException:
-        child.terminate()
+        child.signal(signal.SIGTERM)
         child.wait(30)
         raise
-    return child.returncode
+    return child.wait()
 
 
 def _record_scripted(ctx: StageContext, s: SeedsSection) -> None:

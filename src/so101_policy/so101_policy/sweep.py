@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from nodegraph.launch.process import ManagedProcess
 
 from .config import EvalConfig, TrainConfig, parse_config
 from .errors import ConfigError, PolicyError
@@ -145,26 +147,27 @@ def _trained_steps(run_dir: Path) -> int:
 
 
 def _train(runs: dict[str, TrainConfig], dataset: Path, out_dir: Path) -> None:
-    """``runs`` trained at once, each ``so101 train`` in its own process; raises PolicyError naming the failures."""
-    children: dict[str, tuple[subprocess.Popen[bytes], Any]] = {}
+    """``runs`` trained at once, each ``so101 train`` in its own process (appending to ``<run>/train.log``, in the
+    sweep's process group, SIGTERM when the sweep dies); raises PolicyError naming the failures."""
+    children: dict[str, ManagedProcess] = {}
     failed = []
     try:
         for name, cfg in runs.items():
             run_dir = out_dir / name
             run_dir.mkdir(exist_ok=True)
             (run_dir / "train.yaml").write_text(yaml.safe_dump(_plain(cfg), sort_keys=False), encoding="utf-8")
-            log = (run_dir / "train.log").open("ab")
             cmd = [sys.executable, "-m", "so101_cli", "train", "--dataset", str(dataset), "--config",
                    str(run_dir / "train.yaml"), "--out", str(run_dir)]  # fmt: skip
-            children[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log)
-        for name, (child, log) in children.items():
-            if child.wait() != 0:
-                failed.append(f"{name} (exit {child.returncode}; {out_dir / name / 'train.log'})")
-            log.close()
+            children[name] = ManagedProcess(
+                name, cmd, os.environ, run_dir / "train.log", append=True, own_session=False
+            ).start()
+        for name, child in children.items():
+            if (code := child.wait()) != 0:
+                failed.append(f"{name} (exit {code}; {out_dir / name / 'train.log'})")
     finally:
-        for child, _ in children.values():
-            if child.poll() is None:
-                child.terminate()
+        for child in children.values():
+            if child.alive():
+                child.signal(signal.SIGTERM)
                 child.wait()
     if failed:
         raise PolicyError("sweep runs failed: " + ", ".join(failed))

@@ -1,5 +1,9 @@
-"""One supervised child process: its own process group, SIGTERM when its parent dies, output forwarded line by
-line or kept in a log file, a wait for a line it prints, staged shutdown (:func:`stop_processes`)."""
+"""One supervised child process: its own process group (or the caller's), SIGTERM when its parent dies, output
+forwarded line by line or kept in a log file (fresh or appended to), a wait for a line it prints or for its exit,
+staged shutdown (:func:`stop_processes`).
+
+The one way this project starts a child that it supervises: the launch engine's nodes, the sweep's training runs,
+the pipeline's seed recording and the tests' peer processes."""
 
 from __future__ import annotations
 
@@ -26,7 +30,12 @@ class ManagedProcess:
     """A child in its own session: a terminal Ctrl-C reaches only the launcher, which relays it.
 
     ``output`` is a :class:`PrefixedOutput` (each line forwarded as ``[name] line``) or a log file path (the
-    child writes stdout and stderr there, truncated at start).
+    child writes stdout and stderr there, truncated at start, or appended to with ``append``: a log that several
+    processes or attempts share).
+
+    ``own_session=False`` keeps the child in the caller's process group instead: a signal to that group (a
+    terminal's Ctrl-C, a supervisor stopping the caller's group) reaches the child as well, and :meth:`signal`
+    goes to the child alone. Either way the child gets SIGTERM when its parent dies (:func:`die_with_parent`).
     """
 
     def __init__(
@@ -37,10 +46,14 @@ class ManagedProcess:
         output: PrefixedOutput | Path,
         *,
         required: bool = False,
+        append: bool = False,
+        own_session: bool = True,
     ) -> None:
         self.name = name
         self.command = list(command)
         self.required = required
+        self.append = append
+        self.own_session = own_session
         self._env = dict(env)
         self._output = output
         self._process: subprocess.Popen[bytes] | None = None
@@ -60,7 +73,7 @@ class ManagedProcess:
     def start(self) -> ManagedProcess:
         """Start the child; returns ``self``."""
         if isinstance(self._output, Path):
-            with self._output.open("wb") as log:  # the child keeps its own descriptor
+            with self._output.open("ab" if self.append else "wb") as log:  # the child keeps its own descriptor
                 self._process = self._popen(log)
             return self
         self._process = self._popen(subprocess.PIPE)
@@ -75,7 +88,7 @@ class ManagedProcess:
             stdout=stdout,
             stderr=subprocess.STDOUT,
             env=self._env,
-            start_new_session=True,
+            start_new_session=self.own_session,
             preexec_fn=die_with_parent(os.getpid()),
         )
 
@@ -89,6 +102,11 @@ class ManagedProcess:
 
     def poll(self) -> int | None:
         return None if self._process is None else self._process.poll()
+
+    def wait(self, timeout_s: float | None = None) -> int:
+        """The exit code once the process has exited; ``subprocess.TimeoutExpired`` after ``timeout_s``."""
+        assert self._process is not None, "process not started"
+        return self._process.wait(timeout_s)
 
     def alive(self) -> bool:
         """Started and not yet exited."""
@@ -115,11 +133,15 @@ class ManagedProcess:
         raise ProcessFailedError(f"{self.name} did not print {text!r} within {timeout_s:g} s: {self.tail()}")
 
     def signal(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to the process group (the node and anything it spawned)."""
+        """Send ``sig`` to the process group (the node and anything it spawned), or to the process alone when it
+        shares the caller's group (``own_session=False``)."""
         if self._process is None or self._process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._process.pid, sig)
+            if self.own_session:
+                os.killpg(self._process.pid, sig)
+            else:
+                self._process.send_signal(sig)
 
     def finish_output(self, timeout_s: float = 1.0) -> None:
         """Wait briefly for the remaining output after the process exited."""

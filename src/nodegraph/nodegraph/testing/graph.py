@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import queue
 import random
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from typing import Any
 import pytest
 
 from nodegraph.graph.api import Node
+from nodegraph.launch.output import PrefixedOutput
+from nodegraph.launch.process import ManagedProcess
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, free_endpoint
 from nodegraph.transport.zenoh.context import Context
@@ -54,44 +57,64 @@ def context(router: RouterProcess) -> Iterator[Context]:
     ctx.close()
 
 
+class _Lines(PrefixedOutput):
+    """A peer's output lines, kept in order for :meth:`Peer.wait_line` (not printed)."""
+
+    def __init__(self) -> None:
+        super().__init__(colour=False)
+        self.queue: queue.Queue[str] = queue.Queue()
+
+    def line(self, source: str, text: str) -> None:
+        self.queue.put(text)
+
+
 class Peer:
-    """A peer process (:mod:`nodegraph.testing.peer`)."""
+    """A peer process (:mod:`nodegraph.testing.peer`), supervised by :class:`ManagedProcess` (its own process
+    group, SIGTERM when the test process dies); its stdout and stderr are read line by line."""
 
     def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", PEER, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        self._lines = _Lines()
+        self.process = ManagedProcess(
+            PEER, [sys.executable, "-m", PEER, *args], {**os.environ, "PYTHONUNBUFFERED": "1"}, self._lines
+        ).start()
 
     def wait_line(self, prefix: str, timeout_s: float = 20.0) -> str:
-        assert self.process.stdout is not None
+        """The next output line that starts with ``prefix`` (the lines before it are passed over)."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._lines.queue.get(timeout=min(left, 0.1))
+            except queue.Empty:
+                if self.process.poll() is not None and self._lines.queue.empty():
+                    self.process.finish_output()
+                    if self._lines.queue.empty():
+                        break
+                continue
             if line.startswith(prefix):
                 return line.strip()
-            if not line and self.process.poll() is not None:
-                break
-        raise AssertionError(f"peer never printed {prefix!r}; stderr: {self.stderr_tail()}")
+        raise AssertionError(f"peer never printed {prefix!r}; output: {self.output_tail()}")
 
-    def stderr_tail(self) -> str:
-        if self.process.poll() is None:
-            return "<running>"
-        assert self.process.stderr is not None
-        return self.process.stderr.read()[-2000:]
+    def output_tail(self) -> str:
+        """The last lines of the output of an exited peer."""
+        return "<running>" if self.process.poll() is None else self.process.tail()
+
+    def wait(self, timeout_s: float) -> int:
+        """The exit code (``subprocess.TimeoutExpired`` after ``timeout_s``)."""
+        return self.process.wait(timeout_s)
 
     def stop(self, timeout_s: float = 10.0) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
+        self.process.signal(signal.SIGINT)
         try:
-            return self.process.wait(timeout=timeout_s)
+            return self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.kill()
             raise AssertionError("peer did not stop on SIGINT") from None
+
+    def kill(self) -> None:
+        """SIGKILL, and wait for it to be gone."""
+        self.process.signal(signal.SIGKILL)
+        self.process.wait()
+        self.process.finish_output()
 
 
 @pytest.fixture
@@ -100,9 +123,7 @@ def peers() -> Iterator[list[Peer]]:
     started: list[Peer] = []
     yield started
     for peer in started:
-        if peer.process.poll() is None:
-            peer.process.kill()
-            peer.process.wait()
+        peer.kill()
 
 
 # ROS domains. Several engineers and CI run tests on one host at once: each rclpy test module takes a domain no

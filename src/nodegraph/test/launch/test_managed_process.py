@@ -54,6 +54,22 @@ def test_a_logged_child_is_awaited_and_stopped_with_sigint(tmp_path: Path) -> No
     assert child.poll() == 0 and log.read_text().endswith("bye\n")
 
 
+def test_an_appending_child_in_the_callers_group_is_awaited_and_signalled_alone(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("earlier attempt\n")
+    first = ManagedProcess("once", python("print('again')"), dict(os.environ), log, append=True).start()
+    assert first.wait(30.0) == 0
+    assert log.read_text() == "earlier attempt\nagain\n"
+    child = ManagedProcess("server", SERVER, dict(os.environ), log, append=True, own_session=False).start()
+    child.wait_for_line("serving on", 30.0)
+    assert os.getpgid(child.pid) == os.getpgrp()  # the caller's process group
+    with pytest.raises(subprocess.TimeoutExpired):
+        child.wait(0.1)
+    child.signal(signal.SIGINT)  # to the child alone: this test process is in the same group
+    assert child.wait(30.0) == 0
+    assert log.read_text().startswith("earlier attempt\nagain\nloading\n") and log.read_text().endswith("bye\n")
+
+
 def test_waiting_for_a_line_fails_on_exit_or_timeout(tmp_path: Path) -> None:
     failing = ManagedProcess("bad", python("print('no model'); raise SystemExit(3)"), {}, tmp_path / "bad.log")
     with pytest.raises(ProcessFailedError, match=r"bad exited \(exit code 3\): no model"):

@@ -41,7 +41,7 @@ def test_joint_states_across_processes(graph_backend: GraphBackend, peers: list[
     ]
     for i, msg in enumerate(got):
         np.testing.assert_allclose(msg.position, [i * 0.1 + j for j in range(6)])
-    assert peers[0].process.wait(timeout=20) == 0
+    assert peers[0].wait(20) == 0
 
 
 def test_image_640x480_across_processes(graph_backend: GraphBackend, peers: list[Peer]) -> None:
