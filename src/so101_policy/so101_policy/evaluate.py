@@ -302,7 +302,10 @@ def _evaluate_in(
                 for child in children:
                     if not child.alive():
                         raise PolicyError(f"{child.name} died: {child.tail()}")
-                row = _run_episode(commander, monitor, i, rows, config, out_dir)
+                try:
+                    row = _episode(commander, monitor, i, rows, config, out_dir)
+                except EpisodeCommandError as exc:  # the service that failed, named
+                    raise PolicyError(str(exc)) from exc
                 sink.write(json.dumps(row) + "\n")
                 sink.flush()
                 rows.append(row)
@@ -323,22 +326,6 @@ def _close_evaluator(node: Any, ctx: Any, twin: Any) -> None:
         twin.close()
 
 
-def _run_episode(
-    commander: EpisodeCommander,
-    monitor: Any,
-    index: int,
-    before: list[dict[str, Any]],
-    cfg: EvalConfig,
-    out_dir: Path,
-) -> dict[str, Any]:
-    """One episode, driven through ``commander`` (the sim's reset, the policy node's start and stop; PolicyError
-    naming the service that fails); ``before``: the episodes' rows so far."""
-    try:
-        return _episode(commander, monitor, index, before, cfg, out_dir)
-    except EpisodeCommandError as exc:
-        raise PolicyError(str(exc)) from exc
-
-
 def _episode(
     commander: EpisodeCommander,
     monitor: Any,
@@ -347,6 +334,8 @@ def _episode(
     cfg: EvalConfig,
     out_dir: Path,
 ) -> dict[str, Any]:
+    """One episode, driven through ``commander`` (the sim's reset, the policy node's start and stop: an
+    EpisodeCommandError names the service that fails); ``before``: the episodes' rows so far."""
     rtf = cfg.real_time_factor
     seed = cfg.episode_seed(index)
     commander.stop()
