@@ -53,6 +53,12 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             f"[bold]sim success {summary['success_rate']:.0%}[/bold] ({summary['successes']}/{summary['episodes']}, "
             f"95 % Wilson {summary['wilson_low']:.0%}–{summary['wilson_high']:.0%})"
         )
+    if summary.get("workshop_success_rate") is not None:
+        lo, hi = summary["workshop_wilson"]
+        console.print(
+            f"workshop rule {summary['workshop_success_rate']:.0%} ({summary['workshop_successes']}/"
+            f"{summary['episodes']}, 95 % Wilson {lo:.0%}–{hi:.0%})"
+        )
     summary_path = Path(summary["outputs"]["root"]) / "summary.json"
     console.print(f"wall time {summary['wall_s']:.1f} s; summary: {summary_path}", soft_wrap=True)  # paths unbroken
     if summary.get("report_html"):

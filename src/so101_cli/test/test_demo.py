@@ -77,6 +77,10 @@ def test_demo_runs_the_whole_pipeline_end_to_end(demo: tuple[Path, Path, str]) -
     assert summary["seeds"] == 2 and summary["demos"] == 3 and summary["dataset_episodes"] == 3
     assert summary["train_steps"] == 4 and summary["episodes"] == 1 and 0.0 <= summary["success_rate"] <= 1.0
     assert not any(st["skipped"] for st in summary["stages"].values())
+    evaluated = json.loads((out / "eval" / "results.json").read_text())  # the workshop rule's figure, handed up
+    assert summary["workshop_successes"] == evaluated["workshop_successes"] is not None
+    low, high = summary["workshop_wilson"]
+    assert summary["workshop_success_rate"] == evaluated["workshop_rate"] and low <= evaluated["workshop_rate"] <= high
     seeds = load_seeds(out / "seeds")
     assert len(seeds) == 2 and all(s.success and s.source == "scripted" for s in seeds)
     assert info(out / "seeds" / "seed_000").topic("/joint_states").message_count > 100

@@ -1,11 +1,12 @@
 """``so101 pipeline run``: load the config, run the stages, write ``summary.json``, return the summary.
 
 ``summary.json`` (in the output directory, rewritten by every invocation): ``success_rate``, ``episodes``,
-``successes``, ``wilson_low``/``wilson_high``, ``wall_s`` (this invocation), counts (``seeds``, ``demos``,
-``attempts``, ``yield`` with its Wilson interval, ``frames``), per stage ``skipped``, ``reason``, ``resumed``,
-``wall_s`` (this invocation) and ``produced_wall_s`` (the run that made its output, all its slices), and the
-output paths. In slices (``RunOptions.slice_s``): ``complete``, ``slice_ended`` (the stage the slice ended in,
-or null), ``slices`` (invocations since the last complete one) and ``pipeline_wall_s`` (the finished stages'
+``successes``, ``wilson_low``/``wilson_high`` (and the workshop rule's: ``workshop_successes``,
+``workshop_success_rate``, ``workshop_wilson``; None where the rule is unavailable), ``wall_s`` (this invocation),
+counts (``seeds``, ``demos``, ``attempts``, ``yield`` with its Wilson interval, ``frames``), per stage ``skipped``,
+``reason``, ``resumed``, ``wall_s`` (this invocation) and ``produced_wall_s`` (the run that made its output, all its
+slices), and the output paths. In slices (``RunOptions.slice_s``): ``complete``, ``slice_ended`` (the stage the slice
+ended in, or null), ``slices`` (invocations since the last complete one) and ``pipeline_wall_s`` (the finished stages'
 ``produced_wall_s`` added up).
 """
 
@@ -186,6 +187,8 @@ def build_summary(
     gen = res.get("skillgen", {})
     ev = res.get("eval", {})
     yield_ci = wilson(int(gen["demos"]), int(gen["attempts"])) if gen else None
+    shop = ev.get("workshop_successes")
+    shop_ci = wilson(int(shop), int(ev["episodes"])) if shop is not None else None
     return {
         "config": cfg.file,
         "started": started,
@@ -199,6 +202,9 @@ def build_summary(
         "episodes": ev.get("episodes"),
         "wilson_low": ev.get("wilson_low"),
         "wilson_high": ev.get("wilson_high"),
+        "workshop_successes": shop,
+        "workshop_success_rate": int(shop) / int(ev["episodes"]) if shop is not None and ev["episodes"] else None,
+        "workshop_wilson": [round(x, 4) for x in shop_ci] if shop_ci else None,
         "seeds": res.get("seeds", {}).get("seeds"),
         "demos": gen.get("demos"),
         "attempts": gen.get("attempts"),

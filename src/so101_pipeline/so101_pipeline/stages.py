@@ -308,6 +308,7 @@ def run_eval(ctx: StageContext) -> dict[str, Any]:
         "episodes": int(result.episodes),
         "wilson_low": float(result.wilson_low),
         "wilson_high": float(result.wilson_high),
+        "workshop_successes": result.workshop_successes,  # the upstream workshop's rule (None: unavailable)
         "report_html": _rel(ctx, result.report_html),
     }
 

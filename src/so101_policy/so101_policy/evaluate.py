@@ -43,7 +43,7 @@ from .config import EvalConfig
 from .errors import PolicyError
 from .evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
 from .metrics import aggregate, failure_counts, frame_metrics, success_by_target_slot, wilson_interval
-from .outcome import failure_reason, final_placement
+from .outcome import failure_reason, final_placement, release_placement
 from .sim_env import make_twin
 
 STOP_GRACE_S = 10.0
@@ -116,6 +116,7 @@ def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor:
         "workshop_success": (log.workshop_step >= 0) if monitor.workshop is not None else None,
         "failure": failure_reason(arrays, success, monitor.task, monitor.twin.config.rack),
         "final_placement": final_placement(arrays, log.target_slot, monitor.twin.config.rack),
+        "release_placement": release_placement(arrays, log.target_slot, monitor.twin.config.rack),
         "success_step": log.success_step,
         "workshop_step": log.workshop_step,
         "holds": sum(1 for s in log.policy_status if s.startswith("holding")),

@@ -85,6 +85,23 @@ def final_placement(arrays: dict[str, npt.NDArray[Any]], target_slot: int, rack:
     return placement(vial[-1], rack_pose[-1], target_slot, rack)
 
 
+def release_placement(arrays: dict[str, npt.NDArray[Any]], target_slot: int, rack: RackConfig) -> dict[str, Any] | None:
+    """Where the vial was when the jaws last let go of it after it was lifted (:func:`placement` at the first step
+    both jaws are off it): a release too high or off the slot tells a placement the policy aimed badly from one that
+    toppled after it. None when no lifted vial was released. ``arrays`` as in :func:`failure_reason`."""
+    vial, rack_pose, jaws = arrays["vial"], arrays["rack"], np.asarray(arrays["both_jaws"], dtype=bool)
+    if len(vial) == 0:
+        return None
+    start_z, held_at_start = float(vial[0, 2]), bool(jaws[0])
+    highest = np.maximum.accumulate(vial[:, 2])
+    let_go = [
+        i
+        for i in range(1, len(vial))
+        if jaws[i - 1] and not jaws[i] and lifted(start_z, float(highest[i]), held_at_start)
+    ]
+    return placement(vial[let_go[-1]], rack_pose[let_go[-1]], target_slot, rack) if let_go else None
+
+
 def placement(vial: npt.ArrayLike, rack_pose: npt.ArrayLike, target_slot: int, rack: RackConfig) -> dict[str, Any]:
     """Where the vial is, to tell a near miss from a wrong slot or a drop: ``nearest_slot`` (the slot whose centre
     is nearest in xy), ``target_offset_mm`` (xy distance from the centre of ``target_slot``; None without a target,

@@ -72,13 +72,18 @@ def write_video(frames: list[npt.NDArray[np.uint8]], fps: float, path: Path, max
 
 
 def _placement(row: dict[str, Any]) -> str:
-    """A failed episode's final vial placement (``final_placement``) as a muted line, else ''."""
-    p = row.get("final_placement")
-    if row.get("success") or not p:
+    """A failed episode's vial placements (``release_placement``, ``final_placement``) as a muted line, else ''."""
+    end = row.get("final_placement")
+    if row.get("success") or not end:
         return ""
-    offset = p.get("target_offset_mm")
-    target = f", {offset:g} mm from slot {row.get('target_slot')}" if offset is not None else ""
-    text = f"ended nearest slot {p['nearest_slot']}{target}, {p['height_mm']:g} mm up, tilted {p['tilt_deg']:g}°"
+
+    def where(p: dict[str, Any]) -> str:
+        offset = p.get("target_offset_mm")
+        target = f", {offset:g} mm from slot {row.get('target_slot')}" if offset is not None else ""
+        return f"nearest slot {p['nearest_slot']}{target}, {p['height_mm']:g} mm up, tilted {p['tilt_deg']:g}°"
+
+    let_go = row.get("release_placement")
+    text = (f"released {where(let_go)}; " if let_go else "") + f"ended {where(end)}"
     return f"<div class='muted'>{html.escape(text)}</div>"
 
 

@@ -29,6 +29,7 @@ from so101_core.lerobot_units import from_lerobot, to_lerobot
 from so101_core.sim.config import SimConfig, load_sim_config, load_task_config
 from so101_core.sim.randomization import DRConfig, load_dr_config
 from so101_core.sim.success import SuccessRules
+from so101_core.sim.task import TaskState
 from so101_core.sim.twin import Twin
 
 from .outcome import failure_at_end, lifted, placement
@@ -101,6 +102,8 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._ever_held = False
         self._vial_z = (0.0, 0.0)  # the vial's starting and highest centre height this episode, m
         self._held_at_start = False  # a partly-done start: the vial in the hand, lifted already
+        self._held = False  # both jaws on the vial at the last step
+        self._release: dict[str, Any] | None = None  # outcome.release_placement, kept as the episode runs
         self._done = True
         self._obs: dict[str, Any] = {}
 
@@ -137,6 +140,7 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         z = float(start.vials[0][0][2])
         self._vial_z, self._held_at_start = (z, z), bool(start.held[0])
         self._ever_held = self._held_at_start  # as the graph evaluation, whose record starts with the episode
+        self._held, self._release = self._held_at_start, None
         self._obs = self._observe()
         return self._obs, self._info()
 
@@ -154,6 +158,9 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         state = self.twin.task_state()
         self._ever_held = self._ever_held or state.held[0]
         self._vial_z = (self._vial_z[0], max(self._vial_z[1], float(state.vials[0][0][2])))
+        if self._held and not state.held[0] and lifted(*self._vial_z, self._held_at_start):
+            self._release = self._placement(state)  # as outcome.release_placement reads the graph's record
+        self._held = bool(state.held[0])
         ours, self._workshop_ok = self.rules.update(state)
         reward = 0.0
         if ours and self._success_step < 0:
@@ -165,20 +172,25 @@ class VialRackEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._obs = self._observe(None if self.config.pixels_every_step else self._obs["pixels"])
         return self._obs, reward, terminated, truncated, self._info()
 
+    def _placement(self, state: TaskState) -> dict[str, Any]:
+        (vp, vq), (rp, rq) = state.vials[0], state.rack
+        target = self.twin.episode.target_slot if self.twin.episode is not None else -1
+        return placement(np.concatenate([vp, vq]), np.concatenate([rp, rq]), target, self.twin.config.rack)
+
     def outcome(self) -> dict[str, Any]:
         """How the episode stands (at its end: how it ended): ``failure`` (None on success, else the graph
-        evaluation's reason, :mod:`.outcome`) and ``final_placement`` (where the vial is,
-        :func:`.outcome.placement`)."""
+        evaluation's reason, :mod:`.outcome`), ``final_placement`` (where the vial is, :func:`.outcome.placement`)
+        and ``release_placement`` (where it was when the jaws last let go of it lifted, None before that:
+        :func:`.outcome.release_placement`)."""
         state = self.twin.task_state()
-        (vp, vq), (rp, rq) = state.vials[0], state.rack
-        vial, rack = np.concatenate([vp, vq]), np.concatenate([rp, rq])
-        target = self.twin.episode.target_slot if self.twin.episode is not None else -1
         failure = None
         if self._success_step < 0:
+            (vp, vq), (rp, rq) = state.vials[0], state.rack
+            vial, rack = np.concatenate([vp, vq]), np.concatenate([rp, rq])
             task, rack_config = self.rules.detector.task, self.twin.config.rack
             was_lifted = lifted(*self._vial_z, self._held_at_start)
             failure = failure_at_end(vial, rack, self._ever_held, state.held[0], was_lifted, task, rack_config)
-        return {"failure": failure, "final_placement": placement(vial, rack, target, self.twin.config.rack)}
+        return {"failure": failure, "final_placement": self._placement(state), "release_placement": self._release}
 
     def render(self) -> np.ndarray:
         """The first camera's last image."""

@@ -88,6 +88,28 @@ def test_final_placement_tells_a_near_miss_from_a_wrong_slot(
     assert outcome.final_placement(_upto(arrays, 0), target, rack) is None
 
 
+def test_the_release_is_where_the_jaws_last_let_go_of_the_lifted_vial(
+    episode: tuple[dict[str, npt.NDArray[Any]], Any, Any],
+) -> None:
+    arrays, task, rack = episode
+    target = task.fill_order[0]
+    held = np.flatnonzero(arrays["both_jaws"])
+    seated = outcome.release_placement(arrays, target, rack)  # the expert opens the jaws on the seated vial
+    assert seated == outcome.placement(arrays["vial"][held[-1] + 1], arrays["rack"][held[-1] + 1], target, rack)
+    assert seated is not None and seated["target_offset_mm"] < 1000.0 * task.slot_tolerance
+    assert outcome.release_placement(_upto(arrays, held[-1]), target, rack) is None  # still held: no release yet
+    up = np.flatnonzero(arrays["vial"][:, 2] - arrays["vial"][0, 2] >= outcome.LIFT_M)
+    early = {k: v.copy() for k, v in arrays.items()}
+    early["both_jaws"][up[0] + 10] = False  # a first let-go mid-carry, high above the mat; held again after it
+    first = outcome.release_placement(_upto(early, up[0] + 11), target, rack)
+    assert first is not None and first["height_mm"] > seated["height_mm"] + 10.0
+    assert outcome.release_placement(early, target, rack) == seated  # the last let-go is the one reported
+    slipped = {k: v.copy() for k, v in _upto(arrays, held[0] + 5).items()}
+    slipped["both_jaws"][-1] = False  # let go before the vial left the mat: not a release of a lifted vial
+    assert outcome.release_placement(slipped, target, rack) is None
+    assert outcome.release_placement(_upto(arrays, 0), target, rack) is None
+
+
 def test_the_first_success_and_failure_after_the_first_episodes_keep_a_video() -> None:
     rows: list[dict[str, Any]] = []
     kept = []

@@ -115,9 +115,16 @@ def test_a_vial_let_go_before_or_after_it_left_the_mat() -> None:
                 raise AssertionError(f"the demo never reached '{when}'")
             release = a.copy()
             release[5] = opened
+            lifted_z = float(nominal.twin.task_state().vials[0][0][2])
             for _ in range(45):  # 1.5 s: the jaws open and the vial settles
                 nominal.step(release)
-            return nominal.outcome()["failure"]
+            out = nominal.outcome()
+            let_go = out["release_placement"]  # where the jaws let go of it (only of a lifted vial)
+            assert (let_go is None) == (when == "grasped"), let_go
+            if let_go is not None:  # up in the air, well above where it ended on the mat
+                assert let_go["height_mm"] > 1000.0 * (lifted_z - start_z) and let_go != out["final_placement"]
+                assert out["final_placement"]["height_mm"] < let_go["height_mm"] - 30.0
+            return out["failure"]
 
         assert let_go("grasped") == NEVER_LIFTED
         assert let_go("lifted") == RELEASED_ELSEWHERE

@@ -57,6 +57,8 @@ def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False
         "episodes": cold["episodes"],
         "wilson_low": cold["wilson_low"],
         "wilson_high": cold["wilson_high"],
+        "workshop_success_rate": cold.get("workshop_success_rate"),
+        "workshop_wilson": cold.get("workshop_wilson"),
         "load_avg_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "goals": GOALS.get(name, {}),
         "note": "wall_s: one `so101 pipeline run` from an empty output directory, Python start-up excluded"
