@@ -16,32 +16,49 @@
 #   calls 1, 2 (carry .whl .gl, then .whl_b .gl): UNTIL=install bench/gpu/pipeline_h200.sh
 #   call 3 (carry .whl_c .gl: mlflow, which the pipeline's tracking opens first): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh
 #   calls 4.. (carry .gl): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh, until it prints no "run again"
+# An experiment on the profile: SET="a.b.c=value ..." (each one `--set` of `so101 pipeline run`, the same in every
+# slice), its own OUT_DIR argument and LABEL (bench/results/pipeline_<LABEL>.json; default h200), e.g.
+#   SET="skillgen.set.rollout.execution_noise_rad=0.04" LABEL=h200_dart04 SO101_SLICE_S=570 \
+#     bench/gpu/pipeline_h200.sh out/pipeline_dart04
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/pipeline_h200}
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
+LABEL=${LABEL:-h200}
+SETS=()
+for item in ${SET:-}; do SETS+=(--set "$item"); done
 . bench/gpu/device_env.sh  # carried wheels and GL loaders installed, the environment exported
 [ "${UNTIL:-}" = install ] && { echo "pipeline_h200: installed (UNTIL)"; exit 0; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ -n "${UNTIL:-}" ]; then
   status=0
-  "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" --until "$UNTIL" || status=$?
+  "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" --until "$UNTIL" "${SETS[@]}" || status=$?
   if [ "$status" -eq 75 ]; then echo "slice ended: run again to go on"; exit 0; fi
   [ "$status" -eq 0 ] || exit "$status"
   echo "pipeline_h200: stopped after $UNTIL (UNTIL)"; exit 0
 fi
 if [ -n "${SO101_SLICE_S:-}" ]; then
   status=0
-  "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" || status=$?
+  "$PY" -m so101_cli pipeline run --config config/pipeline_h200.yaml --out "$OUT_DIR" "${SETS[@]}" || status=$?
   if [ "$status" -eq 75 ]; then echo "slice ended: run again to go on"; exit 0; fi
   [ "$status" -eq 0 ] || exit "$status"
-  "$PY" -m so101_cli bench pipeline --config config/pipeline_h200.yaml --out "$OUT_DIR" --keep --label h200
+  "$PY" -m so101_cli bench pipeline --config config/pipeline_h200.yaml --out "$OUT_DIR" --keep --label "$LABEL" \
+    "${SETS[@]}"
 else
-  "$PY" -m so101_cli bench pipeline --config config/pipeline_h200.yaml --out "$OUT_DIR" --label h200
+  "$PY" -m so101_cli bench pipeline --config config/pipeline_h200.yaml --out "$OUT_DIR" --label "$LABEL" "${SETS[@]}"
+fi
+if [ -n "${FAST:-}" ]; then  # FAST=N: N more episodes of the trained policy in the fast evaluator (the same scenes'
+  # distribution; rows with where each vial was released), beside the graph evaluation's 50
+  CKPT=$(ls -d "$OUT_DIR"/train/checkpoints/*/pretrained_model | sort | tail -1)
+  "$PY" -m so101_cli eval --fast --checkpoint "$CKPT" -n "$FAST" --out "$OUT_DIR/fast" --envs 16 \
+    --set dr_profile="$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["dr_profile"])' \
+    config/pipeline_h200.yaml)"
 fi
 if [ -n "${OUT:-}" ]; then
-  cp bench/results/pipeline_h200.json "$OUT/"
+  cp "bench/results/pipeline_$LABEL.json" "$OUT/"
+  cp "$OUT_DIR"/eval/results.json "$OUT/graph_eval_results.json" 2>/dev/null || true
+  cp "$OUT_DIR"/fast/fast_results.json "$OUT_DIR"/fast/fast_episodes.jsonl "$OUT/" 2>/dev/null || true
   cp "$OUT_DIR/summary.json" "$OUT/pipeline_h200_summary.json"
   cp "$OUT_DIR/report/index.html" "$OUT/pipeline_h200_report.html" 2>/dev/null || true
   cp "$OUT_DIR"/eval/*.html "$OUT/" 2>/dev/null || true

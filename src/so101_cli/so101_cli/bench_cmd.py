@@ -259,11 +259,12 @@ def pipeline(
     label: str = typer.Option("cpu", "--label", help="result name suffix: pipeline_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/pipeline_<label>.json"),
+    sets: list[str] = typer.Option([], "--set", help="a.b.c=value over the pipeline file (as `so101 pipeline run`)"),
 ) -> None:
     """The whole pipeline from an empty output directory, then re-run (all skipped): wall time per stage."""
     from so101_cli.benchmarks.pipeline import run_pipeline_benchmark
 
-    _report(f"pipeline_{label}", run_pipeline_benchmark(config, out, keep=keep), as_json, save)
+    _report(f"pipeline_{label}", run_pipeline_benchmark(config, out, keep=keep, sets=sets), as_json, save)
 
 
 @app.command()

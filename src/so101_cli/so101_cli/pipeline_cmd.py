@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 app = typer.Typer(help="The whole pipeline as one resumable command.", no_args_is_help=True)
 
 CONFIG_HELP = "pipeline YAML (default config/pipeline.yaml)"
+SETS = typer.Option(
+    [], "--set", help="a.b.c=value (YAML value) over the pipeline file, e.g. --set skillgen.set.num_demos=900"
+)
 SLICE_ENDED_EXIT = 75
 """Exit status of an invocation whose slice ended before the pipeline finished (EX_TEMPFAIL: run it again)."""
 
@@ -76,26 +79,29 @@ def run(
     slice_s: float = typer.Option(
         0.0, "--slice-s", envvar="SO101_SLICE_S", min=0, help="s this call may take (a time-limited job; 0 = none)"
     ),
+    sets: list[str] = SETS,
 ) -> None:
     """Run the pipeline; unchanged stages are skipped, interrupted ones resumed. Writes summary.json. With
     ``--slice-s`` the call stops in time, resumably, and exits with 75 until the pipeline has finished: run the
-    same command again."""
+    same command again (with the same ``--set``s: a changed setting re-runs the stages it reaches)."""
     from so101_pipeline.pipeline import RunOptions
 
-    run_and_print(config, RunOptions(out=out, until=until, address=address, slice_s=slice_s))
+    run_and_print(config, RunOptions(out=out, until=until, address=address, slice_s=slice_s), sets)
 
 
-def run_and_print(config: Path | None, options: RunOptions) -> None:
-    """``so101 pipeline run``'s work for any caller (``so101 demo`` too): run, print the summary, exit with
-    1 (a stage failed), 2 (a bad config) or 75 (the slice ended)."""
+def run_and_print(config: Path | None, options: RunOptions, sets: list[str] | None = None) -> None:
+    """``so101 pipeline run``'s work for any caller (``so101 demo`` too): run ``config`` with ``sets`` over it, print
+    the summary, exit with 1 (a stage failed), 2 (a bad config) or 75 (the slice ended)."""
+    from so101_pipeline.config import load_pipeline_config
     from so101_pipeline.errors import PipelineError
     from so101_pipeline.pipeline import run_pipeline
     from so101_pipeline.progress import RichReporter
 
     console = Console()
     try:
+        source = load_pipeline_config(config, sets) if sets else config
         with RichReporter() as reporter:
-            summary = run_pipeline(config, options, reporter=reporter)
+            summary = run_pipeline(source, options, reporter=reporter)
     except (PipelineError, ValueError) as exc:
         console.print(f"[red]so101 pipeline:[/red] {exc}")
         raise typer.Exit(2 if isinstance(exc, ValueError) else 1) from None
@@ -113,13 +119,15 @@ def plan(
     config: Path | None = typer.Option(None, "--config", help=CONFIG_HELP),
     out: str = typer.Option("", "--out", help="output directory (default: the config's `out`)"),
     until: str = typer.Option("report", "--until", help="last stage"),
+    sets: list[str] = SETS,
 ) -> None:
     """Which stages a run would skip, and why the others would run (runs nothing)."""
+    from so101_pipeline.config import load_pipeline_config
     from so101_pipeline.errors import PipelineError
     from so101_pipeline.pipeline import plan_pipeline
 
     try:
-        steps = plan_pipeline(config, out, until)
+        steps = plan_pipeline(load_pipeline_config(config, sets) if sets else config, out, until)
     except (PipelineError, ValueError) as exc:
         Console().print(f"[red]so101 pipeline:[/red] {exc}")
         raise typer.Exit(2) from None

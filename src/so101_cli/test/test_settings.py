@@ -33,3 +33,18 @@ def test_train_policy_flag_sets_the_policy_type_and_is_validated(tmp_path: Path)
     assert result.exit_code == 2 and "train.chunk_size: (12) must be a multiple of" in result.output, result.output
     result = CliRunner().invoke(app, [*args, "--policy", "vqbet"])
     assert result.exit_code == 2 and "train.policy: must be one of" in result.output, result.output
+
+
+def test_pipeline_settings_reach_the_plan_and_a_bad_one_exits_2(tmp_path: Path) -> None:
+    """``so101 pipeline plan --set``: a setting over the file is taken (that it changes what re-runs:
+    test_pipeline_config); a misspelt one is the file's error (exit 2, naming the field), not a run."""
+    from so101_cli.main import app
+    from typer.testing import CliRunner
+
+    config = tmp_path / "pipeline.yaml"
+    config.write_text("skillgen:\n  set: {num_demos: 3}\n")
+    args = ["pipeline", "plan", "--config", str(config), "--out", str(tmp_path / "out"), "--until", "skillgen"]
+    result = CliRunner().invoke(app, [*args, "--set", "skillgen.set.num_demos=4"])
+    assert result.exit_code == 0 and "skillgen  run (upstream re-runs: seeds)" in result.output, result.output
+    result = CliRunner().invoke(app, [*args, "--set", "skillgen.set.num_demoz=4"])
+    assert result.exit_code == 2 and "num_demoz" in result.output, result.output

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,7 @@ class PipelineConfig:
     libraries: dict[str, LibrarySection] = field(default_factory=dict)
     threads: int = 0
     dr_profile: str = ""
+    overrides: tuple[str, ...] = ()  # the ``a.b.c=value`` settings applied over the file (``--set``)
 
     def section(self, stage: str) -> Any:
         """What enters ``stage``'s fingerprint (its settings, as parsed)."""
@@ -206,11 +207,21 @@ def parse_pipeline(data: Any, file: str, cfg_dir: Path | None = None) -> Pipelin
                           dr_profile=dr_profile)  # fmt: skip
 
 
-def load_pipeline_config(path: str | Path | None = None) -> PipelineConfig:
-    """Read and validate ``path`` (default ``config/pipeline.yaml``). Library sections are not parsed yet:
-    see :func:`resolve_section`."""
+def load_pipeline_config(path: str | Path | None = None, sets: Sequence[str] = ()) -> PipelineConfig:
+    """Read and validate ``path`` (default ``config/pipeline.yaml``) with ``sets`` applied over it (``a.b.c=value``,
+    the value as YAML: ``skillgen.set.num_demos=900``); the file's own checks apply, so a misspelt key fails. Library
+    sections are not parsed yet: see :func:`resolve_section`."""
     p = Path(path) if path is not None else config_dir() / "pipeline.yaml"
-    return parse_pipeline(_read_yaml(p, str(p)), str(p), None)
+    data = _read_yaml(p, str(p))
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip() or "" in key.strip().split("."):
+            raise PipelineConfigError("--set", f"expects a.b.c=value, got {item!r}", file=str(p))
+        value: Any = yaml.safe_load(raw)
+        for part in reversed(key.strip().split(".")):
+            value = {part: value}
+        data = deep_merge(data if isinstance(data, Mapping) else {}, value)
+    return dataclasses.replace(parse_pipeline(data, str(p), None), overrides=tuple(sets))
 
 
 def resolve_section(cfg: PipelineConfig, name: str, parser: Parser, root: str) -> PipelineConfig:

@@ -191,6 +191,7 @@ def build_summary(
     shop_ci = wilson(int(shop), int(ev["episodes"])) if shop is not None else None
     return {
         "config": cfg.file,
+        "overrides": list(cfg.overrides),
         "started": started,
         "complete": run.ended is None,
         "slice_ended": run.ended,

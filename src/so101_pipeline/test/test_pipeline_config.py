@@ -132,3 +132,25 @@ def test_one_scene_distribution_for_the_demos_and_the_evaluation(tmp_path: Path)
         with pytest.raises(PipelineConfigError, match="narrowest") as info:
             resolve_config(load_pipeline_config(path), stages)
         assert info.value.field == "pipeline.dr_profile"
+
+
+def test_settings_over_the_file_merge_into_it_and_are_checked_as_it_is(tmp_path: Path) -> None:
+    """``--set a.b.c=value``: the value as YAML, merged into the file's mapping (siblings kept), recorded in the
+    config; a misspelt key or a bad value fails as in the file, and an item without ``=`` names ``--set``."""
+    path = _write(tmp_path, "skillgen:\n  set: {num_demos: 30, rollout: {execution_noise_rad: 0.02}}\n")
+    sets = ["skillgen.set.rollout.execution_noise_rad=0.04", "threads=1"]
+    cfg = resolve_config(load_pipeline_config(path, sets), ["skillgen"])
+    generation = cfg.libraries["skillgen"].parsed
+    assert generation.rollout.execution_noise_rad == 0.04 and generation.num_demos == 30 and cfg.threads == 1
+    assert cfg.overrides == tuple(sets) and load_pipeline_config(path).overrides == ()
+    plain = resolve_config(load_pipeline_config(path), ["skillgen"])
+    assert cfg.section("skillgen") != plain.section("skillgen")  # the stage re-runs under another setting
+    with pytest.raises(PipelineConfigError, match="thread") as info:
+        load_pipeline_config(path, ["thread=1"])
+    assert info.value.file == str(path)
+    with pytest.raises(PipelineConfigError, match="must be >= 1"):
+        resolve_config(load_pipeline_config(path, ["skillgen.set.num_demos=0"]), ["skillgen"])
+    for bad in ("threads", "=1", "skillgen..num_demos=3"):
+        with pytest.raises(PipelineConfigError, match=r"expects a\.b\.c=value") as info:
+            load_pipeline_config(path, [bad])
+        assert info.value.field == "--set"

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,18 @@ GOALS = {
 }
 
 
-def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False) -> dict[str, Any]:
-    """Run ``config`` into ``out`` (emptied first unless ``keep``: then whatever is there is resumed or skipped,
-    e.g. a pipeline finished in slices) and a second time; returns the cold summary's figures plus the re-run's
-    wall time. The stage times are those of the invocations that produced each output (all their slices)."""
+def run_pipeline_benchmark(
+    config: Path | None, out: Path, *, keep: bool = False, sets: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Run ``config`` (with ``sets`` over it, as ``so101 pipeline run --set``) into ``out`` (emptied first unless
+    ``keep``: then whatever is there is resumed or skipped, e.g. a pipeline finished in slices) and a second time;
+    returns the cold summary's figures plus the re-run's wall time. The stage times are those of the invocations
+    that produced each output (all their slices)."""
+    from so101_pipeline.config import load_pipeline_config
     from so101_pipeline.pipeline import RunOptions, run_pipeline
     from so101_pipeline.progress import RichReporter
+
+    cfg = load_pipeline_config(config, sets)
 
     if out.exists() and not keep:
         shutil.rmtree(out)
@@ -31,13 +38,14 @@ def run_pipeline_benchmark(config: Path | None, out: Path, *, keep: bool = False
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     with RichReporter() as reporter:
-        cold = run_pipeline(config, RunOptions(out=str(out)), reporter=reporter)
+        cold = run_pipeline(cfg, RunOptions(out=str(out)), reporter=reporter)
     cold_wall = time.perf_counter() - t0
     t1 = time.perf_counter()
-    warm = run_pipeline(config, RunOptions(out=str(out)))
+    warm = run_pipeline(cfg, RunOptions(out=str(out)))
     name = Path(cold["config"]).name
     return {
         "config": name,
+        "overrides": cold["overrides"],
         "wall_s": round(cold["pipeline_wall_s"] if keep else cold_wall, 1),
         "pipeline_wall_s": cold["pipeline_wall_s"],
         "slices": slices,
