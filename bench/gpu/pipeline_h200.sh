@@ -17,7 +17,8 @@
 #   call 3 (carry .whl_c .gl: mlflow, which the pipeline's tracking opens first): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh
 #   calls 4.. (carry .gl): SO101_SLICE_S=570 bench/gpu/pipeline_h200.sh, until it prints no "run again"
 # An experiment on the profile: SET="a.b.c=value ..." (each one `--set` of `so101 pipeline run`, the same in every
-# slice), its own OUT_DIR argument and LABEL (bench/results/pipeline_<LABEL>.json; default h200), e.g.
+# slice; items split at spaces, so write lists without them: train.set.cameras=[ego,top]), its own OUT_DIR argument
+# and LABEL (bench/results/pipeline_<LABEL>.json; default h200); FAST=N adds N fast-evaluator episodes at the end, e.g.
 #   SET="skillgen.set.rollout.execution_noise_rad=0.04" LABEL=h200_dart04 SO101_SLICE_S=570 \
 #     bench/gpu/pipeline_h200.sh out/pipeline_dart04
 set -euo pipefail
