@@ -214,8 +214,10 @@ def build_summary(
         "failures_by_reason": gen.get("failures_by_reason"),
         "dataset_episodes": res.get("dataset", {}).get("episodes"),
         "frames": res.get("dataset", {}).get("frames"),
+        "dataset_times_s": res.get("dataset", {}).get("times_s"),
         "train_steps": res.get("train", {}).get("steps"),
         "final_loss": res.get("train", {}).get("final_loss"),
+        "train_samples_per_s": res.get("train", {}).get("samples_per_s"),
         "stages": {
             s.name: {
                 "skipped": s.skipped,

@@ -256,6 +256,7 @@ def run_dataset(ctx: StageContext) -> dict[str, Any]:
         "v21_dir": _rel(ctx, result.v21_dir),
         "bags_dir": _rel(ctx, result.bags_dir),
         "report_dir": _rel(ctx, result.report_dir),
+        "times_s": {k: round(v, 3) for k, v in result.times_s.items()},  # render, export, bags, report, total
     }
 
 

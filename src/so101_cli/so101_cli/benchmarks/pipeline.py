@@ -60,6 +60,8 @@ def run_pipeline_benchmark(
         "frames": cold["frames"],
         "train_steps": cold["train_steps"],
         "final_loss": cold["final_loss"],
+        "dataset_times_s": cold["dataset_times_s"],  # the dataset stage's render, export, bags, report (last slice's)
+        "train_samples_per_s": cold["train_samples_per_s"],
         "success_rate": cold["success_rate"],
         "successes": cold["successes"],
         "episodes": cold["episodes"],
