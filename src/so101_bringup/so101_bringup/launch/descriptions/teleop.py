@@ -1,7 +1,9 @@
 """``teleop``: the leader arm (torque off) publishing ``leader/joint_states`` and the teleop node forwarding it
 to ``joint_commands`` — for the real follower (``real`` launch) or the twin (``sim`` launch), started beside it."""
 
-from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData
+
+from so101_bringup.launch.descriptions import node
 
 DESCRIPTION = LaunchDescriptionData(
     name="teleop",
@@ -14,28 +16,17 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
     ),
     nodes=(
-        NodeEntry(
-            package="so101_nodes",
-            executable="leader",
-            name="leader",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "port": "$(arg leader_port)",
-                    "robot_config": "$(arg robot_config)",
-                    "calibration": "$(arg leader_calibration)",
-                    "rate_hz": "$(arg rate)",
-                },
-            ),
+        node(
+            "so101_nodes",
+            "leader",
+            {
+                "port": "$(arg leader_port)",
+                "robot_config": "$(arg robot_config)",
+                "calibration": "$(arg leader_calibration)",
+                "rate_hz": "$(arg rate)",
+            },
             required=True,
         ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="teleop",
-            name="teleop",
-            namespace="$(arg namespace)",
-            parameters=({"rate_hz": "$(arg rate)"},),
-            required=True,
-        ),
+        node("so101_nodes", "teleop", {"rate_hz": "$(arg rate)"}, required=True),
     ),
 )
