@@ -5,6 +5,7 @@ from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, 
 from so101_core.robot_spec import CAMERA_NAMES
 
 from so101_bringup.launch.descriptions import node
+from so101_bringup.launch.descriptions.teleop import LEADER_PARAMETERS
 
 
 def camera_node(name: str) -> NodeEntry:
@@ -54,16 +55,7 @@ DESCRIPTION = LaunchDescriptionData(
         ),
         *(camera_node(name) for name in CAMERA_NAMES),
         node("so101_nodes", "robot_state_publisher"),
-        node(
-            "so101_nodes",
-            "leader",
-            {
-                "port": "$(arg leader_port)",
-                "robot_config": "$(arg robot_config)",
-                "calibration": "$(arg leader_calibration)",
-            },
-            condition="teleop",
-        ),
+        node("so101_nodes", "leader", LEADER_PARAMETERS, condition="teleop"),
         node("so101_nodes", "teleop", condition="teleop"),
         node(
             "so101_nodes",
