@@ -58,53 +58,53 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
         yield update
 
 
-@app.command()
-def build(
-    demos: Path = DEMOS,
-    out: Path = typer.Option(..., "--out", help="output directory (resumed if it exists)"),
-    width: int | None = WIDTH,
-    height: int | None = HEIGHT,
-    workers: int | None = WORKERS,
-    episodes: int | None = EPISODES,
-    address: str = ADDRESS,
-    config: Path | None = CONFIG,
-) -> None:
+def _render_command(name: str, out_help: str, stage: Callable[..., str]) -> None:
+    """Register ``so101 dataset <name>`` (help: ``stage``'s docstring): ``stage(demos, out, cfg, **options)`` renders
+    the demos under a progress bar and returns the line printed after it."""
+
+    def command(
+        demos: Path = DEMOS,
+        out: Path = typer.Option(..., "--out", help=out_help),
+        width: int | None = WIDTH,
+        height: int | None = HEIGHT,
+        workers: int | None = WORKERS,
+        episodes: int | None = EPISODES,
+        address: str = ADDRESS,
+        config: Path | None = CONFIG,
+    ) -> None:
+        with _errors():
+            cfg = _config(config, width=width, height=height, workers=workers)
+            with _progress() as progress:
+                line = stage(
+                    demos, out, cfg, workers=cfg.workers, progress=progress, max_episodes=episodes, address=address
+                )
+        typer.echo(line)
+
+    app.command(name, help=stage.__doc__)(command)
+
+
+def _build(demos: Path, out: Path, cfg: Any, **options: Any) -> str:
     """Render and export: <out>/lerobot_v3, <out>/lerobot_v21, <out>/bags, <out>/report (resumable)."""
     from so101_core.episode_units import UNITS_DIR
     from so101_dataset.build import build_dataset
 
-    with _errors():
-        cfg = _config(config, width=width, height=height, workers=workers)
-        with _progress() as progress:
-            r = build_dataset(
-                demos, out, cfg, workers=cfg.workers, progress=progress, max_episodes=episodes, address=address
-            )
-    typer.echo(f"{r.episodes} episodes, {r.frames} frames -> {r.v3_dir}, {r.v21_dir}, {r.bags_dir}, {r.report_dir}")
+    r = build_dataset(demos, out, cfg, **options)
+    line = f"{r.episodes} episodes, {r.frames} frames -> {r.v3_dir}, {r.v21_dir}, {r.bags_dir}, {r.report_dir}"
     if r.failed:
-        typer.echo(f"{len(r.failed)} demo(s) failed (not in the datasets): see {out / UNITS_DIR / 'failures.json'}")
+        line += f"\n{len(r.failed)} demo(s) failed (not in the datasets): see {out / UNITS_DIR / 'failures.json'}"
+    return line
 
 
-@app.command()
-def render(
-    demos: Path = DEMOS,
-    out: Path = typer.Option(..., "--out", help="output directory; units go to <out>/episodes (resumable)"),
-    width: int | None = WIDTH,
-    height: int | None = HEIGHT,
-    workers: int | None = WORKERS,
-    episodes: int | None = EPISODES,
-    address: str = ADDRESS,
-    config: Path | None = CONFIG,
-) -> None:
+def _render(demos: Path, out: Path, cfg: Any, **options: Any) -> str:
     """Replay each demo through the ego/side/top cameras into one-episode LeRobot v3.0 units."""
     from so101_dataset.episodes import render_episodes
 
-    with _errors():
-        cfg = _config(config, width=width, height=height, workers=workers)
-        with _progress() as progress:
-            s = render_episodes(
-                demos, out, cfg, workers=cfg.workers, max_episodes=episodes, progress=progress, address=address
-            )
-    typer.echo(f"{s['rendered']} of {s['requested']} episodes rendered, {len(s['failed'])} failed, {s['wall_s']:.1f} s")
+    s = render_episodes(demos, out, cfg, **options)
+    return f"{s['rendered']} of {s['requested']} episodes rendered, {len(s['failed'])} failed, {s['wall_s']:.1f} s"
+
+
+_render_command("build", "output directory (resumed if it exists)", _build)
+_render_command("render", "output directory; units go to <out>/episodes (resumable)", _render)
 
 
 @app.command()

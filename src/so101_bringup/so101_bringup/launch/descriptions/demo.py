@@ -1,6 +1,8 @@
 """``demo``: a joint-state source publishing ``joint_states`` and a recorder writing them to a bag."""
 
-from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData
+
+from so101_bringup.launch.descriptions import node
 
 DESCRIPTION = LaunchDescriptionData(
     name="demo",
@@ -12,21 +14,7 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
     ),
     nodes=(
-        NodeEntry(
-            package="so101_nodes",
-            executable="joint_state_source",
-            name="joint_state_source",
-            namespace="$(arg namespace)",
-            parameters=({"rate_hz": "$(arg rate)"},),
-            required=True,
-        ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="recorder",
-            name="recorder",
-            namespace="$(arg namespace)",
-            parameters=({"topics": ["joint_states"], "output": "$(arg output)"},),
-            condition="record",
-        ),
+        node("so101_nodes", "joint_state_source", {"rate_hz": "$(arg rate)"}, required=True),
+        node("so101_nodes", "recorder", {"topics": ["joint_states"], "output": "$(arg output)"}, condition="record"),
     ),
 )

@@ -4,6 +4,8 @@ Nothing moves before ``policy/start`` (std_srvs/Trigger) unless ``autostart:=tru
 
 from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 
+from so101_bringup.launch.descriptions import node
+
 DESCRIPTION = LaunchDescriptionData(
     name="policy",
     description="Policy node (30 Hz, GR00T N1.6 protocol client) and an optional ACT policy server.",
@@ -38,21 +40,17 @@ DESCRIPTION = LaunchDescriptionData(
             ),
             condition="serve",
         ),
-        NodeEntry(
-            package="so101_policy",
-            executable="policy",
-            name="policy",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "sim": "$(arg sim)",
-                    "server_host": "$(arg server_host)",
-                    "server_port": "$(arg server_port)",
-                    "api_token": "$(arg token)",
-                    "cameras": "$(arg cameras)",
-                    "autostart": "$(arg autostart)",
-                },
-            ),
+        node(
+            "so101_policy",
+            "policy",
+            {
+                "sim": "$(arg sim)",
+                "server_host": "$(arg server_host)",
+                "server_port": "$(arg server_port)",
+                "api_token": "$(arg token)",
+                "cameras": "$(arg cameras)",
+                "autostart": "$(arg autostart)",
+            },
             required=True,
         ),
     ),

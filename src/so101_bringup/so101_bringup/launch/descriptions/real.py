@@ -4,17 +4,14 @@ optionally the leader arm + teleop and the recorder. Same topics as the ``sim`` 
 from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 from so101_core.robot_spec import CAMERA_NAMES
 
+from so101_bringup.launch.descriptions import node
+from so101_bringup.launch.descriptions.teleop import LEADER_PARAMETERS
+
 
 def camera_node(name: str) -> NodeEntry:
     """The camera node for camera ``name`` of config/cameras.yaml, started when ``cameras`` lists it."""
-    return NodeEntry(
-        package="so101_nodes",
-        executable="camera",
-        name=f"{name}_camera",
-        namespace="$(arg namespace)",
-        parameters=({"config": "$(arg cameras_config)", "camera": name},),
-        condition=f"{name} in cameras",
-    )
+    parameters = {"config": "$(arg cameras_config)", "camera": name}
+    return node("so101_nodes", "camera", parameters, name=f"{name}_camera", condition=f"{name} in cameras")
 
 
 DESCRIPTION = LaunchDescriptionData(
@@ -44,56 +41,26 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
     ),
     nodes=(
-        NodeEntry(
-            package="so101_nodes",
-            executable="driver",
-            name="driver",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "port": "$(arg port)",
-                    "robot_config": "$(arg robot_config)",
-                    "calibration": "$(arg calibration)",
-                    "rate_hz": "$(arg rate)",
-                    "shutdown": "$(arg shutdown)",
-                },
-            ),
+        node(
+            "so101_nodes",
+            "driver",
+            {
+                "port": "$(arg port)",
+                "robot_config": "$(arg robot_config)",
+                "calibration": "$(arg calibration)",
+                "rate_hz": "$(arg rate)",
+                "shutdown": "$(arg shutdown)",
+            },
             required=True,
         ),
         *(camera_node(name) for name in CAMERA_NAMES),
-        NodeEntry(
-            package="so101_nodes",
-            executable="robot_state_publisher",
-            name="robot_state_publisher",
-            namespace="$(arg namespace)",
-        ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="leader",
-            name="leader",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "port": "$(arg leader_port)",
-                    "robot_config": "$(arg robot_config)",
-                    "calibration": "$(arg leader_calibration)",
-                },
-            ),
-            condition="teleop",
-        ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="teleop",
-            name="teleop",
-            namespace="$(arg namespace)",
-            condition="teleop",
-        ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="recorder",
-            name="recorder",
-            namespace="$(arg namespace)",
-            parameters=({"all": True, "exclude": ["/robot_description"], "output": "$(arg output)"},),
+        node("so101_nodes", "robot_state_publisher"),
+        node("so101_nodes", "leader", LEADER_PARAMETERS, condition="teleop"),
+        node("so101_nodes", "teleop", condition="teleop"),
+        node(
+            "so101_nodes",
+            "recorder",
+            {"all": True, "exclude": ["/robot_description"], "output": "$(arg output)"},
             condition="record",
         ),
     ),

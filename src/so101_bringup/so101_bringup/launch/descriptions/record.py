@@ -1,6 +1,8 @@
 """``record``: record topics to a rosbag2 (MCAP) bag, e.g. ``so101 launch record topics:=[/joint_states]``."""
 
-from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData
+
+from so101_bringup.launch.descriptions import node
 
 DESCRIPTION = LaunchDescriptionData(
     name="record",
@@ -10,14 +12,5 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("output", "", "bag directory (empty: the recorder picks a timestamped name)"),
         LaunchArgument("namespace", "", "namespace of the recorder node"),
     ),
-    nodes=(
-        NodeEntry(
-            package="so101_nodes",
-            executable="recorder",
-            name="recorder",
-            namespace="$(arg namespace)",
-            parameters=({"topics": "$(arg topics)", "output": "$(arg output)"},),
-            required=True,
-        ),
-    ),
+    nodes=(node("so101_nodes", "recorder", {"topics": "$(arg topics)", "output": "$(arg output)"}, required=True),),
 )

@@ -4,6 +4,7 @@ optionally the recorder and RViz (RViz needs ROS 2: ``ros2 launch so101_bringup 
 from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 from nodegraph.launch.errors import LaunchError
 
+from so101_bringup.launch.descriptions import node
 from so101_bringup.launch.paths import config_dir
 
 try:
@@ -32,42 +33,23 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
     ),
     nodes=(
-        NodeEntry(
-            package="so101_nodes",
-            executable="sim",
-            name="sim",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "cameras": "$(arg cameras)",
-                    "camera_rate_hz": "$(arg camera_rate)",
-                    "seed": "$(arg seed)",
-                    "real_time_factor": "$(arg real_time_factor)",
-                    "robot_id": "$(arg robot_id)",
-                },
-            ),
+        node(
+            "so101_nodes",
+            "sim",
+            {
+                "cameras": "$(arg cameras)",
+                "camera_rate_hz": "$(arg camera_rate)",
+                "seed": "$(arg seed)",
+                "real_time_factor": "$(arg real_time_factor)",
+                "robot_id": "$(arg robot_id)",
+            },
             required=True,
         ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="robot_state_publisher",
-            name="robot_state_publisher",
-            namespace="$(arg namespace)",
-            parameters=({"use_sim_time": True},),
-        ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="recorder",
-            name="recorder",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "all": True,
-                    "exclude": ["/robot_description"],
-                    "output": "$(arg output)",
-                    "use_sim_time": True,
-                },
-            ),
+        node("so101_nodes", "robot_state_publisher", {"use_sim_time": True}),
+        node(
+            "so101_nodes",
+            "recorder",
+            {"all": True, "exclude": ["/robot_description"], "output": "$(arg output)", "use_sim_time": True},
             condition="record",
         ),
         NodeEntry(

@@ -1,7 +1,9 @@
 """``skillgen``: the ``/skillgen/generate`` action server and the ``/so101/solve_ik`` + ``/so101/plan_motion``
 services, e.g. ``so101 launch skillgen workers:=4``."""
 
-from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData
+
+from so101_bringup.launch.descriptions import node
 
 DESCRIPTION = LaunchDescriptionData(
     name="skillgen",
@@ -16,29 +18,18 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("namespace", "", "namespace of the nodes"),
     ),
     nodes=(
-        NodeEntry(
-            package="so101_skillgen",
-            executable="skillgen",
-            name="skillgen",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "config": "$(arg config)",
-                    "dr_profile": "$(arg dr_profile)",
-                    "workers": "$(arg workers)",
-                    "executor": "$(arg executor)",
-                    "address": "$(arg address)",
-                },
-            ),
+        node(
+            "so101_skillgen",
+            "skillgen",
+            {
+                "config": "$(arg config)",
+                "dr_profile": "$(arg dr_profile)",
+                "workers": "$(arg workers)",
+                "executor": "$(arg executor)",
+                "address": "$(arg address)",
+            },
             required=True,
         ),
-        NodeEntry(
-            package="so101_skillgen",
-            executable="so101_ik",
-            name="so101_ik",
-            namespace="$(arg namespace)",
-            parameters=({"backend": "$(arg ik_backend)"},),
-            required=True,
-        ),
+        node("so101_skillgen", "so101_ik", {"backend": "$(arg ik_backend)"}, required=True),
     ),
 )

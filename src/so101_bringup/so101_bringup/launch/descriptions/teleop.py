@@ -1,7 +1,19 @@
 """``teleop``: the leader arm (torque off) publishing ``leader/joint_states`` and the teleop node forwarding it
 to ``joint_commands`` — for the real follower (``real`` launch) or the twin (``sim`` launch), started beside it."""
 
-from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from collections.abc import Mapping
+from typing import Final
+
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData
+
+from so101_bringup.launch.descriptions import node
+
+LEADER_PARAMETERS: Final[Mapping[str, str]] = {
+    "port": "$(arg leader_port)",
+    "robot_config": "$(arg robot_config)",
+    "calibration": "$(arg leader_calibration)",
+}
+"""The leader node's bus, robot.yaml and calibration, from its launch arguments (also the ``real`` launch's leader)."""
 
 DESCRIPTION = LaunchDescriptionData(
     name="teleop",
@@ -14,28 +26,7 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
     ),
     nodes=(
-        NodeEntry(
-            package="so101_nodes",
-            executable="leader",
-            name="leader",
-            namespace="$(arg namespace)",
-            parameters=(
-                {
-                    "port": "$(arg leader_port)",
-                    "robot_config": "$(arg robot_config)",
-                    "calibration": "$(arg leader_calibration)",
-                    "rate_hz": "$(arg rate)",
-                },
-            ),
-            required=True,
-        ),
-        NodeEntry(
-            package="so101_nodes",
-            executable="teleop",
-            name="teleop",
-            namespace="$(arg namespace)",
-            parameters=({"rate_hz": "$(arg rate)"},),
-            required=True,
-        ),
+        node("so101_nodes", "leader", {**LEADER_PARAMETERS, "rate_hz": "$(arg rate)"}, required=True),
+        node("so101_nodes", "teleop", {"rate_hz": "$(arg rate)"}, required=True),
     ),
 )
