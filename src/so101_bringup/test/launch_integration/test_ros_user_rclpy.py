@@ -139,11 +139,17 @@ def test_a_ros_user_drives_the_sim_launch_with_plain_rclpy(
         return all(t in topics.get(name, []) for name, t in wanted_topics.items())
 
     user.wait_for(topics_there, STARTUP_S, f"topics {wanted_topics}")
+    wanted_services = {
+        "/sim/reset": ["so101_msgs/srv/ResetSim"], "/so101/solve_ik": ["so101_msgs/srv/SolveIK"],
+        "/sim/set_parameters": ["rcl_interfaces/srv/SetParameters"],
+        "/sim/get_type_description": ["type_description_interfaces/srv/GetTypeDescription"],
+    }  # fmt: skip
+    # a node is listed before it has declared all its services (the IK node's comes after its solver is built)
+    user.wait_for(
+        lambda: wanted_services.keys() <= dict(node.get_service_names_and_types()).keys(), STARTUP_S, "services"
+    )
     services = dict(node.get_service_names_and_types())
-    assert services["/sim/reset"] == ["so101_msgs/srv/ResetSim"]
-    assert services["/so101/solve_ik"] == ["so101_msgs/srv/SolveIK"]
-    assert services["/sim/set_parameters"] == ["rcl_interfaces/srv/SetParameters"]
-    assert services["/sim/get_type_description"] == ["type_description_interfaces/srv/GetTypeDescription"]
+    assert {name: services[name] for name in wanted_services} == wanted_services
     actions = dict(get_action_names_and_types(node))
     assert actions["/arm_controller/follow_joint_trajectory"] == ["control_msgs/action/FollowJointTrajectory"]
     assert actions["/skillgen/generate"] == ["so101_msgs/action/GenerateDemos"]
