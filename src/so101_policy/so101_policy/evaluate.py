@@ -42,7 +42,14 @@ from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
 from .evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
-from .metrics import aggregate, failure_counts, frame_metrics, success_by_target_slot, wilson_interval
+from .metrics import (
+    aggregate,
+    failure_counts,
+    frame_metrics,
+    releases_by_outcome,
+    success_by_target_slot,
+    wilson_interval,
+)
 from .outcome import failure_reason, final_placement, release_placement
 from .sim_env import make_twin
 
@@ -398,6 +405,7 @@ def summarize(
         "workshop_wilson_95": list(asdict(wilson_interval(shop, n)).values()) if shop is not None else None,
         "by_target_slot": success_by_target_slot(rows),
         "failures": failure_counts(rows),
+        "releases": releases_by_outcome(rows),
         "metrics": metrics,
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
         "cameras": list(spec.cameras),

@@ -41,7 +41,7 @@ from so101_core.lerobot_units import from_lerobot, to_lerobot
 from .admission import ChunkLimits, admit_chunk
 from .blending import Plan
 from .config import EvalConfig, load_policy_config
-from .metrics import failure_counts, success_by_target_slot, wilson_interval
+from .metrics import failure_counts, releases_by_outcome, success_by_target_slot, wilson_interval
 from .protocol import check_action
 from .sim_env import EnvConfig, VialRackEnv
 
@@ -328,6 +328,7 @@ def _summarize(
         "workshop_wilson_95": [shop_iv.low, shop_iv.high],
         "by_target_slot": success_by_target_slot(rows),
         "failures": failure_counts(rows),
+        "releases": releases_by_outcome(rows),
         "episodes_per_min": 60.0 * n / wall if wall > 0 else 0.0,
         "episodes_per_min_warm": 60.0 * n / warm if warm > 0 else 0.0,
         "wall_s": wall,

@@ -73,6 +73,30 @@ def failure_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return dict(Counter(str(r["failure"]) for r in rows if r.get("failure")).most_common())
 
 
+def releases_by_outcome(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Where the vial was let go (rows' ``release_placement``, :func:`.outcome.release_placement`), per outcome
+    (``success`` or the failure reason; rows without a release skipped): ``episodes`` and the median and 90th
+    percentile of ``target_offset_mm`` (xy from the target slot's centre) and ``height_mm`` (vial centre above the
+    mat; 64 mm is a vial seated in the rack). Whether the failed placements were let go off the cell or too high."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        let_go = row.get("release_placement")
+        if let_go and let_go.get("target_offset_mm") is not None:
+            groups.setdefault("success" if row["success"] else str(row.get("failure")), []).append(let_go)
+    out: dict[str, dict[str, Any]] = {}
+    for outcome, found in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        offset = [p["target_offset_mm"] for p in found]
+        height = [p["height_mm"] for p in found]
+        out[outcome] = {
+            "episodes": len(found),
+            "offset_mm_p50": round(float(np.percentile(offset, 50)), 1),
+            "offset_mm_p90": round(float(np.percentile(offset, 90)), 1),
+            "height_mm_p50": round(float(np.percentile(height, 50)), 1),
+            "height_mm_p90": round(float(np.percentile(height, 90)), 1),
+        }
+    return out
+
+
 def _traj(x: npt.ArrayLike, min_len: int, name: str) -> F64:
     a = np.asarray(x, dtype=np.float64)
     if a.ndim == 1:

@@ -16,6 +16,7 @@ from so101_policy.metrics import (
     ndtw,
     path_length,
     path_smoothness,
+    releases_by_outcome,
     rte,
     success_by_target_slot,
     wilson_interval,
@@ -54,6 +55,22 @@ def test_success_by_target_slot_counts_each_slots_episodes() -> None:
         "wilson_95": [wilson_interval(1, 1).low, 1.0],
     }
     assert success_by_target_slot([]) == {}
+
+
+def test_releases_are_summarised_per_outcome() -> None:
+    def row(success: bool, failure: str | None, offset: float | None, height: float) -> dict:
+        let_go = None if offset is None else {"target_offset_mm": offset, "height_mm": height, "tilt_deg": 0.0}
+        return {"success": success, "failure": failure, "release_placement": let_go}
+
+    rows = [row(True, None, 4.0, 64.0), row(True, None, 6.0, 66.0), row(True, None, 8.0, 65.0)]
+    rows += [row(False, "released outside a slot", o, 90.0) for o in (10.0, 20.0, 30.0, 40.0)]
+    rows += [row(False, "never grasped the vial", None, 10.0), {"success": False, "failure": "no twin steps recorded"}]
+    out = releases_by_outcome(rows)
+    assert list(out) == ["released outside a slot", "success"]  # most episodes first; no release: not listed
+    assert out["success"] == {
+        "episodes": 3, "offset_mm_p50": 6.0, "offset_mm_p90": 7.6, "height_mm_p50": 65.0, "height_mm_p90": 65.8,
+    }  # fmt: skip
+    assert out["released outside a slot"]["offset_mm_p50"] == 25.0 and out["released outside a slot"]["episodes"] == 4
 
 
 def test_path_metrics() -> None:
