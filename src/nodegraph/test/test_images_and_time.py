@@ -46,3 +46,16 @@ def test_stamps_in_ns_and_s() -> None:
     stamp = make("builtin_interfaces/msg/Time", sec=3, nanosec=250_000_000)
     assert to_ns(stamp) == 3_250_000_000 and to_s(stamp) == 3.25
     assert to_ns(make("builtin_interfaces/msg/Duration", sec=1, nanosec=1)) == 1_000_000_001
+
+
+def test_seconds_split_into_sec_and_nanosec_carry_over() -> None:
+    """A time just under a whole second rounds up into it, never to (sec, 0) a second early; negative ns (a
+    Duration) keep nanosec in [0, 1e9) as builtin_interfaces wants."""
+    from nodegraph.time import s_to_ns, sec_nanosec
+
+    assert sec_nanosec(s_to_ns(1.9999999999)) == (2, 0)
+    assert sec_nanosec(s_to_ns(2.5)) == (2, 500_000_000)
+    assert sec_nanosec(1_700_000_000_123_456_789) == (1_700_000_000, 123_456_789)
+    assert sec_nanosec(-1) == (-1, 999_999_999)
+    stamp = type("Stamp", (), {"sec": 2, "nanosec": 500_000_000})()
+    assert to_ns(stamp) == s_to_ns(2.5) and to_s(stamp) == 2.5

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from nodegraph.graph.api import Message, Node, ServerGoalHandle
-from nodegraph.time import to_ns, to_s
+from nodegraph.time import s_to_ns, sec_nanosec, to_ns, to_s
 from so101_core.arrays import F64
 from so101_core.control.safety import JointLimits
 from so101_core.robot_spec import JOINT_NAMES
@@ -29,8 +29,8 @@ PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED = -4, -5
 
 
 def duration_msg(node: Node, seconds: float) -> Message:
-    ns = max(0, round(seconds * 1e9))
-    return node.message("builtin_interfaces/msg/Duration", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    sec, nanosec = sec_nanosec(max(0, s_to_ns(seconds)))
+    return node.message("builtin_interfaces/msg/Duration", sec=sec, nanosec=nanosec)
 
 
 class TrajectoryError(ValueError):

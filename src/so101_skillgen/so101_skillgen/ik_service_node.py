@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from nodegraph.graph.api import Node
 from nodegraph.graph.declared_params import declare_params
+from nodegraph.time import s_to_ns, sec_nanosec
 from so101_core.arrays import F64
 from so101_core.geometry import quat_to_mat
 from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
@@ -265,14 +266,12 @@ class IKServiceNode:
             return response
         msgs = []
         for p, t in zip(points, times, strict=True):
-            sec = int(t)
+            sec, nanosec = sec_nanosec(s_to_ns(t))
             msgs.append(
                 self.node.message(
                     "trajectory_msgs/msg/JointTrajectoryPoint",
                     positions=np.asarray(p, dtype=np.float64),
-                    time_from_start=self.node.message(
-                        "builtin_interfaces/msg/Duration", sec=sec, nanosec=round((t - sec) * 1e9) % 1_000_000_000
-                    ),
+                    time_from_start=self.node.message("builtin_interfaces/msg/Duration", sec=sec, nanosec=nanosec),
                 )
             )
         response.trajectory.points = msgs

@@ -14,6 +14,7 @@ import numpy as np
 from rosbags.interfaces import Nodetype
 
 from nodegraph.interfaces.typestore import InterfaceError, normalize, typestore
+from nodegraph.time import sec_nanosec
 
 _NUMPY = {
     "bool": np.bool_,
@@ -147,4 +148,5 @@ def deserialize(data: bytes | memoryview, type_name: str) -> Any:
 
 def time_message(ns: int) -> Any:
     """builtin_interfaces/msg/Time of ``ns`` nanoseconds (since the epoch, or sim time)."""
-    return make("builtin_interfaces/msg/Time", sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    sec, nanosec = sec_nanosec(ns)
+    return make("builtin_interfaces/msg/Time", sec=sec, nanosec=nanosec)

@@ -32,6 +32,7 @@ from nodegraph.graph.parameters import (
     type_of,
 )
 from nodegraph.graph.qos import QoS
+from nodegraph.time import sec_nanosec
 from nodegraph.transport.rclpy.actions import RclpyActionClient, RclpyServerGoal
 from nodegraph.transport.rclpy.context import PROCESS, SHUTDOWN, install_signal_handlers
 from nodegraph.transport.rclpy.conversion import from_qos_profile, interface_type, to_qos_profile, typed_array
@@ -444,7 +445,8 @@ class RclpyNode:
     def stamp(self, ns: int | None = None) -> Any:
         if ns is None:
             return self._node.get_clock().now().to_msg()
-        return interface_type("builtin_interfaces/msg/Time")(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        sec, nanosec = sec_nanosec(ns)
+        return interface_type("builtin_interfaces/msg/Time")(sec=sec, nanosec=nanosec)
 
     # graph
     def topic_names_and_types(self) -> dict[str, set[str]]:
