@@ -87,6 +87,25 @@ def _placement(row: dict[str, Any]) -> str:
     return f"<div class='muted'>{html.escape(text)}</div>"
 
 
+def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
+    """The ``releases`` summary (:func:`.metrics.releases_by_outcome`) as a table; '' without releases."""
+    if not releases:
+        return ""
+    head = (
+        "<tr><th>outcome</th><th>episodes</th><th>offset mm p50</th><th>p90</th><th>height mm p50</th><th>p90</th></tr>"
+    )
+    cells = ("episodes", "offset_mm_p50", "offset_mm_p90", "height_mm_p50", "height_mm_p90")
+    body = "".join(
+        f"<tr><td>{html.escape(k)}</td>" + "".join(f"<td>{_fmt(v[c])}</td>" for c in cells) + "</tr>"
+        for k, v in releases.items()
+    )
+    return (
+        "<h2>Where the vial was let go</h2><p class='muted'>The vial's centre when the jaws last let go of it, lifted: "
+        "horizontal distance from the target slot's centre and height above the mat (seated in the rack: about "
+        f"64 mm).</p><table>{head}{body}</table>"
+    )
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -135,7 +154,9 @@ def write_html(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) 
             f"<tr><th>{_fmt(k)}</th><td>{_fmt(v) if not isinstance(v, str) else html.escape(v)}</td></tr>"
             for k, v in head
         ],
-        "</table><h2>FRAME metrics (mean over episodes)</h2>",
+        "</table>",
+        _releases_html(s.get("releases") or {}),
+        "<h2>FRAME metrics (mean over episodes)</h2>",
         "<p>Joint space, rad. path length / smoothness of the arm joints; DTW, nDTW, ATE, RTE and action MSE against"
         " the scripted expert's rollout on the same seed; joint_mse/gripper_mse = commanded vs observed (a policy "
         "that moves but never grasps leaves a near-zero gripper error).</p><table><tr><th>metric</th><th>mean</th>"

@@ -118,6 +118,12 @@ def test_replayed_demo_succeeds_and_an_open_gripper_never_does(
     assert scene_row["seed"] == SEED and scene_row["failure"] is None
     assert scene_row["final_placement"]["nearest_slot"] == scene_row["target_slot"]  # placed in its target slot
     assert scene_row["final_placement"]["target_offset_mm"] < 13.0
+    # both evaluators find the replayed demo letting go of the vial over its slot, near seated height (~64 mm up),
+    # where the graph did; the never-grasped episodes let nothing go
+    let_go, graph_let_go = scene_row["release_placement"], row["release_placement"]
+    assert let_go["nearest_slot"] == graph_let_go["nearest_slot"] == scene_row["target_slot"]
+    assert let_go["target_offset_mm"] < 13.0 and abs(let_go["height_mm"] - graph_let_go["height_mm"]) < 5.0
+    assert 55.0 < let_go["height_mm"] < 80.0 and fast_row["release_placement"] is None
     failed = json.loads((tmp_path / "open" / "graph_0" / "episodes.jsonl").read_text().splitlines()[0])
     assert failed["failure"] == NEVER_GRASPED and "never grasped" in result.report_html.read_text()
     # never grasped: the vial lies where it spawned, on the mat, off the target slot (the report says where)
