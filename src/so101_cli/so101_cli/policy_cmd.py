@@ -52,8 +52,8 @@ def train(
 ) -> None:
     """Train ACT or Diffusion Policy through LeRobot, offline; MLflow tracking; resumable after a crash or SIGKILL
     (a run resumes as the policy it started as). ``--sweep``: the
-    sweep file's runs at once on one device (each its own process and run directory under ``--out``), each scored
-    by the fast evaluator; ``<out>/sweep.json`` ranks them."""
+    sweep file's runs on one device (each its own process and run directory under ``--out``; all at once, or
+    ``at_once`` at a time), each scored by the fast evaluator; ``<out>/sweep.json`` ranks them."""
     from so101_policy.config import load_train_config
     from so101_policy.errors import PolicyError
     from so101_policy.train import TrainProgress, train_policy

@@ -7,13 +7,17 @@ A sweep file names the runs as overrides of the training config and, optionally,
       frozen: {backbone_norm: frozen}
       batch: {backbone_norm: batch}
     eval: {episodes: 50, dr_profile: wide}   # eval.yaml fields to change for the scoring (optional)
+    at_once: 1                 # runs training at a time (optional; 0, the default: all of them)
 
 Each run trains in its own process (``so101 train``, so a GPU is shared by K processes at once, and each
-resumes by itself after a crash) into ``<out>/<name>/``; once all have finished their steps, each final
-checkpoint is scored with :func:`~.fast_eval.evaluate_checkpoint_fast` into
-``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs by success rate (then the workshop rule's).
-When a run stopped at its time limit (``--time-limit``: a slice of a time-limited job), or the slice has no time
-left to score the next run, ``sweep.json`` says ``complete: false``: the same command goes on from there.
+resumes by itself after a crash) into ``<out>/<name>/``; ``at_once`` bounds how many train together (each holds
+its own frames on the device: two runs of 600 demos at 160x120 do not fit an 80 GB card), the next starting as one
+ends. Once all have finished their steps, each final checkpoint is scored with
+:func:`~.fast_eval.evaluate_checkpoint_fast` into ``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs
+by success rate (then the workshop rule's). With the runs' ``time_limit_s`` (a slice of a time-limited job) a run
+starts only with :data:`RUN_RESERVE_S` of the slice left, its own limit what is left; when a run stopped at its
+limit or did not start, or the slice has no time left to score the next run, ``sweep.json`` says
+``complete: false``: the same command goes on from there.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class Sweep:
     runs: dict[str, TrainConfig]
     eval: EvalConfig
     changes: dict[str, dict[str, Any]]  # name → the fields the run sets over the shared base
+    at_once: int = 0  # runs training at a time (0: all)
 
 
 def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
@@ -49,9 +54,12 @@ def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError("sweep", str(exc), file=str(path)) from exc
-    if not isinstance(data, dict) or set(data) - {"base", "runs", "eval"}:
+    if not isinstance(data, dict) or set(data) - {"base", "runs", "eval", "at_once"}:
         got = sorted(data) if isinstance(data, dict) else data
-        raise ConfigError("sweep", f"expected the keys runs (and base, eval), got {got!r}", file=str(path))
+        raise ConfigError("sweep", f"expected the keys runs (and base, eval, at_once), got {got!r}", file=str(path))
+    at_once = data.get("at_once", 0)
+    if not isinstance(at_once, int) or isinstance(at_once, bool) or at_once < 0:
+        raise ConfigError("at_once", f"must be an integer >= 0 (0: all runs at once), got {at_once!r}", file=str(path))
     shared = data.get("base") or {}
     if not isinstance(shared, dict):
         raise ConfigError("base", "must be a mapping of train fields", file=str(path))
@@ -68,7 +76,7 @@ def load_sweep(path: Path, base: TrainConfig, base_eval: EvalConfig) -> Sweep:
         runs[name] = parse_config(TrainConfig, {**_plain(base), **shared, **over}, f"sweep.runs.{name}")
         changes[name] = dict(over)
     evaluation = parse_config(EvalConfig, {**_plain(base_eval), **(data.get("eval") or {})}, "sweep.eval")
-    return Sweep(runs, evaluation, changes)
+    return Sweep(runs, evaluation, changes, at_once)
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
@@ -76,6 +84,7 @@ def _plain(cfg: Any) -> dict[str, Any]:
 
 
 SCORE_RESERVE_S = 180.0  # time kept for scoring one run before any scoring has been measured in this call
+RUN_RESERVE_S = 120.0  # slice time a run needs to start: its cold start, some steps and its final checkpoint
 
 
 def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> list[dict[str, Any]]:
@@ -91,9 +100,9 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
     limit = max(cfg.time_limit_s for cfg in sweep.runs.values())
     deadline = t0 + limit if limit > 0 else float("inf")
     pending = {name: cfg for name, cfg in sweep.runs.items() if _trained_steps(out_dir / name) < cfg.steps}
-    _train(pending, dataset, out_dir)
+    _train(pending, dataset, out_dir, sweep.at_once, deadline)
     train_wall = _earlier_train_wall(out_dir) + time.perf_counter() - t0
-    trained = {name: json.loads((out_dir / name / "train_result.json").read_text()) for name in sweep.runs}
+    trained = {name: _train_result(out_dir / name) for name in sweep.runs}
     if any(trained[name]["steps"] < cfg.steps for name, cfg in sweep.runs.items()):
         _partial(out_dir, trained, train_wall, "training")
         return []
@@ -141,36 +150,62 @@ def _earlier_train_wall(out_dir: Path) -> float:
     return 0.0 if earlier.get("complete", True) else float(earlier["train_wall_s"])
 
 
-def _trained_steps(run_dir: Path) -> int:
+def _train_result(run_dir: Path) -> dict[str, Any]:
+    """The run's ``train_result.json`` ({"steps": 0} before it has one)."""
     result = run_dir / "train_result.json"
-    return int(json.loads(result.read_text())["steps"]) if result.is_file() else 0
+    return dict(json.loads(result.read_text())) if result.is_file() else {"steps": 0}
 
 
-def _train(runs: dict[str, TrainConfig], dataset: Path, out_dir: Path) -> None:
-    """``runs`` trained at once, each ``so101 train`` in its own process (appending to ``<run>/train.log``, in the
-    sweep's process group, SIGTERM when the sweep dies); raises PolicyError naming the failures."""
-    children: dict[str, ManagedProcess] = {}
+def _trained_steps(run_dir: Path) -> int:
+    return int(_train_result(run_dir)["steps"])
+
+
+def _train(runs: dict[str, TrainConfig], dataset: Path, out_dir: Path, at_once: int, deadline: float) -> None:
+    """``runs`` trained, ``at_once`` at a time (0: all), each ``so101 train`` in its own process (appending to
+    ``<run>/train.log``, in the sweep's process group, SIGTERM when the sweep dies); a run starts only with
+    :data:`RUN_RESERVE_S` left before ``deadline`` (``time.perf_counter()``), limited to what is left. Raises
+    PolicyError naming the failures."""
+    queue = list(runs.items())
+    active: dict[str, ManagedProcess] = {}
     failed = []
     try:
-        for name, cfg in runs.items():
-            run_dir = out_dir / name
-            run_dir.mkdir(exist_ok=True)
-            (run_dir / "train.yaml").write_text(yaml.safe_dump(_plain(cfg), sort_keys=False), encoding="utf-8")
-            cmd = [sys.executable, "-m", "so101_cli", "train", "--dataset", str(dataset), "--config",
-                   str(run_dir / "train.yaml"), "--out", str(run_dir)]  # fmt: skip
-            children[name] = ManagedProcess(
-                name, cmd, os.environ, run_dir / "train.log", append=True, own_session=False
-            ).start()
-        for name, child in children.items():
-            if (code := child.wait()) != 0:
-                failed.append(f"{name} (exit {code}; {out_dir / name / 'train.log'})")
+        while queue or active:
+            while queue and (at_once == 0 or len(active) < at_once):
+                left = deadline - time.perf_counter()
+                if left < RUN_RESERVE_S:
+                    queue.clear()  # the next slice trains it
+                    break
+                name, cfg = queue.pop(0)
+                active[name] = _start_run(name, cfg if left == float("inf") else _limited(cfg, left), dataset, out_dir)
+            for name, child in list(active.items()):
+                if (code := child.poll()) is not None:
+                    del active[name]
+                    if code != 0:
+                        failed.append(f"{name} (exit {code}; {out_dir / name / 'train.log'})")
+            if active:
+                time.sleep(0.2)
     finally:
-        for child in children.values():
+        for child in active.values():
             if child.alive():
                 child.signal(signal.SIGTERM)
                 child.wait()
     if failed:
         raise PolicyError("sweep runs failed: " + ", ".join(failed))
+
+
+def _limited(cfg: TrainConfig, left_s: float) -> TrainConfig:
+    """``cfg`` stopping within ``left_s`` (its own time limit when that is shorter)."""
+    limit = min(cfg.time_limit_s, left_s) if cfg.time_limit_s > 0 else left_s
+    return dataclasses.replace(cfg, time_limit_s=round(limit, 1))
+
+
+def _start_run(name: str, cfg: TrainConfig, dataset: Path, out_dir: Path) -> ManagedProcess:
+    run_dir = out_dir / name
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / "train.yaml").write_text(yaml.safe_dump(_plain(cfg), sort_keys=False), encoding="utf-8")
+    cmd = [sys.executable, "-m", "so101_cli", "train", "--dataset", str(dataset), "--config",
+           str(run_dir / "train.yaml"), "--out", str(run_dir)]  # fmt: skip
+    return ManagedProcess(name, cmd, os.environ, run_dir / "train.log", append=True, own_session=False).start()
 
 
 def _partial(out_dir: Path, trained: dict[str, Any], train_wall: float, stage: str) -> None:

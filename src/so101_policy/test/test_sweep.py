@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from so101_policy.config import EvalConfig, TrainConfig
 from so101_policy.errors import ConfigError
 from so101_policy.sweep import load_sweep, run_sweep
@@ -73,6 +74,32 @@ def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
     assert changes["diffusion"]["policy"] == "diffusion"
 
 
+def test_at_once_trains_one_run_after_the_other_and_only_with_time_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``at_once: 1``: the second run starts once the first has ended; a slice with less than RUN_RESERVE_S left
+    starts no run and says so; the next call trains them."""
+    dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(f"at_once: 1\nruns:\n  first: {{{TINY_ACT}}}\n  second: {{lr: 0.001, {TINY_ACT}}}\n")
+    sweep = load_sweep(spec, dataclasses.replace(BASE, time_limit_s=600.0), EVAL)
+    assert sweep.at_once == 1
+    out = tmp_path / "out"
+    monkeypatch.setattr(sweep_module, "RUN_RESERVE_S", 1e6)  # no time for a run in this slice
+    assert run_sweep(sweep, dataset, out, envs=1) == []
+    partial = json.loads((out / "sweep.json").read_text())
+    assert partial == {**partial, "complete": False, "stage": "training", "steps": {"first": 0, "second": 0}}
+    assert not (out / "first").exists() and not (out / "second").exists()
+    monkeypatch.setattr(sweep_module, "RUN_RESERVE_S", 120.0)
+    monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 1e6)  # trained in this call, scored in the next
+    assert run_sweep(sweep, dataset, out, envs=1) == []
+    assert json.loads((out / "sweep.json").read_text())["steps"] == {"first": 4, "second": 4}
+    # the second run's config was written as it started: after the first run's result, written as it ended
+    assert (out / "first" / "train_result.json").stat().st_mtime <= (out / "second" / "train.yaml").stat().st_mtime
+    limit = yaml.safe_load((out / "second" / "train.yaml").read_text())["time_limit_s"]
+    assert 0 < limit < 600.0  # what the slice had left when it started
+
+
 def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
     spec = tmp_path / "sweep.yaml"
     for text, match in (
@@ -81,6 +108,7 @@ def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
         ("runs:\n  a: {nope: 1}\n", "sweep.runs.a"),
         ("other: 1\n", "expected the keys runs"),
         ("base: 3\nruns:\n  a: {}\n", "base: must be a mapping"),
+        ("at_once: -1\nruns:\n  a: {}\n", "at_once: must be an integer >= 0"),
     ):
         spec.write_text(text)
         with pytest.raises(ConfigError, match=match):
