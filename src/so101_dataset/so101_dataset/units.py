@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from so101_core.atomic import write_json
-from so101_core.episode_units import EPISODE_FILE, FRAMES_FILE, REPLAY_FILE, unit_name
+from so101_core.episode_units import EPISODE_FILE, FRAMES_FILE, REPLAY_FILE, unit_name, write_frames
 
 from .config import DatasetConfig
 
@@ -129,7 +129,7 @@ class UnitRenderer:
         np.savez(str(tmp / REPLAY_FILE), **arrays)
         if kept:
             stacked: dict[str, Any] = {cam: np.stack(frames) for cam, frames in kept.items()}
-            np.savez(str(tmp / FRAMES_FILE), **stacked)
+            write_frames(tmp / FRAMES_FILE, stacked)
         extra = dict(demo.extra)
         times = {
             "prepare_s": t1 - t0,

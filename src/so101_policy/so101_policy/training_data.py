@@ -89,10 +89,10 @@ def open_training_data(path: Path) -> TrainingData:
                         rows)  # fmt: skip
 
 
-def _frames(unit: Path) -> dict[str, np.ndarray]:
-    """``unit``'s rendered frames, memory-mapped (ConfigError naming the file when it cannot be read)."""
+def _frames(unit: Path, cameras: list[str]) -> dict[str, np.ndarray]:
+    """``unit``'s rendered frames of ``cameras`` (ConfigError naming the file when it cannot be read)."""
     try:
-        return open_frames(unit / FRAMES_FILE)
+        return open_frames(unit / FRAMES_FILE, cameras)
     except FramesFileError as exc:
         raise ConfigError("dataset", str(exc)) from exc
 
@@ -117,13 +117,13 @@ def _vector_stats(x: np.ndarray) -> dict[str, np.ndarray]:
 def _image_stats(units: list[Path], cameras: list[str], stride: int = 10) -> dict[str, dict[str, np.ndarray]]:
     """Per camera, per-channel statistics (3, 1, 1) in [0, 1] of every ``stride``-th frame.
 
-    Exact, from the frames' per-channel histograms of byte values (each unit opened once, memory-mapped, units in
-    parallel): the float pass it replaces took 14 s for 2 GB of frames on a 2-core VM (0.2 s now), and every
-    training slice's cold start paid it.
+    Exact, from the frames' per-channel histograms of byte values (each unit opened once, units in parallel): the
+    float pass it replaces took 14 s for 2 GB of frames on a 2-core VM, and every training slice's cold start paid
+    it.
     """
 
     def histograms(unit: Path) -> np.ndarray:  # (cameras, 3, 256) pixels per channel and byte value
-        frames = _frames(unit)
+        frames = _frames(unit, cameras)
         return np.stack(
             [[np.bincount(frames[cam][::stride][..., c].ravel(), minlength=256) for c in range(3)] for cam in cameras]
         )
@@ -163,7 +163,7 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
 
     def load(k: int) -> None:
         unit = data.units[k]
-        frames = _frames(unit)
+        frames = _frames(unit, cams)
         for cam in cams:
             pixels = frames[cam]
             if pixels.shape != (ends[k] - starts[k], *shape):

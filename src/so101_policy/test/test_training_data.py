@@ -8,14 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from so101_core.episode_units import write_frames
 from so101_policy.errors import ConfigError
 from so101_policy.training_data import TrainingData, _image_stats, decode_units, open_training_data
 
 CAMERAS = ("ego", "top")
+PIXELS: dict[Path, dict[str, np.ndarray]] = {}
 
 
 def _write_unit(root: Path, k: int, frames: int, rng: np.random.Generator, rows: int | None = None) -> Path:
-    """One unit as the renderer writes it: episode.json, replay.npz (sim units), frames.npz (np.savez)."""
+    """One unit as the renderer writes it: episode.json, replay.npz (sim units), frames.npz (write_frames); its
+    pixels also in PIXELS[unit]."""
     unit = root / "episodes" / f"episode_{k:06d}"
     unit.mkdir(parents=True)
     meta = {"height": 12, "width": 16, "cameras": list(CAMERAS), "fps": 30}
@@ -23,7 +26,8 @@ def _write_unit(root: Path, k: int, frames: int, rng: np.random.Generator, rows:
     n = frames if rows is None else rows
     np.savez(unit / "replay.npz", q=rng.uniform(-1, 1, (n, 6)), action=rng.uniform(-1, 1, (n, 6)))
     pixels = {cam: rng.integers(3, 251, (frames, 12, 16, 3), dtype=np.uint8) for cam in CAMERAS}
-    np.savez(unit / "frames.npz", **pixels)
+    write_frames(unit / "frames.npz", pixels)
+    PIXELS[unit] = pixels
     return unit
 
 
@@ -31,7 +35,7 @@ def test_image_statistics_equal_a_float_pass_over_every_tenth_frame(tmp_path: Pa
     rng = np.random.default_rng(1)
     units = [_write_unit(tmp_path, k, frames, rng) for k, frames in enumerate((23, 31, 9))]
     stats = _image_stats(units, ["ego", "top"])["top"]
-    x = np.concatenate([np.load(u / "frames.npz")["top"][::10] for u in units]).reshape(-1, 3) / 255.0
+    x = np.concatenate([PIXELS[u]["top"][::10] for u in units]).reshape(-1, 3) / 255.0
     np.testing.assert_allclose(stats["mean"].ravel(), x.mean(0), rtol=0, atol=1e-12)
     np.testing.assert_allclose(stats["std"].ravel(), x.std(0), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(stats["min"].ravel(), x.min(0))
@@ -53,7 +57,7 @@ def test_the_frame_cache_holds_every_units_frames_in_row_order(tmp_path: Path, m
     monkeypatch.setattr(np, "load", frames_only)
     cache = decode_units(data, ["observation.images.top", "observation.images.ego"], chunk=4, device="cpu")
     for cam in CAMERAS:
-        want = np.concatenate([np.load(u / "frames.npz")[cam] for u in units])
+        want = np.concatenate([PIXELS[u][cam] for u in units])
         got = cache.images[f"observation.images.{cam}"].permute(0, 2, 3, 1).numpy()  # (N, 3, H, W) -> (N, H, W, 3)
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(cache.episode_end, np.repeat([11, 15, 32], [11, 4, 17]))
