@@ -30,7 +30,7 @@ LABEL=${LABEL:-h200}
 SETS=()
 for item in ${SET:-}; do SETS+=(--set "$item"); done
 . bench/gpu/device_env.sh  # carried wheels and GL loaders installed, the environment exported
-# the free disk: the kept frames alone take demos x ~281 frames x 3 cameras x W x H x 3 bytes (27 GiB for 600 demos at 160x120)
+# the free disk (the device's is 64 GiB; the kept frames are zstd-compressed, ~2 GB for 600 demos at 160x120)
 [ "${UNTIL:-}" = install ] && { df -h . | tail -1; echo "pipeline_h200: installed (UNTIL)"; exit 0; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 if [ -n "${UNTIL:-}" ]; then
