@@ -14,10 +14,10 @@ resumes by itself after a crash) into ``<out>/<name>/``; ``at_once`` bounds how 
 its own frames on the device: two runs of 600 demos at 160x120 do not fit an 80 GB card), the next starting as one
 ends. Once all have finished their steps, each final checkpoint is scored with
 :func:`~.fast_eval.evaluate_checkpoint_fast` into ``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs
-by success rate (then the workshop rule's). With the runs' ``time_limit_s`` (a slice of a time-limited job) a run
-starts only with :data:`RUN_RESERVE_S` of the slice left, its own limit what is left; when a run stopped at its
-limit or did not start, or the slice has no time left to score the next run, ``sweep.json`` says
-``complete: false``: the same command goes on from there.
+by success rate (then the workshop rule's). With the runs' ``time_limit_s`` (a slice of a time-limited job) each
+run's own limit is what is left of the slice, and a run that waited for a place starts only with
+:data:`RUN_RESERVE_S` left; when a run stopped at its limit or did not start, or the slice has no time left to
+score the next run, ``sweep.json`` says ``complete: false``: the same command goes on from there.
 """
 
 from __future__ import annotations
@@ -162,17 +162,18 @@ def _trained_steps(run_dir: Path) -> int:
 
 def _train(runs: dict[str, TrainConfig], dataset: Path, out_dir: Path, at_once: int, deadline: float) -> None:
     """``runs`` trained, ``at_once`` at a time (0: all), each ``so101 train`` in its own process (appending to
-    ``<run>/train.log``, in the sweep's process group, SIGTERM when the sweep dies); a run starts only with
-    :data:`RUN_RESERVE_S` left before ``deadline`` (``time.perf_counter()``), limited to what is left. Raises
-    PolicyError naming the failures."""
+    ``<run>/train.log``, in the sweep's process group, SIGTERM when the sweep dies), each limited to what is left
+    before ``deadline`` (``time.perf_counter()``); a run that waited for a place starts only with
+    :data:`RUN_RESERVE_S` left. Raises PolicyError naming the failures."""
     queue = list(runs.items())
     active: dict[str, ManagedProcess] = {}
     failed = []
     try:
+        waited = False  # a run that waited for a place needs RUN_RESERVE_S of the slice; the first ones start
         while queue or active:
             while queue and (at_once == 0 or len(active) < at_once):
                 left = deadline - time.perf_counter()
-                if left < RUN_RESERVE_S:
+                if waited and left < RUN_RESERVE_S:
                     queue.clear()  # the next slice trains it
                     break
                 name, cfg = queue.pop(0)
@@ -180,6 +181,7 @@ def _train(runs: dict[str, TrainConfig], dataset: Path, out_dir: Path, at_once: 
             for name, child in list(active.items()):
                 if (code := child.poll()) is not None:
                     del active[name]
+                    waited = True
                     if code != 0:
                         failed.append(f"{name} (exit {code}; {out_dir / name / 'train.log'})")
             if active:

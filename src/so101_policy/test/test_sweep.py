@@ -77,27 +77,28 @@ def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
 def test_at_once_trains_one_run_after_the_other_and_only_with_time_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``at_once: 1``: the second run starts once the first has ended; a slice with less than RUN_RESERVE_S left
-    starts no run and says so; the next call trains them."""
+    """``at_once: 1``: the second run starts once the first has ended, limited to what is left of the slice; with
+    less than RUN_RESERVE_S left it does not start, and the sweep says so (the first run always starts)."""
     dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
     spec = tmp_path / "sweep.yaml"
     spec.write_text(f"at_once: 1\nruns:\n  first: {{{TINY_ACT}}}\n  second: {{lr: 0.001, {TINY_ACT}}}\n")
     sweep = load_sweep(spec, dataclasses.replace(BASE, time_limit_s=600.0), EVAL)
     assert sweep.at_once == 1
-    out = tmp_path / "out"
-    monkeypatch.setattr(sweep_module, "RUN_RESERVE_S", 1e6)  # no time for a run in this slice
-    assert run_sweep(sweep, dataset, out, envs=1) == []
-    partial = json.loads((out / "sweep.json").read_text())
-    assert partial == {**partial, "complete": False, "stage": "training", "steps": {"first": 0, "second": 0}}
-    assert not (out / "first").exists() and not (out / "second").exists()
+    monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 1e6)  # trained in these calls, not scored
+    monkeypatch.setattr(sweep_module, "RUN_RESERVE_S", 1e6)  # no time for a run that has to wait
+    short = tmp_path / "short"
+    assert run_sweep(sweep, dataset, short, envs=1) == []
+    partial = json.loads((short / "sweep.json").read_text())
+    assert partial == {**partial, "complete": False, "stage": "training", "steps": {"first": 4, "second": 0}}
+    assert not (short / "second").exists()
     monkeypatch.setattr(sweep_module, "RUN_RESERVE_S", 120.0)
-    monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 1e6)  # trained in this call, scored in the next
+    out = tmp_path / "out"
     assert run_sweep(sweep, dataset, out, envs=1) == []
     assert json.loads((out / "sweep.json").read_text())["steps"] == {"first": 4, "second": 4}
     # the second run's config was written as it started: after the first run's result, written as it ended
     assert (out / "first" / "train_result.json").stat().st_mtime <= (out / "second" / "train.yaml").stat().st_mtime
-    limit = yaml.safe_load((out / "second" / "train.yaml").read_text())["time_limit_s"]
-    assert 0 < limit < 600.0  # what the slice had left when it started
+    limits = [yaml.safe_load((out / n / "train.yaml").read_text())["time_limit_s"] for n in ("first", "second")]
+    assert 0 < limits[1] < limits[0] <= 600.0  # what the slice had left when each started
 
 
 def test_bad_sweep_files_name_the_problem(tmp_path: Path) -> None:
