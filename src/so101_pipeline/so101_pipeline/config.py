@@ -217,7 +217,10 @@ def load_pipeline_config(path: str | Path | None = None, sets: Sequence[str] = (
         key, sep, raw = item.partition("=")
         if not sep or not key.strip() or "" in key.strip().split("."):
             raise PipelineConfigError("--set", f"expects a.b.c=value, got {item!r}", file=str(p))
-        value: Any = yaml.safe_load(raw)
+        try:
+            value: Any = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise PipelineConfigError("--set", f"{item!r}: the value is not YAML ({exc})", file=str(p)) from None
         for part in reversed(key.strip().split(".")):
             value = {part: value}
         data = deep_merge(data if isinstance(data, Mapping) else {}, value)

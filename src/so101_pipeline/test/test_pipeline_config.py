@@ -150,6 +150,9 @@ def test_settings_over_the_file_merge_into_it_and_are_checked_as_it_is(tmp_path:
     assert info.value.file == str(path)
     with pytest.raises(PipelineConfigError, match="must be >= 1"):
         resolve_config(load_pipeline_config(path, ["skillgen.set.num_demos=0"]), ["skillgen"])
+    with pytest.raises(PipelineConfigError, match="the value is not YAML") as info:
+        load_pipeline_config(path, ["skillgen.set.num_demos=[1,"])
+    assert info.value.field == "--set"
     for bad in ("threads", "=1", "skillgen..num_demos=3"):
         with pytest.raises(PipelineConfigError, match=r"expects a\.b\.c=value") as info:
             load_pipeline_config(path, [bad])
