@@ -81,6 +81,7 @@ def test_demo_runs_the_whole_pipeline_end_to_end(demo: tuple[Path, Path, str]) -
     assert summary["workshop_successes"] == evaluated["workshop_successes"] is not None
     low, high = summary["workshop_wilson"]
     assert summary["workshop_success_rate"] == evaluated["workshop_rate"] and low <= evaluated["workshop_rate"] <= high
+    assert summary["workshop_wilson"] == evaluated["workshop_wilson_95"]
     seeds = load_seeds(out / "seeds")
     assert len(seeds) == 2 and all(s.success and s.source == "scripted" for s in seeds)
     assert info(out / "seeds" / "seed_000").topic("/joint_states").message_count > 100

@@ -187,8 +187,6 @@ def build_summary(
     gen = res.get("skillgen", {})
     ev = res.get("eval", {})
     yield_ci = wilson(int(gen["demos"]), int(gen["attempts"])) if gen else None
-    shop = ev.get("workshop_successes")
-    shop_ci = wilson(int(shop), int(ev["episodes"])) if shop is not None else None
     return {
         "config": cfg.file,
         "overrides": list(cfg.overrides),
@@ -203,9 +201,9 @@ def build_summary(
         "episodes": ev.get("episodes"),
         "wilson_low": ev.get("wilson_low"),
         "wilson_high": ev.get("wilson_high"),
-        "workshop_successes": shop,
-        "workshop_success_rate": int(shop) / int(ev["episodes"]) if shop is not None and ev["episodes"] else None,
-        "workshop_wilson": [round(x, 4) for x in shop_ci] if shop_ci else None,
+        "workshop_successes": ev.get("workshop_successes"),
+        "workshop_success_rate": ev.get("workshop_rate"),
+        "workshop_wilson": ev.get("workshop_wilson"),
         "seeds": res.get("seeds", {}).get("seeds"),
         "demos": gen.get("demos"),
         "attempts": gen.get("attempts"),

@@ -309,7 +309,10 @@ def run_eval(ctx: StageContext) -> dict[str, Any]:
         "episodes": int(result.episodes),
         "wilson_low": float(result.wilson_low),
         "wilson_high": float(result.wilson_high),
-        "workshop_successes": result.workshop_successes,  # the upstream workshop's rule (None: unavailable)
+        # the upstream workshop's rule (None: unavailable)
+        "workshop_successes": result.workshop_successes,
+        "workshop_rate": result.workshop_rate,
+        "workshop_wilson": list(result.workshop_wilson) if result.workshop_wilson is not None else None,
         "report_html": _rel(ctx, result.report_html),
     }
 

@@ -74,6 +74,7 @@ class EvalResult:
     report_html: Path
     workshop_successes: int | None = None
     workshop_rate: float | None = None
+    workshop_wilson: tuple[float, float] | None = None
     metrics: dict[str, float] | None = None
     results_json: Path | None = None
 
@@ -428,6 +429,7 @@ def summarize(
         report_html=html,
         workshop_successes=shop,
         workshop_rate=summary["workshop_rate"],
+        workshop_wilson=tuple(summary["workshop_wilson_95"]) if shop is not None else None,
         metrics=metrics,
         results_json=results,
     )
