@@ -24,10 +24,10 @@ from typing import Any
 
 from so101_core.atomic import write_json
 from so101_core.threads import thread_env
+from so101_policy.metrics import wilson_interval
 
 from .config import PipelineConfig, load_pipeline_config, resolve_section
 from .errors import PipelineConfigError, StageDependencyError
-from .report import wilson
 from .runner import PipelineRun, Reporter, Runner
 from .stages import resolve, sections, so101_stages
 from .tracking import MlflowTracker
@@ -186,7 +186,7 @@ def build_summary(
                 outputs[f"{name}.{key}"] = str(resolve(rec, key).resolve())
     gen = res.get("skillgen", {})
     ev = res.get("eval", {})
-    yield_ci = wilson(int(gen["demos"]), int(gen["attempts"])) if gen else None
+    yield_ci = wilson_interval(int(gen["demos"]), int(gen["attempts"])) if gen else None
     return {
         "config": cfg.file,
         "overrides": list(cfg.overrides),
@@ -208,7 +208,7 @@ def build_summary(
         "demos": gen.get("demos"),
         "attempts": gen.get("attempts"),
         "yield": gen.get("yield"),
-        "yield_wilson": [round(x, 4) for x in yield_ci] if yield_ci else None,
+        "yield_wilson": [round(yield_ci.low, 4), round(yield_ci.high, 4)] if yield_ci else None,
         "failures_by_reason": gen.get("failures_by_reason"),
         "dataset_episodes": res.get("dataset", {}).get("episodes"),
         "frames": res.get("dataset", {}).get("frames"),

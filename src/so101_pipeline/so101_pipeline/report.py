@@ -25,6 +25,7 @@ from typing import Any
 
 from so101_core.atomic import write_text
 from so101_core.lerobot_schema import camera_of, is_image_key
+from so101_policy.metrics import wilson_interval
 
 from .report_figures import read_metrics, stage_times_chart, training_curves
 from .runner import StageRecord
@@ -49,17 +50,6 @@ class ReportContext:
     mlflow_uri: str = ""
     mlflow_experiment_id: str = ""
     mlflow_run_id: str = ""
-
-
-def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval (95 % by default) of ``successes`` out of ``n``; (0, 1) when ``n`` is 0."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _e(value: Any) -> str:
@@ -100,8 +90,8 @@ def _path(root: Path, value: Any) -> Path:
 
 
 def _rate(successes: int, n: int) -> str:
-    lo, hi = wilson(successes, n)
-    return f"{successes}/{n} = {successes / n if n else 0:.0%} (Wilson 95 %: {lo:.0%}–{hi:.0%})"
+    iv = wilson_interval(successes, n)
+    return f"{successes}/{n} = {successes / n if n else 0:.0%} (Wilson 95 %: {iv.low:.0%}–{iv.high:.0%})"
 
 
 # ------------------------------------------------------------------------------------------------ headline
@@ -223,12 +213,12 @@ def _skillgen(root: Path, records: Mapping[str, StageRecord]) -> str:
         return ""
     r = records["skillgen"].results
     kept, tried = int(r["demos"]), int(r["attempts"])
-    lo, hi = wilson(kept, tried)
+    yield_ci = wilson_interval(kept, tried)
     failures = sorted((r.get("failures_by_reason") or {}).items(), key=lambda kv: -int(kv[1]))
     out = [
         "<h2>SkillGen</h2>",
         f"<p>{kept} demos kept of {tried} attempts: yield {kept / tried if tried else 0:.0%} "
-        f"(Wilson 95 %: {lo:.0%}–{hi:.0%}).</p>",
+        f"(Wilson 95 %: {yield_ci.low:.0%}–{yield_ci.high:.0%}).</p>",
     ]
     if failures:
         rows = [[_e(k), _e(v), f"{int(v) / tried:.0%}"] for k, v in failures]
