@@ -53,9 +53,10 @@ fi
 if [ -n "${FAST:-}" ]; then  # FAST=N: N more episodes of the trained policy in the fast evaluator (the same scenes'
   # distribution; rows with where each vial was released), beside the graph evaluation's 50
   CKPT=$(ls -d "$OUT_DIR"/train/checkpoints/*/pretrained_model | sort | tail -1)
+  PROFILE=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["config"]["dr_profile"])' \
+    "$OUT_DIR/eval/results.json")  # the scenes the graph evaluation drew from (the pipeline's dr_profile)
   "$PY" -m so101_cli eval --fast --checkpoint "$CKPT" -n "$FAST" --out "$OUT_DIR/fast" --envs 16 \
-    --set dr_profile="$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["dr_profile"])' \
-    config/pipeline_h200.yaml)"
+    --set dr_profile="$PROFILE"
 fi
 if [ -n "${OUT:-}" ]; then
   cp "bench/results/pipeline_$LABEL.json" "$OUT/"

@@ -99,9 +99,8 @@ def run_and_print(config: Path | None, options: RunOptions, sets: list[str] | No
 
     console = Console()
     try:
-        source = load_pipeline_config(config, sets) if sets else config
         with RichReporter() as reporter:
-            summary = run_pipeline(source, options, reporter=reporter)
+            summary = run_pipeline(load_pipeline_config(config, sets or ()), options, reporter=reporter)
     except (PipelineError, ValueError) as exc:
         console.print(f"[red]so101 pipeline:[/red] {exc}")
         raise typer.Exit(2 if isinstance(exc, ValueError) else 1) from None
@@ -127,7 +126,7 @@ def plan(
     from so101_pipeline.pipeline import plan_pipeline
 
     try:
-        steps = plan_pipeline(load_pipeline_config(config, sets) if sets else config, out, until)
+        steps = plan_pipeline(load_pipeline_config(config, sets), out, until)
     except (PipelineError, ValueError) as exc:
         Console().print(f"[red]so101 pipeline:[/red] {exc}")
         raise typer.Exit(2) from None
