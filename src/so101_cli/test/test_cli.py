@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +53,7 @@ def test_bag_record_is_readable_by_independent_readers(router: object, peers: li
 def test_topic_pub_echo_and_graph(router: object, tmp_path: Path) -> None:
     echo = subprocess.Popen([*SO101, "topic", "echo", "/chatter", "std_msgs/msg/String", "-n", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(2.0)
+    # the publisher keeps publishing until the end: the echo gets its two messages whenever it subscribes
     pub = subprocess.Popen([*SO101, "topic", "pub", "/chatter", "std_msgs/msg/String", "{data: hello}",
                             "--rate", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -85,7 +84,10 @@ def test_action_send_goal_prints_feedback_and_result(router: object, peers: list
         "{num_demos: 200}",
     ]
     sender = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)
+    assert sender.stdout is not None
+    for line in sender.stdout:  # until the goal is running (its first feedback)
+        if line.startswith("Feedback:"):
+            break
     sender.send_signal(signal.SIGINT)
     out, _ = sender.communicate(timeout=30)
     assert "Goal finished with status: CANCELED" in out

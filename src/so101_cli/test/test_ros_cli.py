@@ -26,6 +26,18 @@ def run(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]
     return subprocess.run([*SO101, *args], capture_output=True, text=True, timeout=timeout_s, env=os.environ.copy())
 
 
+def read_until(process: subprocess.Popen[str], text: str) -> str:
+    """``process``'s stdout up to and including the first line containing ``text`` (all of it, should the
+    process end first)."""
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if text in line:
+            break
+    return "".join(lines)
+
+
 @pytest.fixture
 def talker(router: object, peers: list[Peer]) -> Peer:
     peers.append(Peer("talker"))
@@ -46,9 +58,10 @@ def test_echo_and_hz_without_a_type_find_it_and_exit(talker: Peer) -> None:
 def test_hz_says_no_new_messages_when_the_publisher_stops(talker: Peer) -> None:
     hz = subprocess.Popen([*SO101, "topic", "hz", "/chatter", "--duration", "7"], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(4.0)
+    first = read_until(hz, "average rate")  # a rate measured while the talker publishes
     talker.stop()
     out, err = hz.communicate(timeout=30)
+    out = first + out
     assert hz.returncode == 0, err
     lines = [line for line in out.splitlines() if line.startswith(("average rate", "no new messages"))]
     assert any(line.startswith("average rate") for line in lines), out
@@ -88,7 +101,9 @@ def test_parameter_events_and_rosout_reach_a_subscriber(context: Context, talker
         node.create_subscription("rcl_interfaces/msg/Log", "/rosout", logs.append,
                                  qos=__import__("nodegraph.graph.qos", fromlist=["LATCHED"]).QoS(
                                      depth=100, durability="transient_local"))  # fmt: skip
-        time.sleep(1.0)
+        # the latched line proves the router has both subscriptions (a session's declarations keep their order)
+        wait_until(lambda: any(log.name == "peer_talker" and log.msg.startswith("talker up") for log in logs), 20.0,
+                   "the latched /rosout line")  # fmt: skip
         assert run("param", "set", "/peer_talker", "rate_hz", "5.0").returncode == 0
         assert run("service", "call", "/boom", "std_srvs/srv/Trigger").returncode == 0
         wait_until(lambda: any(e.node == "/peer_talker" and e.changed_parameters for e in events), 20.0,

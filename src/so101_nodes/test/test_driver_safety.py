@@ -4,7 +4,6 @@ real zenoh router. Every goal the driver puts on the bus is taken from the emula
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,20 +39,6 @@ def goal_deltas(rig: Rig, servo_id: int, since: float = 0.0) -> np.ndarray:
 def first_state(rig: Rig) -> Rig:
     wait_until(lambda: rig.latest() is not None, 10.0, "first joint state")
     return rig
-
-
-def stream(rig: Rig, positions: list[float], names: list[str], stop: threading.Event) -> threading.Thread:
-    """Publish a command at 50 Hz until ``stop`` is set (a teleop-like source), in a thread."""
-
-    def run() -> None:
-        msg = rig.client.message("sensor_msgs/msg/JointState", name=names, position=positions)
-        while not stop.is_set():
-            rig.commands.publish(msg)
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_startup_far_from_the_limits_never_jumps(rig_factory: RigFactory) -> None:  # noqa: F811
@@ -176,14 +161,14 @@ def test_commands_sent_during_a_fault_never_run_after_it_clears(rig_factory: Rig
     rig = first_state(rig_factory())
     rig.emu.set_error_bits(6, 0x04)
     rig.wait_status("arm", lambda s: s.level == ERROR)
-    stop = threading.Event()
-    sender = stream(rig, [0.4], ["shoulder_pan"], stop)
-    time.sleep(0.3)  # commands stream during the fault
-    stop.set()
-    sender.join()
-    time.sleep(0.05)  # every command is delivered during the fault (a loaded host delays delivery by tens of ms)
-    rig.emu.clear_faults()  # cleared 50-70 ms after the last command: fresh for the old watchdog (0.5 s)
-    time.sleep(0.6)  # past the old watchdog's window (wall time: it is what the old watchdog measured)
+    msg = rig.client.message("sensor_msgs/msg/JointState", name=["shoulder_pan"], position=[0.4])
+    refused = rig.driver.filter.refused
+    for sent in range(1, 16):  # commands stream during the fault, each one delivered (and refused) before the next
+        rig.commands.publish(msg)
+        wait_until(lambda n=sent: rig.driver.filter.refused >= refused + n, 10.0, "a command refused in the fault")
+    rig.emu.clear_faults()  # cleared right after the last command: it is fresh for the watchdog
+    rig.wait_status("arm", lambda s: s.level < ERROR)  # the driver has seen the fault clear
+    rig.wait_cycles(60)  # a command kept from the fault would move the arm from the first cycle on
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT
     assert rig.driver.filter.refused > 0
     rig.command([0.3], ["shoulder_pan"], seconds=0.5)  # a fresh command moves it
@@ -199,7 +184,7 @@ def test_alternating_commands_keep_goal_changes_within_the_step_limit(rig_factor
         target = 0.5 if k % 2 else -0.5
         rig.commands.publish(rig.client.message("sensor_msgs/msg/JointState", name=["shoulder_pan"], position=[target]))
         time.sleep(0.007)
-    time.sleep(0.1)  # the last commands reach the bus
+    rig.wait_cycles(10)  # the last commands reach the bus
     history = rig.emu.goal_history(1)
     assert len(history) > 20
     goals = np.array([g for _, _, g in history])
@@ -265,9 +250,8 @@ def test_old_commands_are_refused(rig_factory: RigFactory) -> None:  # noqa: F81
     old = rig.client.stamp(rig.client.now_ns() - 2_000_000_000)
     header = rig.client.message("std_msgs/msg/Header", stamp=old, frame_id="")
     msg = rig.client.message("sensor_msgs/msg/JointState", header=header, name=["shoulder_pan"], position=[0.5])
-    for _ in range(10):
+    for n in range(1, 11):  # each one delivered (and refused) before the next
         rig.commands.publish(msg)
-        time.sleep(0.02)
-    wait_until(lambda: rig.driver.filter.refused >= 5, 10.0, "old commands refused")
+        wait_until(lambda n=n: rig.driver.filter.refused >= n, 10.0, "an old command refused")
     rig.wait_cycles(30)
     assert abs(rig.position("shoulder_pan")) < 3 * RAD_PER_COUNT

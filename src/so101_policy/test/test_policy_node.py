@@ -15,6 +15,7 @@ import numpy as np
 from nodegraph.graph.api import Node
 from nodegraph.testing import wait_until
 from nodegraph.testing.graph import GraphBackend, byte_value
+from nodegraph.time import to_ns
 from so101_core.robot_spec import JOINT_NAMES
 from so101_policy.config import load_policy_config
 from so101_policy.nodes.policy_node import ERROR, OK, WARN, PolicyNode, PolicyParams
@@ -22,19 +23,20 @@ from so101_policy.testing.fake_server import FakeServer, ScriptedBackend
 
 
 class Watch:
-    """The client side: latest commands and the policy node's diagnostics."""
+    """The client side: latest commands (with their arrival time and their stamp) and the policy node's
+    diagnostics."""
 
     def __init__(self, node: Node) -> None:
         self.node = node
         self.lock = threading.Lock()
-        self.commands: list[tuple[float, np.ndarray]] = []
+        self.commands: list[tuple[float, int, np.ndarray]] = []
         self.status: list[tuple[int, str]] = []
         node.create_subscription("sensor_msgs/msg/JointState", "/joint_commands", self._on_command)
         node.create_subscription("diagnostic_msgs/msg/DiagnosticArray", "/diagnostics", self._on_diag)
 
     def _on_command(self, msg: Any) -> None:
         with self.lock:
-            self.commands.append((time.monotonic(), np.asarray(msg.position, dtype=np.float64)))
+            self.commands.append((time.monotonic(), to_ns(msg.header.stamp), np.asarray(msg.position, np.float64)))
 
     def _on_diag(self, msg: Any) -> None:
         for s in msg.status:
@@ -54,13 +56,20 @@ class Watch:
         )
 
     def commands_since(self, t: float) -> list[np.ndarray]:
+        """The commands received since ``t`` (monotonic s)."""
         with self.lock:
-            return [c for (ts, c) in self.commands if ts >= t]
+            return [c for (ts, _, c) in self.commands if ts >= t]
 
-    def wait_commands(self, t: float, count: int) -> list[np.ndarray]:
-        """The commands published since ``t``, once there are ``count`` of them."""
-        wait_until(lambda: len(self.commands_since(t)) >= count, 10.0, f"{count} commands")
-        return self.commands_since(t)
+    def commands_stamped_since(self, t_ns: int) -> list[np.ndarray]:
+        """The commands the node published at or after ``t_ns`` (its stamp, ns of the graph's clock): none that
+        was already on the wire then."""
+        with self.lock:
+            return [c for (_, stamp, c) in self.commands if stamp >= t_ns]
+
+    def wait_commands(self, t_ns: int, count: int) -> list[np.ndarray]:
+        """The commands published since ``t_ns`` (graph clock), once there are ``count`` of them."""
+        wait_until(lambda: len(self.commands_stamped_since(t_ns)) >= count, 10.0, f"{count} commands")
+        return self.commands_stamped_since(t_ns)
 
     def wait_reports(self, count: int) -> None:
         """Let ``count`` more diagnostics reports of the node arrive: time passes as the node runs it."""
@@ -145,8 +154,7 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
         backend.mode = mode
         watch.wait_status(ERROR, "refusal loop" if text else "did not answer")
         assert text in watch.last_status()[1]
-        time.sleep(0.3)  # the node settles into its hold
-        t, calls = time.monotonic(), backend.calls
+        t, calls = client.now_ns(), backend.calls  # the node publishes its hold from the tick that reported it
         held = watch.wait_commands(t, 10)
         assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held), f"{mode}: not holding"
         backend.mode = "good"
@@ -159,8 +167,7 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
 
     server.stop()  # the server dies
     watch.wait_status(ERROR, "did not answer")
-    t = time.monotonic()
-    held = watch.wait_commands(t, 10)
+    held = watch.wait_commands(client.now_ns(), 10)
     assert len(held) >= 5 and all(np.array_equal(c, held[0]) for c in held)
     server.start()  # and comes back on the same port
     watch.wait_status(OK, "running", 10.0)
@@ -169,10 +176,9 @@ def test_hold_and_recover_with_the_twin(own_graph_backend: GraphBackend, stack: 
 
     assert watch.trigger("/policy/stop").success
     watch.wait_status(OK, "stopped")
-    time.sleep(0.3)  # commands already on the wire arrive
-    t = time.monotonic()
+    t = client.now_ns()
     watch.wait_reports(2)
-    assert watch.commands_since(t) == []  # stopped: nothing published
+    assert watch.commands_stamped_since(t) == []  # stopped: nothing published
 
 
 def publish_inputs(node: Node, q: np.ndarray, image: bool = True) -> None:
@@ -246,8 +252,7 @@ def test_stale_inputs_hold_and_the_horizon_bounds_a_chunk(
     rows = np.round(pan / 0.5, 6)
     assert len(rows) >= 1 and np.allclose(rows, np.round(rows)) and rows.max() <= 7
     assert np.all(np.diff(rows) >= 0) and len(set(rows)) <= 8
-    t = time.monotonic()
-    held = watch.wait_commands(t, 8)
+    held = watch.wait_commands(client.now_ns(), 8)
     assert held and all(np.array_equal(c, held[0]) for c in held)
 
     backend.good_calls, backend.mode = None, "good"

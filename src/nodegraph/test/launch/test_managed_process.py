@@ -31,15 +31,15 @@ SERVER = python("""
     print("serving on 1234", flush=True)
     signal.signal(signal.SIGINT, lambda *_: (print("bye", flush=True), sys.exit(0)))
     while True:
-        time.sleep(0.1)
+        signal.pause()
 """)
 STUBBORN = python("""
-    import signal, time
+    import signal
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     print("ready", flush=True)
     while True:
-        time.sleep(0.1)
+        signal.pause()
 """)
 
 
@@ -103,15 +103,15 @@ def test_a_forwarding_child_keeps_its_recent_lines() -> None:
 
 def test_children_end_with_a_sigkilled_parent(tmp_path: Path) -> None:
     parent_code = f"""
-        import os, time
+        import os, sys
         from pathlib import Path
         from nodegraph.launch.process import ManagedProcess
         child = ManagedProcess("child", {SERVER!r}, dict(os.environ), Path({str(tmp_path / "child.log")!r})).start()
         child.wait_for_line("serving on", 30.0)
         print(child.pid, flush=True)
-        time.sleep(60)
+        sys.stdin.read()  # until killed (or until this test's end closes the pipe)
     """
-    parent = subprocess.Popen(python(parent_code), stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(python(parent_code), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None
         child_pid = int(parent.stdout.readline())

@@ -42,10 +42,11 @@ def test_rosout_has_every_line_with_its_call_site_and_rclpy_filters(graph_backen
     for i in range(3):
         talker.logger.info(f"once {i}", once=True)
         talker.logger.warning(f"skip {i}", skip_first=True)
+    talker.logger.info("end")  # a last line: /rosout keeps the order, so every line before it is in once it is
     mine = lambda: [m for m in lines if m.name == "talker_rosout"]  # noqa: E731
-    assert wait_until(lambda: len(mine()) >= 3, 20.0), [m.msg for m in lines]
-    time.sleep(0.5)  # nothing else is coming
-    assert [(m.msg, m.level) for m in mine()] == [("once 0", INFO), ("skip 1", WARN), ("skip 2", WARN)]
+    assert wait_until(lambda: any(m.msg == "end" for m in mine()), 20.0), [m.msg for m in lines]
+    expected = [("once 0", INFO), ("skip 1", WARN), ("skip 2", WARN), ("end", INFO)]
+    assert [(m.msg, m.level) for m in mine()] == expected
     assert {m.function for m in mine()} == {"test_rosout_has_every_line_with_its_call_site_and_rclpy_filters"}
     assert all(m.file.endswith("test_node_contract.py") and m.line > 0 for m in mine())
 
@@ -186,12 +187,18 @@ def test_callbacks_run_one_at_a_time_and_may_call_services(graph_backend: GraphB
         with lock:
             running[0] -= 1
 
+    heard: list[Any] = []
+
+    def on_chatter(msg: Any) -> None:
+        heard.append(msg)
+        busy()
+
     node.create_timer(0.01, busy)
-    node.create_subscription("std_msgs/msg/String", "/contract/chatter", busy)
+    node.create_subscription("std_msgs/msg/String", "/contract/chatter", on_chatter)
     chatter = server.create_publisher("std_msgs/msg/String", "/contract/chatter")
-    for _ in range(20):
-        chatter.publish(server.message("std_msgs/msg/String", data="x"))
-        time.sleep(0.01)
+    message = server.message("std_msgs/msg/String", data="x")
+    # a message per poll until the subscription's callback has run 10 times, beside the timer's
+    assert wait_until(lambda: (chatter.publish(message), len(heard) >= 10)[1], 20.0)
     assert wait_until(lambda: len(sums) >= 20, 20.0)
     assert max(overlaps) == 1  # subscriptions, timers and services of a node: one at a time
     assert sums[:5] == [1, 2, 3, 4, 5]
@@ -237,11 +244,11 @@ def test_shutdown_waits_for_a_running_callback_and_ends_a_running_goal(graph_bac
     node.shutdown()  # returns once the running callback has finished and the goal has ended
     returned.set()
     assert finished.is_set()
-    for _ in range(10):  # nothing reaches a node that has shut down
-        publisher.publish(client_node.message("std_msgs/msg/String"))
-        time.sleep(0.02)
-    time.sleep(0.3)
-    assert not after
+    witness = graph_backend.node("contract_stopper_witness")  # a live subscriber: what reaches it is on the wire
+    seen = collect(witness, "std_msgs/msg/String", "/contract/slow")
+    message = client_node.message("std_msgs/msg/String")
+    assert wait_until(lambda: (publisher.publish(message), len(seen) >= 10)[1], 20.0)
+    assert not after  # nothing reaches a node that has shut down
     status, _ = goal.result(20.0)
     assert status in (GoalStatus.CANCELED, GoalStatus.ABORTED)
 
