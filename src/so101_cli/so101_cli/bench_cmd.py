@@ -252,6 +252,49 @@ def render(
 
 
 @app.command()
+def export(
+    sizes: str = typer.Option("160x120,640x480", "--sizes", help="WxH,... (three cameras each)"),
+    presets: str = typer.Option("veryfast,ultrafast", "--presets", help="x264 presets, comma-separated"),
+    processes: str = typer.Option("1,2", "--processes", help="worker process counts, comma-separated"),
+    seconds: float = typer.Option(10.0, "--seconds", help="time per phase, s"),
+    frames: int = typer.Option(150, "--frames", help="frames per episode"),
+    encoder_threads: int = typer.Option(1, "--encoder-threads", help="libx264 threads per camera stream"),
+    reference: str = typer.Option(
+        "160x120:7628:1069,640x480:1824:589",
+        "--reference",
+        help="WxH:render-only fps:fps into v3.0 (lerobot stats),... measured on the --reference-cores machine "
+        "(default: the 16-core H100 machine, session 10, ultrafast)",
+    ),
+    reference_cores: int = typer.Option(16, "--reference-cores"),
+    label: str = typer.Option("cpu", "--label", help="result name suffix: export_<label>.json"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/export_<label>.json"),
+) -> None:
+    """CPU per three-camera frame written into LeRobot v3.0 (pre-rendered frames), image_stats lerobot vs exact."""
+    from so101_dataset.bench_render import run_export_benchmark
+
+    def size(text: str) -> tuple[int, int]:
+        w, h = text.lower().split("x")
+        return int(w), int(h)
+
+    ref = {}
+    for item in filter(None, reference.split(",")):
+        key, render_fps, stock_fps = item.split(":")
+        ref[key] = (float(render_fps), float(stock_fps))
+    result = run_export_benchmark(
+        sizes=[size(s) for s in sizes.split(",")],
+        presets=presets.split(","),
+        processes=[int(p) for p in processes.split(",")],
+        seconds=seconds,
+        frames=frames,
+        encoder_threads=encoder_threads,
+        reference=ref,
+        reference_cores=reference_cores,
+    )
+    _report(f"export_{label}", result, as_json, save)
+
+
+@app.command()
 def pipeline(
     config: Path | None = typer.Option(None, "--config", help="pipeline YAML (default config/pipeline.yaml)"),
     out: Path = typer.Option(Path("out/bench_pipeline"), "--out", help="output directory (emptied first)"),

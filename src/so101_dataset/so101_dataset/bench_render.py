@@ -8,7 +8,13 @@ phase together (barrier) and the rate is frames of *completed* work ÷ wall time
   issue measured;
 - ``tiled``: :class:`~so101_dataset.render.TiledRenderer`, all cameras (and B frames) per pass, one readback;
 - ``dataset``: tiled rendering into one-episode v3.0 shards through lerobot (streaming encode, finalize,
-  frame-count check) — ``three_cam_fps_to_dataset`` — plus the final ``aggregate_datasets`` merge.
+  frame-count check) — ``three_cam_fps_to_dataset`` — plus the final ``aggregate_datasets`` merge;
+- ``export``: the ``dataset`` phase's writing alone: one episode rendered before the phase, written again and
+  again as new shards (the export's CPU cost without the renderer's).
+
+Every phase reports the CPU time of its worker processes (all their threads: encoder, libx264, GL driver):
+``cpu_s_per_1000_frames``. A dataset or export phase's extras pick the preset and ``video.image_stats``
+(``exact`` | ``lerobot``).
 
 Per-phase time shares (summed over workers): scene update, draw submission, readback, lerobot add_frame,
 waiting for the encoder (encode-bound), save/finalize/check (write). Cold start (process spawn + imports +
@@ -28,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import DatasetConfig, load_dataset_config
+from .config import IMAGE_STATS, DatasetConfig, load_dataset_config
 from .render import READBACKS
 
 
@@ -74,7 +80,7 @@ def _worker(rank: int, cfg: DatasetConfig, phases: list[dict[str, Any]], barrier
         if rank >= ph["processes"]:
             continue
         try:
-            if setup_error and (ph["mode"] == "dataset" or "renderer" in setup_error):
+            if setup_error and (ph["mode"] in ("dataset", "export") or "renderer" in setup_error):
                 raise RuntimeError(setup_error)
             results.put(_phase(rank, er, ph, cfg, work, cold))
         except Exception as exc:
@@ -99,14 +105,22 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
     er.renderer._scene.flags[_mj.mjtRndFlag.mjRND_SHADOW] = ph.get("shadows", cfg.render.shadows)
     before = replace(er.renderer.times)
     ep_counter = rank * 100000 + abs(hash(ph["name"])) % 10000 * 10
+    rendered: list[dict[str, np.ndarray]] = []
+    if ph["mode"] == "export":  # the frames it writes, rendered before the clock starts
+        er.prepare(ep_counter)
+        rep = _replay(er.twin, ep_counter, ph["frames"], cfg.fps)
+        rendered = [{c: np.array(v, copy=True) for c, v in imgs.items()} for imgs in er.frames(rep)]
+        before = replace(er.renderer.times)
+    c0 = time.process_time()
     t0 = time.time()
     deadline = t0 + ph["seconds"]
     add = wait = fin = 0.0
     shards = []
     while time.time() < deadline:
         ep_counter += 1
-        er.prepare(ep_counter)
-        rep = _replay(er.twin, ep_counter, ph["frames"], cfg.fps)
+        if not rendered:
+            er.prepare(ep_counter)
+            rep = _replay(er.twin, ep_counter, ph["frames"], cfg.fps)
         if ph["mode"] == "stock":
             tw = er.twin
             for j in range(rep.frames):
@@ -125,7 +139,7 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
             st = to_lerobot(rep.q).astype(np.float32)
             root = Path(work) / f"{ph['name']}_{rank}_{ep_counter}"
             w = ShardWriter(root, ph["cfg"])
-            for j, imgs in enumerate(er.frames(rep)):
+            for j, imgs in enumerate(rendered or er.frames(rep)):
                 a0 = time.perf_counter()
                 w.add(imgs, st[j], st[j], "bench")
                 add += time.perf_counter() - a0
@@ -135,7 +149,10 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
             wait += w.wait_s
             out["frames"] += rep.frames
             shards.append(str(root))
+            if ph["mode"] == "export":
+                shutil.rmtree(root, ignore_errors=True)  # only the time to write it is measured
     t1 = time.time()
+    out["cpu_s"] = time.process_time() - c0
     rt = er.renderer.times
     out.update(
         t0=t0,
@@ -156,20 +173,23 @@ DEFAULT_PHASES = "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast"
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
     """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, a readback (``rgb``,
-    ``rgba``, ``bgra``), ``s=<seconds>``."""
+    ``rgba``, ``bgra``), an image-statistics mode (``exact``, ``lerobot``), ``s=<seconds>``."""
     phases = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
-        if mode not in ("stock", "tiled", "dataset"):
-            raise ValueError(f"phase {item!r}: mode must be stock, tiled or dataset")
+        if mode not in ("stock", "tiled", "dataset", "export"):
+            raise ValueError(f"phase {item!r}: mode must be stock, tiled, dataset or export")
         p = int(rest[0]) if rest else 1
         b = int(rest[1]) if len(rest) > 1 else 1
         extras = rest[2:]
         ph: dict[str, Any] = {"mode": mode, "processes": p, "frames_per_pass": b if mode != "stock" else 1}
         name = f"{mode}_p{p}" + (f"_b{b}" if mode != "stock" else "")
         preset = base.video.preset
+        image_stats = base.video.image_stats
         for e in extras:
-            if e == "noshadow":
+            if e in IMAGE_STATS:
+                image_stats = e
+            elif e == "noshadow":
                 ph["shadows"] = False
                 name += "_noshadow"
             elif e in READBACKS:
@@ -179,10 +199,10 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
                 ph["seconds"] = float(e[2:])
             else:
                 preset = e
-        if mode == "dataset":
-            vc = replace(base.video, preset=preset, encoder_threads=encoder_threads)
+        if mode in ("dataset", "export"):
+            vc = replace(base.video, preset=preset, encoder_threads=encoder_threads, image_stats=image_stats)
             ph["cfg"] = replace(base, video=vc)
-            name += f"_{base.video.vcodec}_{preset}"
+            name += f"_{base.video.vcodec}_{preset}_{image_stats}"
         ph["name"] = name
         phases.append(ph)
     return phases
@@ -238,6 +258,7 @@ def run_render_benchmark(
                 k: round(sum(r[k] for r in rows), 3)
                 for k in ("scene_s", "draw_s", "readback_s", "add_frame_s", "encoder_wait_s", "write_s")
             }
+            cpu = sum(r["cpu_s"] for r in rows)
             entry: dict[str, Any] = {
                 "shadows": ph.get("shadows", base.render.shadows),
                 "readback": ph.get("readback", base.render.readback),
@@ -247,21 +268,28 @@ def run_render_benchmark(
                 "three_cam_frames": n,
                 "wall_s": round(wall, 3),
                 "three_cam_fps": round(fps, 1),
+                "cpu_s": round(cpu, 3),
+                "cpu_s_per_1000_frames": round(cpu / n * 1000, 3) if n else None,
                 "worker_time_s": shares,
                 "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
                 "gl_renderer": sorted({r.get("gl_renderer", "") for r in rows}),
             }
-            if ph["mode"] == "dataset":
-                shards = [Path(s) for r in rows for s in r["shards"]]
-                entry["episodes"] = len(shards)
+            if ph["mode"] in ("dataset", "export"):
                 v = ph["cfg"].video
                 entry["encoder"] = {
                     "vcodec": v.vcodec,
                     "preset": v.preset,
                     "crf": v.crf,
                     "g": v.g,
+                    "pix_fmt": v.pix_fmt,
                     "threads": encoder_threads,
                 }
+                entry["image_stats"] = v.image_stats
+            if ph["mode"] == "export":
+                entry["episodes"] = sum(len(r["shards"]) for r in rows)
+            if ph["mode"] == "dataset":
+                shards = [Path(s) for r in rows for s in r["shards"]]
+                entry["episodes"] = len(shards)
                 if shards and not aggregated:
                     aggregated = True
                     from .lerobot_v3 import merge_shards
@@ -308,6 +336,73 @@ def run_render_benchmark(
         goal_three_cam_fps_to_dataset_gpu=1000.0,
     )
     return record
+
+
+def run_export_benchmark(
+    *,
+    sizes: list[tuple[int, int]],
+    presets: list[str],
+    processes: list[int],
+    seconds: float = 10.0,
+    frames: int = 150,
+    encoder_threads: int = 1,
+    cfg: DatasetConfig | None = None,
+    reference: dict[str, tuple[float, float]] | None = None,
+    reference_cores: int = 16,
+) -> dict[str, Any]:
+    """``so101 bench export``: the v3.0 export alone (``export`` phases), ``image_stats`` lerobot vs exact, per
+    size and preset: CPU s per 1,000 three-camera frames and wall frames/s with each process count.
+
+    ``reference`` (``"WxH"`` → (render-only fps, fps into v3.0 with lerobot's stats), measured on a
+    ``reference_cores`` machine) gives ``projected_fps``: that machine's core time per frame split into render
+    (at most ``cores / render-only fps``) and export (the rest), the export part scaled by the exact/lerobot CPU
+    ratio measured here: ``exact_low`` with the render share at its bound, ``exact_high`` with none (the
+    reference's rate divided by the ratio).
+    """
+    record: dict[str, Any] = {"sizes": {}, "processes": processes, "presets": presets, "frames_per_episode": frames}
+    record["load_avg_1min_before"] = round(os.getloadavg()[0], 2)  # other work on the machine shares its cores
+    for w, h in sizes:
+        spec = ",".join(
+            f"export:{p}:1:{preset}:{mode}:s={seconds}" for preset in presets for p in processes for mode in IMAGE_STATS
+        )
+        run = run_render_benchmark(
+            width=w, height=h, phases_spec=spec, frames=frames, cfg=cfg, encoder_threads=encoder_threads
+        )
+        phases = run["phases"]
+        key = f"{w}x{h}"
+        summary: dict[str, Any] = {}
+        for preset in presets:
+            row: dict[str, Any] = {}
+            for mode in IMAGE_STATS:
+                ph = {p: phases.get(f"export_p{p}_b1_{run_vcodec(cfg)}_{preset}_{mode}", {}) for p in processes}
+                row[mode] = {
+                    "cpu_s_per_1000_frames": ph[min(processes)].get("cpu_s_per_1000_frames"),
+                    **{f"fps_p{p}": ph[p].get("three_cam_fps") for p in processes},
+                }
+            old, new = row["lerobot"]["cpu_s_per_1000_frames"], row["exact"]["cpu_s_per_1000_frames"]
+            if old and new:
+                ratio = new / old
+                row["cpu_ratio_exact_to_lerobot"] = round(ratio, 3)
+                if reference and key in reference:
+                    render_fps, stock_fps = reference[key]
+                    render = reference_cores / render_fps
+                    export = max(reference_cores / stock_fps - render, 0.0)
+                    row["projected_fps"] = {
+                        "cores": reference_cores,
+                        "reference_render_only_fps": render_fps,
+                        "reference_to_v3_fps_lerobot_stats": stock_fps,
+                        "exact_low": round(reference_cores / (render + export * ratio), 1),
+                        "exact_high": round(stock_fps / ratio, 1),  # no render CPU: the whole rate scales
+                    }
+            summary[preset] = row
+        record["sizes"][key] = {"summary": summary, "phases": phases, "cold_start_s": run["cold_start_s"]}
+    record["load_avg_1min_after"] = round(os.getloadavg()[0], 2)
+    return record
+
+
+def run_vcodec(cfg: DatasetConfig | None) -> str:
+    """The codec name the phase names carry."""
+    return (cfg or load_dataset_config()).video.vcodec
 
 
 def gpu_name() -> str | None:

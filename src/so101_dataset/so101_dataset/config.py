@@ -14,11 +14,18 @@ from .errors import DatasetConfigError
 from .render import READBACKS
 
 VCODECS = ("h264", "hevc", "libsvtav1", "libaom-av1")
+IMAGE_STATS = ("exact", "lerobot")
 
 
 @dataclass(frozen=True)
 class VideoConfig:
-    """Encoder settings (lerobot ``RGBEncoderConfig`` fields); ``encoder_threads`` 0 = codec default."""
+    """Encoder settings (lerobot ``RGBEncoderConfig`` fields); ``encoder_threads`` 0 = codec default.
+
+    ``image_stats``: how the v3.0 writer computes each camera's ``meta/stats.json`` entry while streaming —
+    ``exact`` (default): 256-level pixel counts of every frame, statistics as lerobot's ``get_feature_stats``
+    gives for all of them in one batch (:mod:`.image_stats`); ``lerobot``: lerobot's own streaming encoder
+    (``RunningQuantileStats`` per frame, ≈ 1.7 ms CPU per camera frame). Same videos either way.
+    """
 
     vcodec: str = "h264"
     pix_fmt: str = "yuv420p"
@@ -27,6 +34,7 @@ class VideoConfig:
     preset: str | None = "veryfast"
     encoder_threads: int = 0
     queue_frames: int = 60
+    image_stats: str = "exact"
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,7 @@ def _parse(f: Fields) -> DatasetConfig:
             preset=None if preset is None else str(preset),
             encoder_threads=v.integer("encoder_threads", d.video.encoder_threads, lo=0, hi=256),
             queue_frames=v.integer("queue_frames", d.video.queue_frames, lo=2, hi=100000),
+            image_stats=v.text("image_stats", d.video.image_stats, choices=IMAGE_STATS),
         ),
         bags_enabled=_bool(b, "enabled", d.bags_enabled),
         bag_image_stride=b.integer("image_stride", d.bag_image_stride, lo=1),

@@ -5,9 +5,11 @@ Each rendered episode is its own v3.0 dataset (``LeRobotDataset.create`` → ``a
 a crash never leaves a half episode, and workers never share a file. :func:`merge_shards` joins the
 complete shards with ``lerobot.datasets.aggregate_datasets`` (tasks re-indexed, videos concatenated).
 
-Frames are streamed to lerobot's encoder threads (``streaming_encoding=True``: no PNG round trip). Its
-queue drops a frame when full; :class:`ShardWriter` waits for room before each frame instead, and checks
-the encoded frame count against the episode length, so a dataset never holds a frame-short video.
+Frames are streamed to lerobot's encoder threads (``streaming_encoding=True``: no PNG round trip); with
+``video.image_stats: exact`` (default) those threads count pixel levels for the image statistics instead of
+lerobot's per-frame running histograms (:mod:`.stream_encoder`). lerobot's queue drops a frame when full;
+:class:`ShardWriter` waits for room before each frame instead, and checks the encoded frame count against the
+episode length, so a dataset never holds a frame-short video.
 
 Features (shapes, LeRobot units): ``observation.state`` (6,) float32 and ``action`` (6,) float32 named
 :data:`LEROBOT_JOINT_NAMES` (arm degrees, gripper 0..100); ``observation.images.<cam>`` video (H, W, 3).
@@ -59,16 +61,28 @@ def rgb_encoder(video: VideoConfig) -> Any:
     return RGBEncoderConfig(vcodec=video.vcodec, pix_fmt=video.pix_fmt, g=video.g, crf=video.crf, preset=video.preset)
 
 
+def dataset_class(image_stats: str) -> Any:
+    """The writer class for ``video.image_stats``: stock ``LeRobotDataset`` (``lerobot``) or
+    :class:`~so101_dataset.stream_encoder.CountingLeRobotDataset` (``exact``)."""
+    if image_stats == "lerobot":
+        from lerobot.datasets import LeRobotDataset
+
+        return LeRobotDataset
+    if image_stats == "exact":
+        from .stream_encoder import CountingLeRobotDataset
+
+        return CountingLeRobotDataset
+    raise ExportError(f"video.image_stats must be one of exact, lerobot; got {image_stats!r}")
+
+
 class ShardWriter:
     """Writes one episode as a complete v3.0 dataset at ``root`` (which must not exist)."""
 
     def __init__(self, root: Path, cfg: DatasetConfig) -> None:
-        from lerobot.datasets import LeRobotDataset
-
         quiet_av()
         self.root = root
         self.cfg = cfg
-        self.ds = LeRobotDataset.create(
+        self.ds = dataset_class(cfg.video.image_stats).create(
             repo_id=cfg.repo_id,
             fps=cfg.fps,
             features=features(cfg),
