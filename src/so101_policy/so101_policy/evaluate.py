@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from nodegraph.launch.errors import LaunchError, ProcessFailedError
+from nodegraph.launch.errors import LaunchError
 from nodegraph.launch.process import ManagedProcess
 from nodegraph.launch.runner import RunnerOptions, launched
 from nodegraph.transport.zenoh.config import free_endpoint, free_port
@@ -41,7 +41,7 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
-from .evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
+from .evaluation_graph import POLICY_NODE, SERVER_NODE, SIM_NODE, evaluation_description
 from .metrics import (
     aggregate,
     failure_counts,
@@ -271,17 +271,13 @@ def _evaluate_in(
     progress: Callable[[int, int, dict[str, Any]], None] | None,
     deadline: float | None,
 ) -> list[dict[str, Any]]:
-    """The episodes, with the graph's ``children`` (server, sim, policy node) started and the router on
-    ``endpoint``: this process joins as the ``evaluator`` node and leaves before the graph stops."""
+    """The episodes, with the graph's ``children`` (server, sim, policy node) started, the server listening, and
+    the router on ``endpoint``: this process joins as the ``evaluator`` node and leaves before the graph stops."""
     from nodegraph.transport.zenoh.context import Context
     from nodegraph.transport.zenoh.node import ZenohNode
 
     from .monitor import EpisodeMonitor
 
-    try:
-        children[0].wait_for_line(SERVER_READY, 300.0)
-    except ProcessFailedError as exc:
-        raise PolicyError(str(exc)) from exc
     with PolicyClient(port=server.port, api_token=server.token, timeout_ms=5000) as probe:
         probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
     episodes_file = out_dir / "episodes.jsonl"

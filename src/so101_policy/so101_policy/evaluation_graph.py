@@ -1,8 +1,9 @@
 """The evaluation graph as a launch description: the policy server, the sim node and the policy node.
 
 ``so101 eval`` runs it through the launch engine (:func:`nodegraph.launch.runner.launched`, which adds the zenoh
-router) and joins the graph as the ``evaluator`` node (:mod:`.evaluate`). The server is up once its output says
-:data:`SERVER_READY`; the engine has no readiness hook, so the evaluator waits for that line on its process.
+router) and joins the graph as the ``evaluator`` node (:mod:`.evaluate`). The server declares its readiness
+(:data:`SERVER_READY`): the engine starts the sim and the policy node once the server listens, and the graph is
+entered once it does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ SIM_NODE = "sim"
 POLICY_NODE = "policy"
 SERVER_READY = "serving on"
 """What the policy server prints once it listens."""
+SERVER_READY_TIMEOUT_S = 300.0
+"""Seconds the server may take to load and warm up its policy."""
 
 
 def evaluation_description(
@@ -32,14 +35,16 @@ def evaluation_description(
     api_token: str,
 ) -> LaunchDescriptionData:
     """The graph of one evaluation, in start order: the server hosting the policy (``serve_args``: the ``so101
-    serve`` arguments naming it) on ``server_port`` (TCP, loopback) behind ``api_token``; the sim rendering
-    ``cameras`` at ``width`` x ``height`` px; the policy node (not started: the evaluator starts each episode)
-    querying the server with ``policy_cameras`` on the sim's clock."""
+    serve`` arguments naming it) on ``server_port`` (TCP, loopback) behind ``api_token``, ready once it listens;
+    the sim rendering ``cameras`` at ``width`` x ``height`` px; the policy node (not started: the evaluator starts
+    each episode) querying the server with ``policy_cameras`` on the sim's clock."""
     server = NodeEntry(
         "so101_policy",
         "policy_server",
         SERVER_NODE,
         arguments=(*serve_args, "--port", str(server_port), "--token", api_token),
+        ready_line=SERVER_READY,
+        ready_timeout_s=SERVER_READY_TIMEOUT_S,
     )
     sim_params = {
         "cameras": list(cameras),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nodegraph.launch.executables import EntryPointResolver
 from nodegraph.launch.resolve import resolve_launch
 from so101_policy.config import EvalConfig
-from so101_policy.evaluation_graph import POLICY_NODE, SERVER_NODE, SIM_NODE, evaluation_description
+from so101_policy.evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
 
 
 def test_the_graph_starts_server_sim_and_policy_node_with_their_parameters() -> None:
@@ -23,6 +23,8 @@ def test_the_graph_starts_server_sim_and_policy_node_with_their_parameters() -> 
     )
     launch = resolve_launch(data)
     assert [n.name for n in launch.nodes] == [SERVER_NODE, SIM_NODE, POLICY_NODE]
+    # the server first, declaring its readiness: the engine starts its clients (and enters the graph) once it listens
+    assert [n.ready_line for n in launch.nodes] == [SERVER_READY, None, None]
     server, sim, policy = (n.ros_arguments() for n in launch.nodes)
     assert server[: server.index("--ros-args")] == [
         "--checkpoint", "/ckpt", "--device", "cpu", "--port", "6001", "--token", "abc123"
