@@ -41,7 +41,7 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
-from .evaluation_graph import POLICY_NODE, SERVER_NODE, SIM_NODE, evaluation_description
+from .evaluation_graph import POLICY_NODE, SERVER_NODE, SIM_NODE, evaluation_arguments, evaluation_description
 from .metrics import (
     aggregate,
     failure_counts,
@@ -222,16 +222,16 @@ def run_episodes(
     if missing:
         raise PolicyError(f"the policy needs cameras {list(spec.cameras)}; eval.cameras lacks {missing}")
     width, height = config.width or spec.width, config.height or spec.height
-    server = _Server(free_port(), secrets.token_hex(8))
-    graph = evaluation_description(
-        spec.serve_args,
-        spec.cameras,
+    server = _Server(free_port(), f"eval{secrets.token_hex(8)}")  # never all digits: YAML would read a number
+    graph = evaluation_description(spec.serve_args)
+    arguments = evaluation_arguments(
         config,
         cameras=cameras,
+        policy_cameras=spec.cameras,
         width=width,
         height=height,
         server_port=server.port,
-        api_token=server.token,
+        token=server.token,
     )
     endpoint = free_endpoint()
     with (logs / "launch.log").open("w", encoding="utf-8") as launch_log:
@@ -245,7 +245,7 @@ def run_episodes(
             env={"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")},
         )
         try:
-            with launched(graph, (), options) as launch:
+            with launched(graph, arguments, options) as launch:
                 children = [launch.process(name) for name in (SERVER_NODE, SIM_NODE, POLICY_NODE)]
                 video_camera = "side" if "side" in cameras else cameras[0]
                 return _evaluate_in(children, endpoint, server, config, out_dir, video_camera, progress, deadline)
