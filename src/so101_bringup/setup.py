@@ -26,7 +26,7 @@ setup(
         ("share/" + PACKAGE + "/config/rviz", repo_files("config/rviz/*.rviz")),
         ("share/" + PACKAGE + "/config/arms", repo_files("config/arms/*.yaml")),
     ],
-    install_requires=["nodegraph", "so101_core", "so101_nodes", "pyyaml"],
+    install_requires=["nodegraph", "so101_core", "so101_nodes", "so101_policy", "pyyaml"],
     zip_safe=False,
     maintainer="so101 developers",
     maintainer_email="dev@so101.dev",

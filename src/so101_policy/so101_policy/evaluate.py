@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from nodegraph.launch.errors import LaunchError, ProcessFailedError
+from nodegraph.launch.errors import LaunchError
 from nodegraph.launch.process import ManagedProcess
 from nodegraph.launch.runner import RunnerOptions, launched
 from nodegraph.transport.zenoh.config import free_endpoint, free_port
@@ -41,7 +41,7 @@ from .checkpoints import pretrained_dir, read_json
 from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
-from .evaluation_graph import POLICY_NODE, SERVER_NODE, SERVER_READY, SIM_NODE, evaluation_description
+from .evaluation_graph import POLICY_NODE, SERVER_NODE, SIM_NODE, evaluation_arguments, evaluation_description
 from .metrics import (
     aggregate,
     failure_counts,
@@ -222,16 +222,16 @@ def run_episodes(
     if missing:
         raise PolicyError(f"the policy needs cameras {list(spec.cameras)}; eval.cameras lacks {missing}")
     width, height = config.width or spec.width, config.height or spec.height
-    server = _Server(free_port(), secrets.token_hex(8))
-    graph = evaluation_description(
-        spec.serve_args,
-        spec.cameras,
+    server = _Server(free_port(), f"eval{secrets.token_hex(8)}")  # never all digits: YAML would read a number
+    graph = evaluation_description(spec.serve_args)
+    arguments = evaluation_arguments(
         config,
         cameras=cameras,
+        policy_cameras=spec.cameras,
         width=width,
         height=height,
         server_port=server.port,
-        api_token=server.token,
+        token=server.token,
     )
     endpoint = free_endpoint()
     with (logs / "launch.log").open("w", encoding="utf-8") as launch_log:
@@ -245,7 +245,7 @@ def run_episodes(
             env={"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")},
         )
         try:
-            with launched(graph, (), options) as launch:
+            with launched(graph, arguments, options) as launch:
                 children = [launch.process(name) for name in (SERVER_NODE, SIM_NODE, POLICY_NODE)]
                 video_camera = "side" if "side" in cameras else cameras[0]
                 return _evaluate_in(children, endpoint, server, config, out_dir, video_camera, progress, deadline)
@@ -271,17 +271,13 @@ def _evaluate_in(
     progress: Callable[[int, int, dict[str, Any]], None] | None,
     deadline: float | None,
 ) -> list[dict[str, Any]]:
-    """The episodes, with the graph's ``children`` (server, sim, policy node) started and the router on
-    ``endpoint``: this process joins as the ``evaluator`` node and leaves before the graph stops."""
+    """The episodes, with the graph's ``children`` (server, sim, policy node) started, the server listening, and
+    the router on ``endpoint``: this process joins as the ``evaluator`` node and leaves before the graph stops."""
     from nodegraph.transport.zenoh.context import Context
     from nodegraph.transport.zenoh.node import ZenohNode
 
     from .monitor import EpisodeMonitor
 
-    try:
-        children[0].wait_for_line(SERVER_READY, 300.0)
-    except ProcessFailedError as exc:
-        raise PolicyError(str(exc)) from exc
     with PolicyClient(port=server.port, api_token=server.token, timeout_ms=5000) as probe:
         probe.wait_ready(60.0)  # warmed up: no episode's clock runs while the model initialises
     episodes_file = out_dir / "episodes.jsonl"

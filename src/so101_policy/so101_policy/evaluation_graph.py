@@ -1,15 +1,26 @@
 """The evaluation graph as a launch description: the policy server, the sim node and the policy node.
 
-``so101 eval`` runs it through the launch engine (:func:`nodegraph.launch.runner.launched`, which adds the zenoh
-router) and joins the graph as the ``evaluator`` node (:mod:`.evaluate`). The server is up once its output says
-:data:`SERVER_READY`; the engine has no readiness hook, so the evaluator waits for that line on its process.
+One description, two ways to run it. ``so101 eval`` runs it through the launch engine
+(:func:`nodegraph.launch.runner.launched`, which adds the zenoh router) with every argument given
+(:func:`evaluation_arguments`) and joins the graph as the ``evaluator`` node (:mod:`.evaluate`); ``so101 launch
+evaluation checkpoint:=DIR`` and ``ros2 launch so101_bringup evaluation.launch.py checkpoint:=DIR`` run the
+checkpoint variant from the bringup catalog, the other arguments at their defaults (those of
+:class:`~.config.EvalConfig`, and the sim's cameras and image size).
+
+The server declares its readiness (:data:`SERVER_READY`): the engine starts the sim and the policy node once the
+server listens, and the graph is entered once it does (``ros2 launch`` starts all three at once; the policy node
+holds until the server answers).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
+from typing import Any
 
-from nodegraph.launch.description import LaunchDescriptionData, NodeEntry
+from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from so101_core.robot_spec import CAMERA_NAMES
 
 from .config import EvalConfig
 
@@ -18,58 +29,137 @@ SIM_NODE = "sim"
 POLICY_NODE = "policy"
 SERVER_READY = "serving on"
 """What the policy server prints once it listens."""
+SERVER_READY_TIMEOUT_S = 300.0
+"""Seconds the server may take to load and warm up its policy."""
+CHECKPOINT_SERVER = ("--checkpoint", "$(arg checkpoint)", "--device", "$(arg device)")
+"""The server's ``so101 serve`` arguments in the catalog's variant: a LeRobot checkpoint on a torch device."""
+CONFIG_FIELDS = (
+    "camera_rate_hz",
+    "real_time_factor",
+    "seed",
+    "randomize",
+    "dr_profile",
+    "horizon",
+    "replan_steps",
+    "blend_alpha",
+    "task",
+    "server_timeout_ms",
+)
+"""The :class:`~.config.EvalConfig` fields the graph's nodes take, each a launch argument of the same name."""
+_QUOTED = ("task", "dr_profile")
+"""String fields :func:`evaluation_arguments` passes YAML-quoted: a parameter is read as YAML after substitution."""
 
 
-def evaluation_description(
-    serve_args: Sequence[str],
-    policy_cameras: Sequence[str],
-    config: EvalConfig,
-    *,
-    cameras: Sequence[str],
-    width: int,
-    height: int,
-    server_port: int,
-    api_token: str,
-) -> LaunchDescriptionData:
+def launch_value(value: Any) -> str:
+    """``value`` as a launch argument's text: ``true``/``false``, ``[a, b]`` for a sequence, else ``str``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(launch_value(item) for item in value) + "]"
+    return str(value)
+
+
+def _config_arguments() -> tuple[LaunchArgument, ...]:
+    defaults = {field.name: field.default for field in dataclasses.fields(EvalConfig)}
+    return tuple(
+        LaunchArgument(name, launch_value(defaults[name]), f"the EvalConfig field eval.{name}")
+        for name in CONFIG_FIELDS
+    )
+
+
+_GRAPH_ARGUMENTS = (
+    LaunchArgument("server_port", "5555", "the policy server's TCP port (loopback)"),
+    LaunchArgument("token", "", "the server's api_token (empty: none; not all digits, or YAML reads a number)"),
+    LaunchArgument("cameras", launch_value(CAMERA_NAMES), "cameras the sim renders (YAML list)"),
+    LaunchArgument("policy_cameras", launch_value(CAMERA_NAMES), "cameras the policy sees: the checkpoint's"),
+    LaunchArgument("width", "0", "rendered image width [px] (0: the sim's; the checkpoint's image size fits)"),
+    LaunchArgument("height", "0", "rendered image height [px] (0: the sim's)"),
+    LaunchArgument(
+        "autostart", "false", "start the policy at once (so101 eval starts each episode)", ("true", "false")
+    ),
+    *_config_arguments(),
+)
+_CHECKPOINT_ARGUMENTS = (
+    LaunchArgument("checkpoint", None, "ACT / Diffusion Policy run, checkpoint or pretrained_model directory"),
+    LaunchArgument("device", launch_value(EvalConfig.device), "the server's torch device"),
+)
+
+
+def evaluation_description(serve_args: Sequence[str] | None = None) -> LaunchDescriptionData:
     """The graph of one evaluation, in start order: the server hosting the policy (``serve_args``: the ``so101
-    serve`` arguments naming it) on ``server_port`` (TCP, loopback) behind ``api_token``; the sim rendering
-    ``cameras`` at ``width`` x ``height`` px; the policy node (not started: the evaluator starts each episode)
+    serve`` arguments naming it; ``None``: :data:`CHECKPOINT_SERVER`, with the ``checkpoint`` and ``device``
+    arguments) on ``server_port`` behind ``token``, ready once it listens; the sim rendering ``cameras`` at
+    ``width`` x ``height`` px; the policy node (started by the evaluator each episode unless ``autostart``)
     querying the server with ``policy_cameras`` on the sim's clock."""
     server = NodeEntry(
         "so101_policy",
         "policy_server",
         SERVER_NODE,
-        arguments=(*serve_args, "--port", str(server_port), "--token", api_token),
+        arguments=(
+            *(CHECKPOINT_SERVER if serve_args is None else serve_args),
+            *("--port", "$(arg server_port)", "--token", "$(arg token)"),
+        ),
+        ready_line=SERVER_READY,
+        ready_timeout_s=SERVER_READY_TIMEOUT_S,
     )
     sim_params = {
-        "cameras": list(cameras),
-        "width": width,
-        "height": height,
-        "camera_rate_hz": config.camera_rate_hz,
-        "real_time_factor": config.real_time_factor,
-        "seed": config.seed,
-        "randomize": config.randomize,
-        "dr_profile": config.dr_profile,
+        "cameras": "$(arg cameras)",
+        "width": "$(arg width)",
+        "height": "$(arg height)",
+        "camera_rate_hz": "$(arg camera_rate_hz)",
+        "real_time_factor": "$(arg real_time_factor)",
+        "seed": "$(arg seed)",
+        "randomize": "$(arg randomize)",
+        "dr_profile": "$(arg dr_profile)",
     }
     policy_params = {
         "sim": True,
-        "horizon_sim": config.horizon,
-        "replan_steps": config.replan_steps,
-        "blend_alpha": config.blend_alpha,
-        "cameras": list(policy_cameras),
-        "task": config.task,
-        "server_port": server_port,
-        "api_token": api_token,
-        "server_timeout_ms": config.server_timeout_ms,
+        "horizon_sim": "$(arg horizon)",
+        "replan_steps": "$(arg replan_steps)",
+        "blend_alpha": "$(arg blend_alpha)",
+        "cameras": "$(arg policy_cameras)",
+        "task": "$(arg task)",
+        "server_port": "$(arg server_port)",
+        "api_token": "$(arg token)",
+        "server_timeout_ms": "$(arg server_timeout_ms)",
         "use_sim_time": True,  # the loop and staleness on the twin's /clock: rtf has one home, the sim node
-        "autostart": False,
+        "autostart": "$(arg autostart)",
     }
     return LaunchDescriptionData(
         "evaluation",
-        "so101 eval's graph: policy server, sim node and policy node (the evaluator drives the episodes)",
+        "so101 eval's graph: policy server, sim node and policy node (so101 eval drives the episodes)",
+        arguments=(*(_CHECKPOINT_ARGUMENTS if serve_args is None else ()), *_GRAPH_ARGUMENTS),
         nodes=(
             server,
             NodeEntry("so101_nodes", "sim", SIM_NODE, parameters=(sim_params,)),
             NodeEntry("so101_policy", "policy", POLICY_NODE, parameters=(policy_params,)),
         ),
     )
+
+
+def evaluation_arguments(
+    config: EvalConfig,
+    *,
+    cameras: Sequence[str],
+    policy_cameras: Sequence[str],
+    width: int,
+    height: int,
+    server_port: int,
+    token: str,
+) -> list[str]:
+    """The ``name:=value`` arguments of :func:`evaluation_description` for ``config``: the sim renders
+    ``cameras`` at ``width`` x ``height`` px, the policy sees ``policy_cameras``, the server listens on
+    ``server_port`` behind ``token``; the policy waits for the evaluator's start."""
+    values: dict[str, Any] = {
+        "server_port": server_port,
+        "token": token,
+        "cameras": tuple(cameras),
+        "policy_cameras": tuple(policy_cameras),
+        "width": width,
+        "height": height,
+        "autostart": False,
+    }
+    for name in CONFIG_FIELDS:
+        value = getattr(config, name)
+        values[name] = json.dumps(value) if name in _QUOTED else value
+    return [f"{name}:={launch_value(value)}" for name, value in values.items()]

@@ -171,3 +171,16 @@ def test_fast_environments_take_the_next_episode_when_theirs_ends(
     assert [r["index"] for r in rows] == [0, 1, 2] and [r["seed"] for r in rows] == [SEED, SEED + 1, SEED + 2]
     assert fast.successes == 3, rows
     assert all(r["queries"] >= steps // 16 for r in rows)  # each episode asked for its own chunks
+
+
+def test_a_server_that_never_listens_stops_the_graph_before_its_clients_start(tmp_path: Path) -> None:
+    """The server declares its readiness in the graph: the sim and the policy node start only once it listens, and
+    a server that dies first is named with its log and last lines."""
+    from so101_policy.errors import PolicyError
+    from so101_policy.evaluate import run_episodes
+
+    broken = PolicySpec(("--replay", str(tmp_path / "missing.npy"), "--cameras", "top"), ("top",), 32, 24, "broken")
+    with pytest.raises(PolicyError, match=r"did not start: launch 'evaluation': node server exited") as failure:
+        run_episodes(broken, tmp_path, config(1.0))
+    assert f"(log: {tmp_path / 'logs' / 'server.log'})" in str(failure.value)
+    assert not (tmp_path / "logs" / "sim.log").exists() and not (tmp_path / "logs" / "policy.log").exists()

@@ -3,7 +3,9 @@
 One ``LaunchDescriptionData`` feeds both launchers: ROS 2 launch files (via ``ros_launch``) and the runner
 (node processes over one backend, via ``runner``). Strings in a node's namespace, parameters,
 remappings and arguments may contain ``$(arg name)``; a ``condition`` names a boolean launch argument
-(``"record"``) or its negation (``"not record"``). Descriptions are validated at construction.
+(``"record"``) or its negation (``"not record"``). A node with a ``ready_line`` is up once its output contains
+that text: the runner starts the nodes after it only then (ROS 2 launch's ``OnProcessIO`` role, as data).
+Descriptions are validated at construction.
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ class LaunchArgument:
 
 @dataclass(frozen=True)
 class NodeEntry:
-    """One node process: a console script ``executable`` of ``package``, run as node ``name``."""
+    """One node process: a console script ``executable`` of ``package``, run as node ``name``.
+
+    ``ready_line``: text the node prints once it is up (e.g. a server's "serving on"); the runner waits for it,
+    at most ``ready_timeout_s``, before starting the nodes after this one (``None``: up once started)."""
 
     package: str
     executable: str
@@ -65,10 +70,16 @@ class NodeEntry:
     arguments: tuple[str, ...] = ()
     required: bool = False
     condition: str | None = None
+    ready_line: str | None = None
+    ready_timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not _IDENTIFIER.match(self.name):
             raise LaunchDescriptionError(f"node name {self.name!r} is not a valid ROS name")
+        if self.ready_line is not None and not self.ready_line.strip():
+            raise LaunchDescriptionError(f"node {self.name!r}: ready_line must be text, or None")
+        if not self.ready_timeout_s > 0:
+            raise LaunchDescriptionError(f"node {self.name!r}: ready_timeout_s must be > 0, got {self.ready_timeout_s}")
         if isinstance(self.parameters, (str, Mapping)):
             raise LaunchDescriptionError(f"node {self.name!r}: parameters must be a tuple of sources")
         for source in self.parameters:

@@ -120,17 +120,34 @@ class ManagedProcess:
             return ""
         return "\n".join(self._recent)[-n:]
 
-    def wait_for_line(self, text: str, timeout_s: float) -> None:
-        """Return once the output contains ``text``; ``ProcessFailedError`` when the process exits first or
-        ``timeout_s`` passes (with the output's tail in the message)."""
+    def last_lines(self, n: int = 20) -> list[str]:
+        """The last ``n`` lines of the output."""
+        return self.tail(200 * n).splitlines()[-n:]
+
+    def wait_for_line(self, text: str, timeout_s: float, cancel: threading.Event | None = None) -> bool:
+        """Wait until the output contains ``text`` (True), or ``cancel`` is set (False); ``ProcessFailedError``
+        when the process exits first or ``timeout_s`` passes, naming the log file and the last output lines."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while True:
             if text in self.tail(1_000_000):
-                return
+                return True
             if (code := self.poll()) is not None:
-                raise ProcessFailedError(f"{self.name} exited ({describe_exit(code)}): {self.tail()}")
-            time.sleep(0.1)
-        raise ProcessFailedError(f"{self.name} did not print {text!r} within {timeout_s:g} s: {self.tail()}")
+                self.finish_output()  # a line printed just before the exit is forwarded by now
+                if text in self.tail(1_000_000):
+                    return True
+                raise ProcessFailedError(self._failed(f"exited ({describe_exit(code)}) before printing {text!r}"))
+            if time.monotonic() >= deadline:
+                raise ProcessFailedError(self._failed(f"did not print {text!r} within {timeout_s:g} s"))
+            if cancel is None:
+                time.sleep(0.1)
+            elif cancel.wait(0.1):
+                return False
+
+    def _failed(self, what: str) -> str:
+        where = f" (log: {self.log_path})" if self.log_path is not None else ""
+        lines = self.last_lines()
+        last = "\n".join(f"    {line}" for line in lines) if lines else "    (no output)"
+        return f"{self.name} {what}{where}; last output:\n{last}"
 
     def signal(self, sig: signal.Signals) -> None:
         """Send ``sig`` to the process group (the node and anything it spawned), or to the process alone when it

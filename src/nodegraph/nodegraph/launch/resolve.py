@@ -48,6 +48,8 @@ class ResolvedNode:
     remappings: tuple[tuple[str, str], ...]
     arguments: tuple[str, ...]
     required: bool
+    ready_line: str | None = None
+    ready_timeout_s: float = 60.0
 
     @property
     def fully_qualified_name(self) -> str:
@@ -134,6 +136,8 @@ def resolve_node(entry: NodeEntry, values: Mapping[str, str], config_dir: Path) 
         ),
         arguments=tuple(substitution.substitute(argument, values) for argument in entry.arguments),
         required=entry.required,
+        ready_line=entry.ready_line,
+        ready_timeout_s=entry.ready_timeout_s,
     )
 
 

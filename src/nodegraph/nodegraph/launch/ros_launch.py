@@ -4,6 +4,11 @@ Each argument becomes a ``DeclareLaunchArgument``, each node a ``launch_ros.acti
 becomes ``LaunchConfiguration("x")``, a condition ``IfCondition``/``UnlessCondition``, a required node gets
 ``on_exit=Shutdown()``, and parameter files are joined to the config directory given.
 
+A node's ``ready_line`` is not carried over: ``ros2 launch`` starts every node at once. (The runner's order
+would take an ``OnProcessIO`` handler per ready node that starts the nodes after it, a timer for its timeout,
+and the negated condition for a ready node that is skipped; not worth it for a wait that only orders start-up.)
+So the nodes after a ready node must bear its absence for a while, as the policy node does the server's.
+
 ``launch`` and ``launch_ros`` are imported lazily: they exist only in a ROS 2 environment. This machine has
 none, so the tests check the mapping against a minimal stand-in of those two packages (the lowest boundary
 that can exist here); running the files for real needs ``ros2 launch``.

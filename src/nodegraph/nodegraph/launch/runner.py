@@ -3,7 +3,9 @@
 On zenoh (the default) a router is started on ``$SO101_ZENOH_ENDPOINT`` (default ``tcp/127.0.0.1:7447``) unless
 ``router=False`` or something already listens there; nodes get the endpoint in ``SO101_ZENOH_ENDPOINT``. On
 rclpy the nodes are rclpy nodes in ``$ROS_DOMAIN_ID`` (DDS discovery; no router). Output lines are prefixed
-``[node]``. Ctrl-C/SIGTERM stops every node (SIGINT, then SIGTERM, then SIGKILL), then the router.
+``[node]``. Nodes start in the description's order; after a node with a ``ready_line`` the next one starts
+once that line is printed (it exiting first or not printing it in time ends the launch, exit status 1).
+Ctrl-C/SIGTERM stops every node (SIGINT, then SIGTERM, then SIGKILL), then the router.
 
 Exit status: 0 when every node exits 0 on its own, or on Ctrl-C/SIGTERM; when a *required* node exits, the
 others are stopped and its exit code is returned (1 if it was killed by a signal; 0 if it exited 0); a
@@ -18,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +28,11 @@ from types import FrameType
 from typing import TextIO
 
 from nodegraph.launch.description import LaunchDescriptionData
-from nodegraph.launch.errors import LaunchArgumentError, LaunchError, UnknownLaunchError
+from nodegraph.launch.errors import LaunchArgumentError, LaunchError, ProcessFailedError, UnknownLaunchError
 from nodegraph.launch.executables import EntryPointResolver, ExecutableResolver
 from nodegraph.launch.output import PrefixedOutput
 from nodegraph.launch.process import ManagedProcess, describe_exit, stop_processes
-from nodegraph.launch.resolve import ConfigDir, ResolvedLaunch, resolve_launch
+from nodegraph.launch.resolve import ConfigDir, ResolvedLaunch, ResolvedNode, resolve_launch
 from nodegraph.transport.runtime import ENV as TRANSPORT_ENV
 from nodegraph.transport.runtime import rclpy_import_error
 from nodegraph.transport.zenoh.config import ENDPOINT_ENV, endpoint_accepts_connections, router_endpoint
@@ -114,9 +117,11 @@ class LaunchRunner:
                 self._stop_all()
 
     def start(self) -> list[ManagedProcess]:
-        """Start the router (zenoh) and every node, in the description's order, and return their processes
-        without waiting on them (empty: nothing to start, or a shutdown came first); :meth:`stop` ends them.
-        Raises LaunchError (an executable not found) and RouterError."""
+        """Start the router (zenoh) and every node, in the description's order, and return their processes once
+        every node with a ``ready_line`` has printed it (the nodes after one start only then); nothing else is
+        awaited (empty: nothing to start, or a shutdown came first); :meth:`stop` ends them. Raises LaunchError
+        (an executable not found; ProcessFailedError: a node exited before its ready line or timed out) and
+        RouterError."""
         commands = [(node, self.options.resolver(node.package, node.executable)) for node in self.launch.nodes]
         for name in self.launch.skipped:
             self.output.info(f"skipping {name} (condition false)")
@@ -133,7 +138,22 @@ class LaunchRunner:
             process.start()
             self._processes.append(process)
             self.output.info(f"started {node.fully_qualified_name} [pid {process.pid}]")
+            if node.ready_line is not None and not self._await_ready(node, process):
+                return []
         return list(self._processes)
+
+    def _await_ready(self, node: ResolvedNode, process: ManagedProcess) -> bool:
+        """Wait for ``node``'s ready line: True once printed, False on a shutdown; ProcessFailedError naming the
+        node, its log and its last lines when it exits first or times out."""
+        assert node.ready_line is not None
+        began = time.monotonic()
+        try:
+            if not process.wait_for_line(node.ready_line, node.ready_timeout_s, self._shutdown):
+                return False
+        except ProcessFailedError as exc:
+            raise ProcessFailedError(f"launch {self.launch.name!r}: node {exc}") from None
+        self.output.info(f"{node.fully_qualified_name} is ready after {time.monotonic() - began:.1f} s")
+        return True
 
     def process(self, name: str) -> ManagedProcess:
         """The started process of node ``name`` (KeyError if there is none)."""
@@ -257,8 +277,9 @@ def launched(
     data: LaunchDescriptionData, args: Sequence[str] = (), options: RunnerOptions | None = None
 ) -> Iterator[LaunchRunner]:
     """``data`` started with ``name:=value`` arguments, for a program that drives the graph itself (no signal
-    handling, no supervision: :meth:`LaunchRunner.process` gives each node's process); every node and the router
-    stop when the block ends. Raises LaunchArgumentError, LaunchError and RouterError."""
+    handling, no supervision: :meth:`LaunchRunner.process` gives each node's process), entered once every node
+    with a ready line is ready; every node and the router stop when the block ends. Raises LaunchArgumentError,
+    LaunchError (ProcessFailedError: a node not ready) and RouterError."""
     options = options or RunnerOptions()
     runner = LaunchRunner(resolve_launch(data, args, config_dir=options.config_dir), options)
     try:

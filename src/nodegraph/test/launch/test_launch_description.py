@@ -81,6 +81,8 @@ def test_arguments_defaults_choices_and_errors() -> None:
         (lambda: NodeEntry("p", "x", "bad-name"), "not a valid ROS name"),
         (lambda: NodeEntry("p", "x", "n", parameters="a.yaml"), "must be a tuple"),
         (lambda: NodeEntry("p", "x", "n", remappings=(("a",),)), r"must be \(from, to\)"),
+        (lambda: NodeEntry("p", "x", "n", ready_line=" "), "ready_line must be text"),
+        (lambda: NodeEntry("p", "x", "n", ready_line="up", ready_timeout_s=0), "ready_timeout_s must be > 0"),
         (lambda: LaunchArgument("m", "x", choices=("a", "b")), "default 'x' is not one of"),
         (
             lambda: LaunchDescriptionData("t", "", (LaunchArgument("a"), LaunchArgument("a"))),

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -70,14 +71,18 @@ def test_an_appending_child_in_the_callers_group_is_awaited_and_signalled_alone(
     assert log.read_text().startswith("earlier attempt\nagain\nloading\n") and log.read_text().endswith("bye\n")
 
 
-def test_waiting_for_a_line_fails_on_exit_or_timeout(tmp_path: Path) -> None:
+def test_waiting_for_a_line_fails_on_exit_or_timeout_with_the_log_and_last_lines(tmp_path: Path) -> None:
     failing = ManagedProcess("bad", python("print('no model'); raise SystemExit(3)"), {}, tmp_path / "bad.log")
-    with pytest.raises(ProcessFailedError, match=r"bad exited \(exit code 3\): no model"):
+    exited = r"bad exited \(exit code 3\) before printing 'serving on' \(log: .*bad\.log\); last output:\n    no model"
+    with pytest.raises(ProcessFailedError, match=exited):
         failing.start().wait_for_line("serving on", 30.0)
     quiet = ManagedProcess("quiet", STUBBORN, dict(os.environ), tmp_path / "quiet.log").start()
     try:
-        with pytest.raises(ProcessFailedError, match=r"quiet did not print 'serving on' within 0.5 s: ready"):
+        with pytest.raises(ProcessFailedError, match=r"quiet did not print 'serving on' within 0.5 s .*:\n    ready"):
             quiet.wait_for_line("serving on", 0.5)
+        cancel = threading.Event()
+        cancel.set()
+        assert quiet.wait_for_line("serving on", 30.0, cancel) is False  # a shutdown ends the wait at once
     finally:
         stop_processes([quiet], sigint_timeout_s=0.2, sigterm_timeout_s=0.2)
 

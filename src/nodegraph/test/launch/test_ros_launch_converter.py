@@ -114,3 +114,11 @@ def test_parameter_files_need_a_config_directory(tmp_path: Path) -> None:
         to_launch_description(data)
     (node,) = to_launch_description(data, config_dir=lambda: tmp_path).args[0]
     assert node.kwargs["parameters"] == [str(tmp_path / "n.yaml")]
+
+
+def test_a_ready_line_is_not_carried_over() -> None:
+    """``ros2 launch`` starts every node at once (the module docstring says why)."""
+    plain = NodeEntry("so101_policy", "policy_server", "server")
+    ready = NodeEntry("so101_policy", "policy_server", "server", ready_line="serving on", ready_timeout_s=5.0)
+    converted = [to_launch_description(LaunchDescriptionData("t", "test", nodes=(n,))).args[0] for n in (plain, ready)]
+    assert converted[0] == converted[1]

@@ -17,7 +17,7 @@ from nodegraph.launch.description import LaunchDescriptionData
 from nodegraph.launch.errors import UnknownLaunchError
 from nodegraph.launch.ros_launch import to_launch_description
 
-from so101_bringup.launch.descriptions import demo, policy, real, record, sim, skillgen, teleop
+from so101_bringup.launch.descriptions import demo, evaluation, policy, real, record, sim, skillgen, teleop
 from so101_bringup.launch.paths import config_dir
 
 _LAUNCHES = MappingProxyType(
@@ -25,6 +25,7 @@ _LAUNCHES = MappingProxyType(
         d.name: d
         for d in (
             demo.DESCRIPTION,
+            evaluation.DESCRIPTION,
             policy.DESCRIPTION,
             real.DESCRIPTION,
             record.DESCRIPTION,

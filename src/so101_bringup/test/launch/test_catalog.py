@@ -3,24 +3,29 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from nodegraph.launch.errors import ExecutableNotFoundError, UnknownLaunchError
 from nodegraph.launch.executables import EntryPointResolver
 from nodegraph.launch.resolve import resolve_launch
+from nodegraph.launch.runner import RunnerOptions
+from nodegraph.transport.zenoh.config import free_endpoint
 from so101_bringup.launch.catalog import get_launch, launch_names, run_launch
 
 
 def test_catalog_launches_resolve_with_their_defaults() -> None:
     assert {"demo", "record", "sim"} <= set(launch_names())
-    available = "available: demo, policy, real, record, sim, skillgen, teleop"
+    available = "available: demo, evaluation, policy, real, record, sim, skillgen, teleop"
     with pytest.raises(UnknownLaunchError, match=f"no launch named 'nope'; {available}"):
         get_launch("nope")
     assert get_launch("demo.launch.py") is get_launch("demo")
+    required = {"evaluation": ["checkpoint:=runs/act"]}  # arguments without a default
     for name in launch_names():
-        resolved = resolve_launch(get_launch(name))
+        resolved = resolve_launch(get_launch(name), required.get(name, []))
         assert resolved.nodes, name
         for node in resolved.nodes:  # every so101 executable a launch names exists as a console script
-            if node.package == "so101_nodes":
+            if node.package in ("so101_nodes", "so101_policy"):
                 EntryPointResolver()(node.package, node.executable)
     demo = resolve_launch(get_launch("demo"), ["rate:=30", "namespace:=arm", "record:=false"])
     assert [(n.fully_qualified_name, n.parameters) for n in demo.nodes] == [
@@ -51,13 +56,36 @@ def test_policy_launch_runs_beside_sim_or_real() -> None:
     assert served.nodes[1].parameters[0]["sim"] is True and served.nodes[1].parameters[0]["api_token"] == "t"
 
 
+def test_the_evaluation_launch_is_so101_evals_graph_serving_a_checkpoint() -> None:
+    from so101_policy.config import EvalConfig
+    from so101_policy.evaluation_graph import SERVER_READY
+
+    assert get_launch("evaluation").arguments[0].name == "checkpoint"  # mandatory
+    server, sim, policy = resolve_launch(get_launch("evaluation"), ["checkpoint:=runs/act", "blend_alpha:=0.5"]).nodes
+    assert (server.executable, sim.executable, policy.executable) == ("policy_server", "sim", "policy")
+    assert server.arguments[:4] == ("--checkpoint", "runs/act", "--device", "auto")
+    assert server.ready_line == SERVER_READY  # sim and policy node start once the server listens
+    assert sim.parameters[0]["seed"] == EvalConfig().seed and policy.parameters[0]["blend_alpha"] == 0.5
+
+
 def test_run_launch_reports_unknown_launch_and_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_launch("nope", []) == 2
     assert (
-        "no launch named 'nope'; available: demo, policy, real, record, sim, skillgen, teleop"
+        "no launch named 'nope'; available: demo, evaluation, policy, real, record, sim, skillgen, teleop"
         in capsys.readouterr().err
     )
     assert run_launch("demo", ["rate"]) == 2
     assert "launch arguments are name:=value, got 'rate'" in capsys.readouterr().err
     assert run_launch("demo", ["record:=maybe"]) == 2
     assert "'maybe' is not one of ['true', 'false']" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(120)
+def test_so101_launch_evaluation_without_a_checkpoint_stops_at_the_server() -> None:
+    """The real executables: the server is first and must be ready before the sim and the policy node start."""
+    stream = io.StringIO()
+    options = RunnerOptions(endpoint=free_endpoint(), stream=stream, colour=False)
+    assert run_launch("evaluation", ["checkpoint:=/nonexistent"], options) == 1
+    said = stream.getvalue()
+    assert "node server exited (exit code 2) before printing 'serving on'" in said and "no checkpoint at" in said
+    assert "started /sim" not in said and "started /policy" not in said

@@ -70,3 +70,14 @@ def test_launch_files_build_from_the_catalog(name: str) -> None:
         (params,) = recorder.kwargs["parameters"]
         assert params["output"] == [LC("output")]
         assert python_expression_value(params["topics"], "[/a, /b]") == "[/a, /b]"
+
+
+def test_the_evaluation_launch_file_builds_from_the_catalog() -> None:
+    namespace = runpy.run_path(str(REPO / "launch" / "evaluation.launch.py"))
+    actions = namespace["generate_launch_description"]().args[0]
+    declared = {a.args[0]: a.kwargs for a in actions if isinstance(a, DeclareLaunchArgument)}
+    assert "default_value" not in declared["checkpoint"] and declared["server_port"]["default_value"] == "5555"
+    server, sim, policy = (a for a in actions if isinstance(a, Node))
+    assert server.kwargs["arguments"][:4] == ["--checkpoint", [LC("checkpoint")], "--device", [LC("device")]]
+    assert sim.kwargs["parameters"][0]["seed"] == [LC("seed")]
+    assert python_expression_value(policy.kwargs["parameters"][0]["cameras"], "[top]") == "[top]"
