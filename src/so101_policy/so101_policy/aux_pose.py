@@ -2,12 +2,15 @@
 simulator's privileged object poses, to make the perception localise the rack and the vial.
 
 :class:`AuxPose` taps ACT's transformer-encoder output (a forward hook on ``model.encoder``: tokens (S, B, D), S =
-latent + state + every camera's feature-map cells) and regresses the row's labels (B, 5), normalised
-(:func:`.training_data.aux_pose_labels`): the episode's goal xy (where its vial ends up) and the vial's current
-xyz, world frame. The head pools the tokens with one learned query (softmax attention over the S tokens, the query
-initialised to zero, so it starts as the mean over tokens): the vial and the target slot fill a few of the ~20 cells
-per camera, which a mean dilutes by 1/S while the query can learn to pick them; then LayerNorm → Linear(D, 256) →
-ReLU → Linear(256, 5). The loss is the L1 distance to the labels, averaged over the batch and the 5 labels.
+latent + state + every camera's feature-map cells) plus the position embedding the encoder was given (S, 1, D): ACT
+adds positions to the attention's queries and keys only, so the output tokens carry content, and a head reading
+where a cell is needs them added back, as ACT's decoder has them in its cross-attention. It regresses the row's
+labels (B, 5), normalised (:func:`.training_data.aux_pose_labels`): the episode's goal xy (where its vial ends up)
+and the vial's current xyz, world frame. The head pools the tokens with one learned query (softmax attention over
+the S tokens, the query initialised to zero, so it starts as the mean over tokens): the vial and the target slot
+fill a few of the ~20 cells per camera, which a mean dilutes by 1/S while the query can learn to pick them; then
+LayerNorm → Linear(D, 256) → ReLU → Linear(256, 5). The loss is the L1 distance to the labels, averaged over the
+batch and the 5 labels.
 
 The head is not part of the LeRobot policy: its parameters are a separate optimizer group and it is saved beside
 the optimizer (:data:`HEAD_FILE` in ``training_state/``), never in ``pretrained_model``.
@@ -54,11 +57,12 @@ class AuxPose:
         self.head = AuxPoseHead(dim).to(device)
         self._capture = False
         self._tokens: Tensor | None = None
-        encoder.register_forward_hook(self._hook)
+        encoder.register_forward_hook(self._hook, with_kwargs=True)
 
-    def _hook(self, module: nn.Module, args: Any, output: Tensor) -> None:
+    def _hook(self, module: nn.Module, args: Any, kwargs: dict[str, Any], output: Tensor) -> None:
         if self._capture:
-            self._tokens = output
+            pos = kwargs.get("pos_embed")
+            self._tokens = output if pos is None else output + pos
 
     @contextmanager
     def capturing(self) -> Iterator[None]:

@@ -162,6 +162,26 @@ def test_weight_adds_the_aux_loss_to_acts_own_and_refuses_a_batch_without_labels
         on.loss(_batch())
 
 
+def test_the_head_reads_the_encoder_output_with_its_positions_added() -> None:
+    """ACT adds positions to the encoder's queries and keys only: the head gets them added back, per token."""
+    from so101_policy.aux_pose import AuxPose
+
+    encoder = torch.nn.Linear(4, 4)  # stands for model.encoder: called as encoder(tokens, pos_embed=...)
+
+    class Encoder(torch.nn.Module):
+        def forward(self, x: torch.Tensor, pos_embed: torch.Tensor | None = None) -> torch.Tensor:
+            return encoder(x)
+
+    enc = Encoder()
+    aux = AuxPose(enc, 4, "cpu")
+    x, pos = torch.randn(5, 2, 4), torch.randn(5, 1, 4)
+    with aux.capturing():
+        out = enc(x, pos_embed=pos)
+    assert aux._tokens is not None and torch.equal(aux._tokens, out + pos)
+    enc(x, pos_embed=pos)  # outside capturing(): nothing kept
+    assert torch.equal(aux._tokens, out + pos)
+
+
 def test_the_head_is_saved_beside_the_optimizer_and_loads_back(tmp_path: Path) -> None:
     first = TrainableAct(_policy(), "batch", fresh=True, aux_pose_weight=1.0)
     assert first.aux is not None
@@ -190,7 +210,7 @@ def test_training_with_the_aux_loss_learns_exports_stock_act_and_resumes_the_hea
     first = train_policy(units, run, cfg)
     lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     aux = [x["loss/aux_pose_loss"] for x in lines if "loss/aux_pose_loss" in x]
-    assert len(aux) == 8 and aux[-1] < 0.75 * aux[0], aux  # the head learns the toy signal (0.86 -> 0.56)
+    assert len(aux) == 8 and sum(aux[4:]) / 4 < 0.85 * aux[0], aux  # the head learns the toy signal (0.87 -> ~0.66)
     pretrained = first.checkpoint_dir / "pretrained_model"
     loaded = ACTPolicy.from_pretrained(str(pretrained))  # stock LeRobot loads it
     assert set(load_file(str(pretrained / "model.safetensors"))) == set(ACTPolicy(loaded.config).state_dict())
