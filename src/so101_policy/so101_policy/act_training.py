@@ -9,7 +9,9 @@ Against calling ``ACTPolicy.forward`` once per step, :class:`TrainableAct` chang
   ``frozen`` is LeRobot's ``FrozenBatchNorm2d``, whose statistics with a randomly initialised backbone are the
   identity's (scale 1/√(1+ε) ≈ 1 − 5e-6): it is set to exactly unit scale and replaced by ``nn.Identity`` while
   training; ``batch`` trains ``BatchNorm2d`` layers (the usual choice for a ResNet trained from scratch);
-- on CUDA the backbone runs in channels-last memory format.
+- on CUDA the backbone runs in channels-last memory format;
+- with ``aux_pose_weight`` > 0 the loss adds that weight × the auxiliary pose loss (:mod:`.aux_pose`), a head
+  outside the policy that is trained with it and never exported.
 A checkpoint is always written with ``FrozenBatchNorm2d`` layers (:meth:`TrainableAct.exported`): unit scale for
 ``frozen``, the learned affine and running statistics for ``batch`` (exactly ``BatchNorm2d`` in eval mode), so it
 loads in stock LeRobot (``ACTPolicy.from_pretrained``) and is served unchanged.
@@ -17,8 +19,10 @@ loads in stock LeRobot (``ACTPolicy.from_pretrained``) and is served unchanged.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any, cast
 
 import torch
@@ -28,8 +32,10 @@ from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.ops.misc import FrozenBatchNorm2d
 
 from .augment import random_shift
+from .aux_pose import AuxPose
 from .config import BACKBONE_NORMS as NORMS
 from .errors import ConfigError
+from .frame_cache import AUX_POSE
 from .param_groups import backbone_groups
 
 PAD = "action_is_pad"
@@ -98,13 +104,17 @@ class TrainableAct:
     ``channels_last`` (default: on CUDA) stores the backbone's weights and images channels-last; the
     optimizer's state then follows the weights' layout (:func:`contiguous_state` / :func:`match_layout` convert
     it for checkpoints, which hold contiguous tensors).
+    ``aux_pose_weight`` > 0: the auxiliary pose loss (:class:`.aux_pose.AuxPose`) on batches carrying
+    :data:`.frame_cache.AUX_POSE` labels; its head is a third optimizer group and is saved with the training
+    state (:meth:`save_training_extras`), never with the policy.
     """
 
     betas: tuple[float, float] = (0.9, 0.999)  # LeRobot's ACT preset (AdamW's defaults)
 
     def __init__(
-        self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None, image_shift_px: int = 0
-    ) -> None:
+        self, policy: Any, backbone_norm: str, fresh: bool, channels_last: bool | None = None, image_shift_px: int = 0,
+        aux_pose_weight: float = 0.0,
+    ) -> None:  # fmt: skip
         if backbone_norm not in NORMS:
             raise ConfigError("train.backbone_norm", f"must be one of {NORMS}, got {backbone_norm!r}")
         self.policy = policy
@@ -115,6 +125,10 @@ class TrainableAct:
         self.backbone: CameraBatchedBackbone | None = None
         self.channels_last = False
         self._swaps: list[tuple[nn.Module, str, nn.Module, float, int]] = []  # parent, attr, layer, eps, channels
+        self.aux_pose_weight = aux_pose_weight
+        self.aux: AuxPose | None = None
+        if aux_pose_weight > 0:
+            self.aux = AuxPose(model.encoder, self.config.dim_model, next(policy.parameters()).device)
         if not self.config.image_features:
             return
         self.backbone = CameraBatchedBackbone.adopt(model.backbone)
@@ -153,14 +167,31 @@ class TrainableAct:
         return nn.Identity()
 
     def parameters(self) -> Iterator[nn.Parameter]:
-        return cast(Iterator[nn.Parameter], self.policy.parameters())
+        """The policy's parameters, then the auxiliary head's (if any)."""
+        head = self.aux.head.parameters() if self.aux is not None else iter(())
+        return itertools.chain(cast(Iterator[nn.Parameter], self.policy.parameters()), head)
 
     def optim_groups(self, lr: float, lr_backbone: float) -> list[dict[str, Any]]:
-        """LeRobot's two parameter groups (the backbone at ``lr_backbone``), trainable norm layers included."""
-        return backbone_groups(self.policy, lambda name: name.startswith("model.backbone"), lr, lr_backbone)
+        """LeRobot's two parameter groups (the backbone at ``lr_backbone``), trainable norm layers included; the
+        auxiliary head's a third at ``lr``."""
+        groups = backbone_groups(self.policy, lambda name: name.startswith("model.backbone"), lr, lr_backbone)
+        if self.aux is not None:
+            groups.append({"params": list(self.aux.head.parameters()), "lr": lr})
+        return groups
+
+    def save_training_extras(self, training_state: Path) -> None:
+        """What training needs beside the policy and the optimizer (the auxiliary head) into ``training_state/``."""
+        if self.aux is not None:
+            self.aux.save(training_state)
+
+    def load_training_extras(self, training_state: Path) -> None:
+        """:meth:`save_training_extras`' state back (CheckpointError when the checkpoint lacks it)."""
+        if self.aux is not None:
+            self.aux.load(training_state)
 
     def loss(self, batch: dict[str, Any]) -> tuple[Tensor, dict[str, Tensor]]:
-        """ACT's training loss on a preprocessed ``batch`` (what ``ACTPolicy.forward`` returns, as tensors)."""
+        """ACT's training loss on a preprocessed ``batch`` (what ``ACTPolicy.forward`` returns, as tensors), plus
+        ``aux_pose_weight`` × the auxiliary pose loss (part ``aux_pose_loss``) on the batch's :data:`AUX_POSE`."""
         cfg = self.config
         batch = dict(batch)
         if cfg.image_features:
@@ -170,16 +201,24 @@ class TrainableAct:
             batch[OBS_IMAGES] = images
             assert self.backbone is not None
             self.backbone.prime(images)
-        actions_hat, (mu, log_sigma_x2) = self.policy.model(batch)
+        if self.aux is not None and AUX_POSE not in batch:
+            raise ConfigError("train.aux_pose_weight", f"is > 0 but the batch has no {AUX_POSE!r} labels")
+        with self.aux.capturing() if self.aux is not None else nullcontext():
+            actions_hat, (mu, log_sigma_x2) = self.policy.model(batch)
         abs_err = (batch[ACTION] - actions_hat).abs()
         valid = ~batch[PAD].unsqueeze(-1)
         l1 = (abs_err * valid).sum() / (valid.sum() * abs_err.shape[-1]).clamp_min(1)
         parts = {"l1_loss": l1.detach()}
+        loss = l1
         if cfg.use_vae and log_sigma_x2 is not None:
             kld = (-0.5 * (1 + log_sigma_x2 - mu.pow(2) - log_sigma_x2.exp())).sum(-1).mean()
             parts["kld_loss"] = kld.detach()
-            return l1 + kld * cfg.kl_weight, parts
-        return l1, parts
+            loss = l1 + kld * cfg.kl_weight
+        if self.aux is not None:
+            aux = self.aux.loss(batch[AUX_POSE])
+            parts["aux_pose_loss"] = aux.detach()
+            loss = loss + aux * self.aux_pose_weight
+        return loss, parts
 
     @contextmanager
     def exported(self) -> Iterator[Any]:

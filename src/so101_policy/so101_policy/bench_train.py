@@ -106,10 +106,10 @@ def synthetic_training_throughput(
     import torch
     from lerobot.policies import make_pre_post_processors
 
-    from .frame_cache import DecodedDataset
+    from .frame_cache import AUX_POSE, DecodedDataset
     from .policy_types import lerobot_class, lerobot_config, trainable
     from .schedule import lr_factor
-    from .train import train_step
+    from .train import preprocess, train_step
 
     device = resolve_device(cfg.device)
     if device.startswith("cuda"):
@@ -135,14 +135,15 @@ def synthetic_training_throughput(
     rng = np.random.default_rng(0)
     episode = np.repeat(np.arange(frames // 256 + 1), 256)[:frames]
     images = {k: rng.integers(0, 256, (frames, height, width, 3), dtype=np.uint8) for k in names}
+    labels = {AUX_POSE: rng.normal(size=(frames, 5))} if cfg.aux_pose_weight > 0 else None
     data = DecodedDataset(
-        rng.normal(size=(frames, 6)), rng.normal(size=(frames, 6)), episode, images, cfg.chunk_size, device
+        rng.normal(size=(frames, 6)), rng.normal(size=(frames, 6)), episode, images, cfg.chunk_size, device, labels
     )
     batches = data.batches(cfg.batch_size, cfg.seed)
     amp = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.use_amp)
 
     def step() -> None:
-        train_step(model, opt, sched, pre(next(batches)), cfg.grad_clip_norm, amp)
+        train_step(model, opt, sched, preprocess(pre, next(batches)), cfg.grad_clip_norm, amp)
 
     step()
     sync_device(device)
@@ -157,7 +158,7 @@ def synthetic_training_throughput(
         n += 5
         sync_device(device)
     rate = n * cfg.batch_size / (time.perf_counter() - t1)
-    flops = _gflop_per_sample(model, pre(next(batches)), amp)
+    flops = _gflop_per_sample(model, preprocess(pre, next(batches)), amp)
     out = {
         "policy": cfg.policy,
         "batch_size": cfg.batch_size,

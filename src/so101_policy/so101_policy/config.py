@@ -25,7 +25,7 @@ BACKBONE_NORMS = ("frozen", "batch")  # see so101_policy.act_training
 POLICIES = ("act", "diffusion")  # see so101_policy.policy_types
 NOISE_SCHEDULERS = ("DDIM", "DDPM")
 ACT_FIELDS = ("dim_model", "dim_feedforward", "n_heads", "n_encoder_layers", "n_decoder_layers", "latent_dim",
-              "kl_weight", "dropout", "backbone_norm")  # fmt: skip
+              "kl_weight", "dropout", "backbone_norm", "aux_pose_weight")  # fmt: skip
 DIFFUSION_GROUPS = 8  # the UNet's GroupNorm groups (LeRobot's n_groups): each width a multiple of it
 
 
@@ -62,6 +62,11 @@ class TrainConfig:
     warm-up; ``backbone_norm`` (ACT, :mod:`.act_training`): ``frozen`` (LeRobot's FrozenBatchNorm2d, the identity with
     a random-init backbone) or ``batch`` (trained BatchNorm2d; checkpoints still load in stock LeRobot);
     ``image_shift_px``: training images shifted by up to this many px per sample (:mod:`.augment`; 0 = none).
+    ``aux_pose_weight`` (ACT, :mod:`.aux_pose`; 0 = off): weight of an auxiliary, training-only L1 loss: a small
+    head on ACT's transformer-encoder output regresses the episode's goal (the vial's final xy, world frame) and the
+    vial's current xyz, normalised over the dataset, from the simulator's recorded vial pose. It needs rendered
+    units (``replay.npz`` with ``object_pose/vial``; a LeRobot v3.0 dataset has no object poses); the head is saved
+    with the training state, never in ``pretrained_model`` (a stock ACT checkpoint).
     """
 
     steps: int = 20000
@@ -97,6 +102,7 @@ class TrainConfig:
     warmup_steps: int = 0
     backbone_norm: str = "frozen"
     image_shift_px: int = 0
+    aux_pose_weight: float = 0.0
     policy: str = "act"
     diffusion_down_dims: tuple[int, ...] = (512, 1024, 2048)
     diffusion_train_timesteps: int = 100
@@ -117,6 +123,8 @@ class TrainConfig:
             raise _invalid("train.frame_cache_gb", f"must be >= 0 (0 = never), got {self.frame_cache_gb}")
         if self.image_shift_px < 0:
             raise _invalid("train.image_shift_px", f"must be >= 0 (0 = none), got {self.image_shift_px}")
+        if not self.aux_pose_weight >= 0:
+            raise _invalid("train.aux_pose_weight", f"must be >= 0 (0 = off), got {self.aux_pose_weight}")
         if self.time_limit_s < 0:
             raise _invalid("train.time_limit_s", f"must be >= 0 (0 = none), got {self.time_limit_s}")
         _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from so101_core.lerobot_schema import OBS_STATE
@@ -52,6 +53,15 @@ class TrainableDiffusion:
         return backbone_groups(
             self.policy, lambda name: name.startswith("diffusion.rgb_encoder") and ".backbone." in name, lr, lr_backbone
         )
+
+    def parameters(self) -> Iterator[Any]:
+        return iter(self.policy.parameters())
+
+    def save_training_extras(self, training_state: Path) -> None:
+        """Nothing: the policy and the optimizer are the whole training state."""
+
+    def load_training_extras(self, training_state: Path) -> None:
+        """Nothing to load (:meth:`save_training_extras`)."""
 
     def loss(self, batch: dict[str, Any]) -> tuple[Tensor, dict[str, Tensor]]:
         """LeRobot's Diffusion Policy loss on a preprocessed ``batch`` (shapes in the module docstring)."""

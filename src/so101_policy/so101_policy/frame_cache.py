@@ -22,6 +22,8 @@ from so101_core.lerobot_schema import ACTION, OBS_STATE
 
 from .errors import PolicyError
 
+AUX_POSE = "aux.pose"  # a batch's auxiliary pose labels (B, 5), normalised (training_data.aux_pose_labels)
+
 
 def decoded_bytes(meta: Any, image_keys: list[str]) -> int:
     """Bytes the decoded uint8 frames of ``image_keys`` take (what :class:`DecodedDataset` would hold)."""
@@ -81,10 +83,11 @@ class DecodedDataset:
 
     def __init__(
         self, state: np.ndarray, action: np.ndarray, episode: np.ndarray, images: dict[str, Any], chunk: int,
-        device: str,
+        device: str, extras: dict[str, np.ndarray] | None = None,
     ) -> None:  # fmt: skip
         """From rows in episode order: ``state``/``action`` (N, 6) float32, ``episode`` (N,) int (each episode's
-        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}, numpy arrays or tensors (kept when on ``device``)."""
+        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}, numpy arrays or tensors (kept when on ``device``);
+        ``extras`` {key: (N, ...) float32}: more per-row values (e.g. :data:`AUX_POSE` labels), batched as rows."""
         import torch
 
         n = len(state)
@@ -99,6 +102,12 @@ class DecodedDataset:
         self.images = {k: torch.as_tensor(v, device=device).permute(0, 3, 1, 2) for k, v in images.items()}  # uint8
         self.state = torch.from_numpy(np.asarray(state, dtype=np.float32)).to(device)
         self.action = torch.from_numpy(np.asarray(action, dtype=np.float32)).to(device)
+        self.extras = {
+            k: torch.from_numpy(np.asarray(v, dtype=np.float32)).to(device) for k, v in (extras or {}).items()
+        }
+        for key, values in self.extras.items():
+            if values.shape[0] != n:
+                raise PolicyError(f"extra {key!r} has {values.shape[0]} rows, the dataset {n}")
         self._end = torch.from_numpy(self.episode_end).to(device)
         self._offsets = torch.arange(chunk, device=device)
 
@@ -120,7 +129,7 @@ class DecodedDataset:
 
     def batch(self, index: Any) -> dict[str, Any]:
         """Items ``index`` ((B,) int64): state (B, 6), action (B, chunk, 6), action_is_pad (B, chunk) bool,
-        each image key (B, 3, H, W) float32 in [0, 1]."""
+        each image key (B, 3, H, W) float32 in [0, 1], each extra key (B, ...) float32 (the items' rows)."""
         import torch
 
         index = torch.as_tensor(index, device=self.device)
@@ -133,6 +142,8 @@ class DecodedDataset:
         }
         for key, frames in self.images.items():
             out[key] = frames[index].float().div_(255.0)
+        for key, values in self.extras.items():
+            out[key] = values[index]
         return out
 
     def batches(self, batch_size: int, seed: int, start: int = 0) -> Iterator[dict[str, Any]]:

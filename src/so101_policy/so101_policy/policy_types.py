@@ -11,6 +11,7 @@ in ``config.json`` (:func:`checkpoint_type`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +33,16 @@ class Trainable(Protocol):
         ...
 
     def optim_groups(self, lr: float, lr_backbone: float) -> list[dict[str, Any]]: ...
+
+    def parameters(self) -> Iterator[Any]:
+        """Every trained parameter (the policy's first, in its order): what the gradient is clipped over."""
+        ...
+
+    def save_training_extras(self, training_state: Path) -> None:
+        """Training-only state beside the optimizer's (e.g. an auxiliary head) into ``training_state/``."""
+        ...
+
+    def load_training_extras(self, training_state: Path) -> None: ...
 
     def exported(self) -> AbstractContextManager[Any]:
         """The policy as it is saved (loads in stock LeRobot)."""
@@ -131,4 +142,6 @@ def trainable(policy: Any, cfg: TrainConfig, fresh: bool) -> Trainable:
         return TrainableDiffusion(policy, image_shift_px=cfg.image_shift_px)
     from .act_training import TrainableAct
 
-    return TrainableAct(policy, cfg.backbone_norm, fresh=fresh, image_shift_px=cfg.image_shift_px)
+    return TrainableAct(
+        policy, cfg.backbone_norm, fresh=fresh, image_shift_px=cfg.image_shift_px, aux_pose_weight=cfg.aux_pose_weight
+    )

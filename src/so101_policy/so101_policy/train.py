@@ -29,10 +29,10 @@ from . import checkpoints as ckpt
 from .act_training import contiguous_state, match_layout
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
-from .frame_cache import DecodedDataset, decoded_bytes
+from .frame_cache import AUX_POSE, DecodedDataset, decoded_bytes
 from .policy_types import Trainable, lerobot_class, lerobot_config, trainable
 from .schedule import lr_factor
-from .training_data import TrainingData, decode_units, open_training_data
+from .training_data import TrainingData, aux_pose_labels, decode_units, open_training_data
 
 REPO_ID = "local/so101"
 
@@ -134,12 +134,14 @@ def batch_stream(
     ``device`` ("rendered frames"). A LeRobot dataset: its frames decoded once into memory on ``device``
     ("memory") when they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning:
     much slower) one DataLoader, workers spawned once and kept ("dataloader"). One order for all (on the CPU the
-    same permutations)."""
+    same permutations). With ``cfg.aux_pose_weight`` > 0 each batch carries its rows' :data:`.frame_cache.AUX_POSE`
+    labels (rendered units only: :func:`.training_data.aux_pose_labels`)."""
     import torch
 
     start = start_step * cfg.batch_size
-    if data.kind == "units":
-        units = decode_units(data, images, cfg.chunk_size, device)
+    if cfg.aux_pose_weight > 0 or data.kind == "units":
+        extras = {AUX_POSE: aux_pose_labels(data)[0]} if cfg.aux_pose_weight > 0 else None
+        units = decode_units(data, images, cfg.chunk_size, device, extras)
         return "rendered frames", units.batches(cfg.batch_size, cfg.seed, start)
     dataset = open_dataset(data.path, cfg.chunk_size)
     need = decoded_bytes(dataset.meta, images)
@@ -249,10 +251,11 @@ def _has_psutil() -> bool:
 
 def _same_model(saved: dict[str, Any], cfg: TrainConfig) -> None:
     """A resumed run must train the same model: every field but steps/frequencies/tracking must match (a run
-    saved before ``policy`` existed trained ACT)."""
+    saved before ``policy`` existed trained ACT, one saved before ``aux_pose_weight`` existed had no auxiliary
+    loss: a run with it does not resume one without, whose checkpoint has no head to continue)."""
     free = {"steps", "save_freq", "log_freq", "num_workers", "tracking_uri", "system_metrics", "log_checkpoints"}
     free |= {"time_limit_s", "frame_cache_gb"}
-    saved = {"policy": "act", **saved}
+    saved = {"policy": "act", "aux_pose_weight": 0.0, **saved}
     if saved["policy"] != cfg.policy:
         raise ConfigError(
             "train.policy",
@@ -300,6 +303,7 @@ def train_policy(
         torch.backends.cudnn.benchmark = True  # fixed shapes: the fastest convolution algorithms, chosen once
     torch.manual_seed(config.seed)
     images = _check_dataset(data.features, config.cameras)
+    aux_stats = aux_pose_labels(data)[1:] if config.aux_pose_weight > 0 else None  # refuses data without poses
     last = ckpt.last_checkpoint(out_dir)
     start_step = 0
     if last is not None:
@@ -335,6 +339,7 @@ def train_policy(
         except (OSError, KeyError, ValueError) as exc:
             raise CheckpointError(f"cannot resume from {last}: {exc}") from exc
         scheduler = loaded if loaded is not None else scheduler
+        model.load_training_extras(last / ckpt.TRAINING_STATE)
         match_layout(optimizer)
         torch.manual_seed(config.seed + start_step)
 
@@ -350,6 +355,8 @@ def train_policy(
         "device": device,
         "parameters": n_params,
     }
+    if aux_stats is not None:  # the labels' normalisation, m (goal xy, vial xyz)
+        params["aux_pose.mean"], params["aux_pose.std"] = ([round(float(x), 5) for x in v] for v in aux_stats)
     t_load = time.perf_counter()
     source, batches = batch_stream(data, images, config, start_step, device)
     params["data_source"] = source
@@ -368,7 +375,7 @@ def train_policy(
         sums: dict[str, Any] = {}
         amp = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=config.use_amp)
         while step < config.steps:
-            batch = preprocessor(next(batches))
+            batch = preprocess(preprocessor, next(batches))
             values = train_step(model, optimizer, scheduler, batch, config.grad_clip_norm, amp)
             step += 1
             n = int(batch[ACTION].shape[0])
@@ -430,6 +437,16 @@ def train_policy(
     return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s, source)
 
 
+def preprocess(preprocessor: Any, batch: dict[str, Any]) -> dict[str, Any]:
+    """``preprocessor(batch)``, carrying the batch's :data:`.frame_cache.AUX_POSE` labels (already normalised, on
+    the device) past LeRobot's pipeline, which keeps only the keys it knows."""
+    labels = batch.pop(AUX_POSE, None)
+    out: dict[str, Any] = preprocessor(batch)
+    if labels is not None:
+        out[AUX_POSE] = labels
+    return out
+
+
 def train_step(
     model: Trainable, optimizer: Any, scheduler: Any, batch: dict[str, Any], clip: float, amp: Any
 ) -> dict[str, Any]:
@@ -440,7 +457,7 @@ def train_step(
     with amp:
         loss, parts = model.loss(batch)
     loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.policy.parameters(), clip, foreach=True)
+    grad_norm = torch.nn.utils.clip_grad_norm_(list(model.parameters()), clip, foreach=True)
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
@@ -489,6 +506,7 @@ class _Saver:
             partial, step, self.opt, self.sched, num_processes=1, batch_size=self.config.batch_size,
             optim_state_dict=contiguous_state(self.opt),
         )  # fmt: skip
+        self.model.save_training_extras(partial / ckpt.TRAINING_STATE)
         final = ckpt.commit(self.out_dir, partial, step)
         self.cost_s = time.perf_counter() - t0
         return final

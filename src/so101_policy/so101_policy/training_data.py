@@ -7,6 +7,8 @@
   (``render.keep_frames``: ``episodes/episode_*/frames.npz``): the same rows (state and action in LeRobot units,
   from ``replay.npz``) with the pixels as rendered, no video round trip: what the policy sees at run time.
   Statistics are computed from the rows and, for images, per channel from every 10th frame.
+  The units also give the auxiliary pose labels (:func:`aux_pose_labels`, ``train.aux_pose_weight``) from the
+  simulator's recorded vial pose (``object_pose/vial``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from .frame_cache import DecodedDataset
 JOINT_LABELS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos",
                 "gripper.pos"]  # fmt: skip
 _READERS = 8  # unit files read in parallel (numpy's reads and reductions release the GIL)
+VIAL_POSE = "object_pose/vial"  # replay.npz: (F, 7) xyz m (world frame) + quaternion wxyz, one row per frame
+POSE_LABELS = ("goal_x", "goal_y", "vial_x", "vial_y", "vial_z")  # aux_pose_labels' columns, m
+POSE_STD_FLOOR_M = 1e-3  # a label's std below this (e.g. one goal in every episode) normalises by 1 mm
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class TrainingData:
     frames: int
     units: tuple[Path, ...] = ()
     rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # units: state, action (N, 6), episode (N,)
+    poses: np.ndarray | None = None  # units: (N, 5) float32 POSE_LABELS m, NaN rows where a unit has no vial pose
 
 
 def rendered_units(path: Path) -> list[Path]:
@@ -80,13 +86,13 @@ def open_training_data(path: Path) -> TrainingData:
     }
     for cam in first["cameras"]:
         features[image_key(cam)] = {"dtype": "video", "shape": (h, w, 3), "names": ["height", "width", "channels"]}
-    rows = _rows(units)  # read once: the statistics here, the training rows in decode_units
-    state, action, _ = rows
+    *rows, poses = _rows(units)  # read once: the statistics here, the training rows in decode_units
+    state, action, episode = rows
     stats: dict[str, Any] = {OBS_STATE: _vector_stats(state), ACTION: _vector_stats(action)}
     for cam, cam_stats in _image_stats(units, list(first["cameras"])).items():
         stats[image_key(cam)] = cam_stats
     return TrainingData("units", path, features, stats, float(first["fps"]), len(units), len(state), tuple(units),
-                        rows)  # fmt: skip
+                        (state, action, episode), poses)  # fmt: skip
 
 
 def _frames(unit: Path, cameras: list[str]) -> dict[str, np.ndarray]:
@@ -97,17 +103,53 @@ def _frames(unit: Path, cameras: list[str]) -> dict[str, np.ndarray]:
         raise ConfigError("dataset", str(exc)) from exc
 
 
-def _rows(units: list[Path]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """State and action (N, 6) float32 in LeRobot units and the episode index (N,) of every unit's frames."""
+def _rows(units: list[Path]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """State and action (N, 6) float32 in LeRobot units, the episode index (N,) and the pose labels (N, 5) float32
+    (:data:`POSE_LABELS`; NaN for a unit without a vial pose of one row per frame) of every unit's frames."""
     from so101_core.lerobot_units import to_lerobot
 
-    states, actions, episodes = [], [], []
+    states, actions, episodes, poses = [], [], [], []
     for k, unit in enumerate(units):
         with np.load(unit / REPLAY_FILE) as replay:
             states.append(to_lerobot(replay["q"]).astype(np.float32))
             actions.append(to_lerobot(replay["action"]).astype(np.float32))
-        episodes.append(np.full(len(states[-1]), k, dtype=np.int64))
-    return np.concatenate(states), np.concatenate(actions), np.concatenate(episodes)
+            vial = replay[VIAL_POSE] if VIAL_POSE in replay.files else None
+        n = len(states[-1])
+        episodes.append(np.full(n, k, dtype=np.int64))
+        labels = np.full((n, len(POSE_LABELS)), np.nan, dtype=np.float32)
+        if vial is not None and vial.shape == (n, 7) and n > 0:
+            labels[:, :2] = vial[-1, :2]  # the goal: where the vial ends up
+            labels[:, 2:] = vial[:, :3]
+        poses.append(labels)
+    return np.concatenate(states), np.concatenate(actions), np.concatenate(episodes), np.concatenate(poses)
+
+
+def aux_pose_labels(data: TrainingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The auxiliary pose labels of every row, normalised: ((N, 5) float32 (label − mean) / std, mean (5,) m,
+    std (5,) m), columns :data:`POSE_LABELS`: the episode's goal (its last row's vial xy) and the row's vial xyz,
+    world frame; mean and std over the dataset's rows, std floored at :data:`POSE_STD_FLOOR_M`.
+
+    Raises:
+        ConfigError: ``data`` is a LeRobot dataset (no object poses), or a unit has no ``object_pose/vial`` of
+            one row per frame (named).
+    """
+    if data.kind != "units" or data.poses is None or data.rows is None:
+        raise ConfigError(
+            "train.aux_pose_weight",
+            f"needs rendered episode units with object poses; {data.path} is a {data.kind!r} dataset, which has "
+            "none: train on the dataset build's directory (render.keep_frames: true) or set aux_pose_weight: 0",
+        )
+    missing = np.isnan(data.poses).any(axis=1)
+    if missing.any():
+        unit = data.units[int(data.rows[2][int(np.argmax(missing))])]
+        raise ConfigError(
+            "train.aux_pose_weight",
+            f"{unit / REPLAY_FILE} has no {VIAL_POSE} (F, 7) with one row per frame: rebuild the unit, or set "
+            "aux_pose_weight: 0",
+        )
+    mean = data.poses.mean(0, dtype=np.float64)
+    std = np.maximum(data.poses.std(0, dtype=np.float64), POSE_STD_FLOOR_M)
+    return ((data.poses - mean) / std).astype(np.float32), mean.astype(np.float32), std.astype(np.float32)
 
 
 def _vector_stats(x: np.ndarray) -> dict[str, np.ndarray]:
@@ -143,8 +185,11 @@ def _image_stats(units: list[Path], cameras: list[str], stride: int = 10) -> dic
     return stats
 
 
-def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: str) -> DecodedDataset:
-    """The units' rows with their rendered frames of ``image_keys`` on ``device``.
+def decode_units(
+    data: TrainingData, image_keys: list[str], chunk: int, device: str, extras: dict[str, np.ndarray] | None = None
+) -> DecodedDataset:
+    """The units' rows with their rendered frames of ``image_keys`` on ``device`` (and ``extras``, per-row arrays
+    (N, ...) batched under their key, e.g. :func:`aux_pose_labels`' under :data:`.frame_cache.AUX_POSE`).
 
     Each camera's frames (N, H, W, 3) uint8 are allocated once on ``device`` and every unit's are copied into their
     rows as it is read (files read in parallel): no second whole-dataset copy on the host.
@@ -176,4 +221,4 @@ def decode_units(data: TrainingData, image_keys: list[str], chunk: int, device: 
 
     with ThreadPoolExecutor(max_workers=_READERS) as pool:
         list(pool.map(load, range(len(data.units))))
-    return DecodedDataset(state, action, episode, {image_key(c): images[c] for c in cams}, chunk, device)
+    return DecodedDataset(state, action, episode, {image_key(c): images[c] for c in cams}, chunk, device, extras)
