@@ -91,35 +91,48 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
     """Train every run at once, then score each; the rows of ``sweep.json``, best first.
 
     A run whose ``train_result.json`` already has its steps is not started again, and a scored run is not
-    scored again. With the runs' ``time_limit_s`` (the call's slice) a run is scored only while the slice has
-    time for it (the longest scoring so far, or :data:`SCORE_RESERVE_S` before the first); otherwise
-    ``sweep.json`` says ``complete: false`` and the same command goes on from there."""
+    scored again; a run trained in an earlier call is scored before the others train on (a slice that ends while
+    they train still leaves its score). With the runs' ``time_limit_s`` (the call's slice) a run is scored only
+    while the slice has time for it (the longest scoring so far, or :data:`SCORE_RESERVE_S` before the first);
+    otherwise ``sweep.json`` says ``complete: false`` and the same command goes on from there."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     limit = max(cfg.time_limit_s for cfg in sweep.runs.values())
     deadline = t0 + limit if limit > 0 else float("inf")
+    longest = 0.0  # the longest scoring of this call, s
+
+    def scored(name: str) -> bool:
+        """``name``'s fast evaluation exists (now or from an earlier call); False when the slice has no time."""
+        nonlocal longest
+        run_dir = out_dir / name
+        if (run_dir / "fast_eval" / "fast_results.json").is_file():
+            return True
+        if time.perf_counter() + (1.5 * longest or SCORE_RESERVE_S) > deadline:
+            return False
+        from .fast_eval import evaluate_checkpoint_fast
+
+        t_score = time.perf_counter()
+        evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
+        longest = max(longest, time.perf_counter() - t_score)
+        return True
+
     pending = {name: cfg for name, cfg in sweep.runs.items() if _trained_steps(out_dir / name) < cfg.steps}
+    if pending:
+        for name in [n for n in sweep.runs if n not in pending]:
+            scored(name)
     _train(pending, dataset, out_dir, sweep.at_once, deadline)
     train_wall = _earlier_train_wall(out_dir) + time.perf_counter() - t0
     trained = {name: _train_result(out_dir / name) for name in sweep.runs}
     if any(trained[name]["steps"] < cfg.steps for name, cfg in sweep.runs.items()):
         _partial(out_dir, trained, train_wall, "training")
         return []
-    from .fast_eval import evaluate_checkpoint_fast
-
-    rows, longest = [], 0.0
+    rows = []
     for name in sweep.runs:
-        run_dir = out_dir / name
-        results = run_dir / "fast_eval" / "fast_results.json"
-        if not results.is_file():
-            if time.perf_counter() + (1.5 * longest or SCORE_RESERVE_S) > deadline:
-                _partial(out_dir, trained, train_wall, "scoring")
-                return []
-            t_score = time.perf_counter()
-            evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
-            longest = max(longest, time.perf_counter() - t_score)
-        result = json.loads(results.read_text())
+        if not scored(name):
+            _partial(out_dir, trained, train_wall, "scoring")
+            return []
+        result = json.loads((out_dir / name / "fast_eval" / "fast_results.json").read_text())
         rows.append(
             {
                 "run": name,

@@ -91,6 +91,13 @@ def test_at_once_trains_one_run_after_the_other_and_only_with_time_left(
     partial = json.loads((short / "sweep.json").read_text())
     assert partial == {**partial, "complete": False, "stage": "training", "steps": {"first": 4, "second": 0}}
     assert not (short / "second").exists()
+    # the next call scores the run trained earlier before it trains the other (a slice ending during that
+    # training still leaves the first run's score), then trains and scores the other
+    monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 180.0)
+    assert sorted(row["run"] for row in run_sweep(sweep, dataset, short, envs=1)) == ["first", "second"]
+    first_scored = (short / "first" / "fast_eval" / "fast_results.json").stat().st_mtime
+    assert first_scored <= (short / "second" / "train.yaml").stat().st_mtime
+    monkeypatch.setattr(sweep_module, "SCORE_RESERVE_S", 1e6)
     monkeypatch.setattr(sweep_module, "RUN_RESERVE_S", 120.0)
     out = tmp_path / "out"
     assert run_sweep(sweep, dataset, out, envs=1) == []
