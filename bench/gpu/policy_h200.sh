@@ -49,7 +49,7 @@ stamp() { echo "== $1: $(( $(date +%s) - START )) s into this call, $(left) s le
 keep() {  # every call, however it ends: the run's small records back under $OUT (one archive: the tool returns 8 files;
   # the graph's per-episode rows too: target slot, final placement)
   [ -n "${OUT:-}" ] || return 0
-  (cd "$RUN" && find . -maxdepth 3 \( -name times.log -o -name sweep.json -o -name train_result.json \
+  (cd "$RUN" && find . -maxdepth 4 \( -name times.log -o -name sweep.json -o -name train_result.json \
     -o -name fast_results.json -o -name fast_episodes.jsonl -o -name results.json -o -name render_times.json \
     -o -name episodes.jsonl -o -name '*.mp4' -o -name report.html -o -name "tracking_*.png" \) -print0 |
     tar czf "$OUT/policy_run_records.tgz" --null -T -) || true
