@@ -121,8 +121,9 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
     if pending:
         for name in [n for n in sweep.runs if n not in pending]:
             scored(name)
+    t_train = time.perf_counter()
     _train(pending, dataset, out_dir, sweep.at_once, deadline)
-    train_wall = _earlier_train_wall(out_dir) + time.perf_counter() - t0
+    train_wall = _earlier_train_wall(out_dir) + time.perf_counter() - t_train
     trained = {name: _train_result(out_dir / name) for name in sweep.runs}
     if any(trained[name]["steps"] < cfg.steps for name, cfg in sweep.runs.items()):
         _partial(out_dir, trained, train_wall, "training")
