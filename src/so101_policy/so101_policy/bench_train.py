@@ -23,7 +23,7 @@ from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key, is_image_key
 
 from .config import TrainConfig, load_train_config
 from .train import _check_dataset, batch_stream, resolve_device, sync_device, train_policy
-from .training_data import open_training_data
+from .training_data import aux_pose_labels, open_training_data
 
 SOURCES = (("dataloader", 0.0), ("memory", 1024.0))
 
@@ -38,7 +38,8 @@ def data_throughput(dataset_dir: Path, cfg: TrainConfig, batches: int) -> dict[s
     opened = time.perf_counter() - t_open
     images = _check_dataset(data.features, cfg.cameras)
     t0 = time.perf_counter()
-    source, stream = batch_stream(data, images, cfg, 0, device)
+    labels = aux_pose_labels(data)[0] if cfg.aux_pose_weight > 0 else None  # the batches training pulls
+    source, stream = batch_stream(data, images, cfg, 0, device, labels)
     first = next(stream)
     cold = time.perf_counter() - t0
     t1 = time.perf_counter()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key, is_image_key
 
 from . import checkpoints as ckpt
@@ -128,19 +129,20 @@ def open_dataset(dataset_dir: Path, chunk_size: int) -> Any:
 
 
 def batch_stream(
-    data: TrainingData, images: list[str], cfg: TrainConfig, start_step: int, device: str
-) -> tuple[str, Iterator[dict[str, Any]]]:
+    data: TrainingData, images: list[str], cfg: TrainConfig, start_step: int, device: str,
+    aux_labels: np.ndarray | None = None,
+) -> tuple[str, Iterator[dict[str, Any]]]:  # fmt: skip
     """(source name, an endless stream of shuffled batches). Rendered units: their frames in memory on
     ``device`` ("rendered frames"). A LeRobot dataset: its frames decoded once into memory on ``device``
     ("memory") when they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning:
     much slower) one DataLoader, workers spawned once and kept ("dataloader"). One order for all (on the CPU the
-    same permutations). With ``cfg.aux_pose_weight`` > 0 each batch carries its rows' :data:`.frame_cache.AUX_POSE`
-    labels (rendered units only: :func:`.training_data.aux_pose_labels`)."""
+    same permutations). ``aux_labels`` (N, 5) (:func:`.training_data.aux_pose_labels`, rendered units only): each
+    batch carries its rows' under :data:`.frame_cache.AUX_POSE`."""
     import torch
 
     start = start_step * cfg.batch_size
-    if cfg.aux_pose_weight > 0 or data.kind == "units":
-        extras = {AUX_POSE: aux_pose_labels(data)[0]} if cfg.aux_pose_weight > 0 else None
+    if data.kind == "units":
+        extras = None if aux_labels is None else {AUX_POSE: aux_labels}
         units = decode_units(data, images, cfg.chunk_size, device, extras)
         return "rendered frames", units.batches(cfg.batch_size, cfg.seed, start)
     dataset = open_dataset(data.path, cfg.chunk_size)
@@ -303,7 +305,7 @@ def train_policy(
         torch.backends.cudnn.benchmark = True  # fixed shapes: the fastest convolution algorithms, chosen once
     torch.manual_seed(config.seed)
     images = _check_dataset(data.features, config.cameras)
-    aux_stats = aux_pose_labels(data)[1:] if config.aux_pose_weight > 0 else None  # refuses data without poses
+    aux = aux_pose_labels(data) if config.aux_pose_weight > 0 else None  # refuses data without poses
     last = ckpt.last_checkpoint(out_dir)
     start_step = 0
     if last is not None:
@@ -355,10 +357,10 @@ def train_policy(
         "device": device,
         "parameters": n_params,
     }
-    if aux_stats is not None:  # the labels' normalisation, m (goal xy, vial xyz)
-        params["aux_pose.mean"], params["aux_pose.std"] = ([round(float(x), 5) for x in v] for v in aux_stats)
+    if aux is not None:  # the labels' normalisation, m (goal xy, vial xyz)
+        params["aux_pose.mean"], params["aux_pose.std"] = ([round(float(x), 5) for x in v] for v in aux[1:])
     t_load = time.perf_counter()
-    source, batches = batch_stream(data, images, config, start_step, device)
+    source, batches = batch_stream(data, images, config, start_step, device, None if aux is None else aux[0])
     params["data_source"] = source
     params["data_load_s"] = round(time.perf_counter() - t_load, 2)
     tracker = _Tracker(out_dir, config, params)
