@@ -15,10 +15,10 @@ holds until the server answers).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from nodegraph.graph.arguments import format_parameter_value
 from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
 from so101_core.robot_spec import CAMERA_NAMES
 
@@ -46,23 +46,12 @@ CONFIG_FIELDS = (
     "server_timeout_ms",
 )
 """The :class:`~.config.EvalConfig` fields the graph's nodes take, each a launch argument of the same name."""
-_QUOTED = ("task", "dr_profile")
-"""String fields :func:`evaluation_arguments` passes YAML-quoted: a parameter is read as YAML after substitution."""
-
-
-def launch_value(value: Any) -> str:
-    """``value`` as a launch argument's text: ``true``/``false``, ``[a, b]`` for a sequence, else ``str``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (tuple, list)):
-        return "[" + ", ".join(launch_value(item) for item in value) + "]"
-    return str(value)
 
 
 def _config_arguments() -> tuple[LaunchArgument, ...]:
     defaults = {field.name: field.default for field in dataclasses.fields(EvalConfig)}
     return tuple(
-        LaunchArgument(name, launch_value(defaults[name]), f"the EvalConfig field eval.{name}")
+        LaunchArgument(name, format_parameter_value(defaults[name]), f"the EvalConfig field eval.{name}")
         for name in CONFIG_FIELDS
     )
 
@@ -70,8 +59,8 @@ def _config_arguments() -> tuple[LaunchArgument, ...]:
 _GRAPH_ARGUMENTS = (
     LaunchArgument("server_port", "5555", "the policy server's TCP port (loopback)"),
     LaunchArgument("token", "", "the server's api_token (empty: none; not all digits, or YAML reads a number)"),
-    LaunchArgument("cameras", launch_value(CAMERA_NAMES), "cameras the sim renders (YAML list)"),
-    LaunchArgument("policy_cameras", launch_value(CAMERA_NAMES), "cameras the policy sees: the checkpoint's"),
+    LaunchArgument("cameras", format_parameter_value(CAMERA_NAMES), "cameras the sim renders (YAML list)"),
+    LaunchArgument("policy_cameras", format_parameter_value(CAMERA_NAMES), "cameras the policy sees: the checkpoint's"),
     LaunchArgument("width", "0", "rendered image width [px] (0: the sim's; the checkpoint's image size fits)"),
     LaunchArgument("height", "0", "rendered image height [px] (0: the sim's)"),
     LaunchArgument(
@@ -81,7 +70,7 @@ _GRAPH_ARGUMENTS = (
 )
 _CHECKPOINT_ARGUMENTS = (
     LaunchArgument("checkpoint", None, "ACT / Diffusion Policy run, checkpoint or pretrained_model directory"),
-    LaunchArgument("device", launch_value(EvalConfig.device), "the server's torch device"),
+    LaunchArgument("device", format_parameter_value(EvalConfig.device), "the server's torch device"),
 )
 
 
@@ -149,7 +138,9 @@ def evaluation_arguments(
 ) -> list[str]:
     """The ``name:=value`` arguments of :func:`evaluation_description` for ``config``: the sim renders
     ``cameras`` at ``width`` x ``height`` px, the policy sees ``policy_cameras``, the server listens on
-    ``server_port`` behind ``token``; the policy waits for the evaluator's start."""
+    ``server_port`` behind ``token``; the policy waits for the evaluator's start. Each value is written as YAML
+    reads it back (:func:`~nodegraph.graph.arguments.format_parameter_value`: parameters are read as YAML after
+    substitution, so ``#`` in a task or an empty ``dr_profile`` stay what they were)."""
     values: dict[str, Any] = {
         "server_port": server_port,
         "token": token,
@@ -159,7 +150,5 @@ def evaluation_arguments(
         "height": height,
         "autostart": False,
     }
-    for name in CONFIG_FIELDS:
-        value = getattr(config, name)
-        values[name] = json.dumps(value) if name in _QUOTED else value
-    return [f"{name}:={launch_value(value)}" for name, value in values.items()]
+    values.update({name: getattr(config, name) for name in CONFIG_FIELDS})
+    return [f"{name}:={format_parameter_value(value)}" for name, value in values.items()]
