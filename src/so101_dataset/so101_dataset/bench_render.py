@@ -285,11 +285,9 @@ def run_render_benchmark(
                     "threads": encoder_threads,
                 }
                 entry["image_stats"] = v.image_stats
-            if ph["mode"] == "export":
-                entry["episodes"] = sum(len(r["shards"]) for r in rows)
-            if ph["mode"] == "dataset":
-                shards = [Path(s) for r in rows for s in r["shards"]]
+                shards = [Path(s) for r in rows for s in r["shards"]]  # an export phase's are written and deleted
                 entry["episodes"] = len(shards)
+            if ph["mode"] == "dataset":
                 if shards and not aggregated:
                     aggregated = True
                     from .lerobot_v3 import merge_shards
