@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from so101_core.pixel_levels import LEVELS, level_moments
 
-LEVELS = 256
 QUANTILE_BINS = 5000  # RunningQuantileStats' default num_quantile_bins
 EDGE_PAD = 1e-10  # RunningQuantileStats pads the first range by this much (pixel levels)
 
@@ -58,16 +58,12 @@ def count_statistics(
     if n < 2 or (counts.sum(axis=1) != n).any():
         raise ValueError(f"need >= 2 pixels, the same number per channel; got {counts.sum(axis=1).tolist()}")
     levels = np.arange(LEVELS, dtype=np.float64)
-    mean = counts @ levels / n
-    var = counts @ levels**2 / n - mean**2
-    present = counts > 0
-    lo = np.array([levels[p][0] for p in present])
-    hi = np.array([levels[p][-1] for p in present])
+    mean, std, lo, hi = level_moments(counts)
     out: dict[str, npt.NDArray[np.generic]] = {
         "min": lo.astype(np.float32),
         "max": hi.astype(np.float32),
         "mean": mean.astype(np.float32),
-        "std": np.sqrt(np.maximum(0.0, var)).astype(np.float32),
+        "std": std.astype(np.float32),
         "count": np.array([n]),
     }
     cum = []

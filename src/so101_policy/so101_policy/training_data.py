@@ -30,6 +30,7 @@ from so101_core.episode_units import (
     open_frames,
 )
 from so101_core.lerobot_schema import ACTION, OBS_STATE, camera_of, image_key
+from so101_core.pixel_levels import level_moments
 
 from .errors import ConfigError
 from .frame_cache import DecodedDataset
@@ -172,16 +173,10 @@ def _image_stats(units: list[Path], cameras: list[str], stride: int = 10) -> dic
 
     with ThreadPoolExecutor(max_workers=_READERS) as pool:
         counts = np.sum(list(pool.map(histograms, units)), axis=0)
-    value = np.arange(256) / 255.0
     stats: dict[str, dict[str, np.ndarray]] = {}
     for cam, per_channel in zip(cameras, counts, strict=True):
-        n = per_channel.sum(1)
-        mean = per_channel @ value / n
-        std = np.sqrt(np.maximum(per_channel @ (value * value) / n - mean * mean, 0.0))
-        seen = per_channel > 0
-        lo = np.array([value[row.argmax()] for row in seen])
-        hi = np.array([value[255 - row[::-1].argmax()] for row in seen])
-        stats[cam] = {k: v.reshape(3, 1, 1) for k, v in (("mean", mean), ("std", std), ("min", lo), ("max", hi))}
+        moments = zip(("mean", "std", "min", "max"), level_moments(per_channel), strict=True)
+        stats[cam] = {k: (v / 255.0).reshape(3, 1, 1) for k, v in moments}  # levels -> [0, 1]
     return stats
 
 
