@@ -129,3 +129,21 @@ def test_a_field_of_the_other_policy_is_named(tmp_path: Path) -> None:
     spec.write_text("base: {dim_model: 16}\nruns:\n  diffusion: {policy: diffusion}\n")
     with pytest.raises(ConfigError, match=r"train\.dim_model: shapes ACT only"):
         load_sweep(spec, TrainConfig(), EVAL)
+
+
+SHIPPED_SWEEPS = sorted((Path(__file__).resolve().parents[3] / "bench" / "gpu").glob("policy_*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED_SWEEPS, ids=lambda p: p.name)
+def test_every_shipped_sweep_file_parses(path: Path) -> None:
+    """The GPU machine's sweep files (bench/gpu/policy_*.yaml) read over today's train.yaml and eval.yaml: a field
+    renamed in the code, or misspelt in a file, fails here rather than in a device call's first minute."""
+    from so101_policy.config import load_eval_config, load_train_config
+
+    sweep = load_sweep(path, load_train_config(), load_eval_config())
+    assert sweep.runs and all(name in sweep.changes for name in sweep.runs)
+
+
+def test_the_shipped_sweep_files_are_found() -> None:
+    names = {p.name for p in SHIPPED_SWEEPS}
+    assert {"policy_sweep.yaml", "policy_recipe_aux.yaml", "policy_recipe_aux3.yaml"} <= names
