@@ -4,6 +4,8 @@ the sim success rate of a trained policy (ACT or Diffusion Policy).
 - ``inference_ms`` p50/p99: one ``get_action`` round trip through a real ZMQ socket (client → server → policy →
   client) with ``cameras`` × (height × width) RGB frames, after ``warmup`` calls; ``backend_ms``: the policy alone;
   ``cold_start_ms``: the first call after loading (CUDA kernels, allocations).
+- ``transport`` (``inference_ms`` p50/p99): the same round trip to a server whose backend answers a fixed chunk
+  (:func:`transport_latency`): the wire alone (packing, ZMQ, unpacking both ways), with the message sizes;
 - ``loop_period_ms`` / ``loop_jitter_ms_p99`` (|period − 1/30 s|) and ``deadline_misses`` (periods over 1.5 × the
   nominal one) of the policy node's 30 Hz timer, with a replay server and fed inputs, through a real router.
 - ``train_samples_per_s``: from a :class:`~so101_policy.train.TrainResult` JSON (``so101 train`` writes one) or
@@ -162,6 +164,54 @@ def inference_latency(
     }
 
 
+def transport_latency(
+    calls: int = 200,
+    warmup: int = 10,
+    width: int = 640,
+    height: int = 480,
+    cameras: tuple[str, ...] = ("ego", "side", "top"),
+) -> dict[str, Any]:
+    """Per-chunk latency of the wire alone (ms): ``get_action`` round trips through a real ZMQ socket with
+    ``cameras`` x (height x width) uint8 frames to a server whose backend answers a fixed chunk (a
+    :class:`~.replay_policy.ReplayPolicy` of 16 actions), so packing, sending and unpacking both ways are all
+    that is timed; ``request_bytes`` / ``reply_bytes``: the messages' sizes."""
+    from .client import PolicyClient
+    from .protocol import pack
+    from .replay_policy import ReplayPolicy
+
+    warmup = min(warmup, calls)
+    backend = ReplayPolicy(np.zeros((16, 6), np.float32), horizon=16, cameras=cameras)
+    rng = np.random.default_rng(0)
+    obs = observation(
+        {c: rng.integers(0, 255, (height, width, 3), dtype=np.uint8) for c in cameras},
+        np.zeros(6, np.float32),
+        "put the vial in the rack",
+    )
+    server = PolicyServer(backend, ServerConfig(port=0))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    wire = []
+    try:
+        with PolicyClient(port=server.port, timeout_ms=30000) as client:
+            for i in range(warmup + calls):
+                t0 = time.perf_counter()
+                client.get_action(obs)
+                if i >= warmup:
+                    wire.append(time.perf_counter() - t0)
+    finally:
+        server.stop()
+        thread.join(5.0)
+    reply = backend.get_action(obs, None)
+    return {
+        "cameras": list(cameras),
+        "frame": [width, height],
+        "request_bytes": len(pack({"endpoint": "get_action", "data": {"observation": obs, "options": None}})),
+        "reply_bytes": len(pack([reply[0], reply[1]])),
+        "inference_ms": _percentiles(wire),
+        "calls": calls,
+    }
+
+
 def loop_jitter(seconds: float = 10.0, rate_hz: float = 30.0) -> dict[str, Any]:
     """The policy node's timer periods at ``rate_hz`` with a replay server and fed joint states / images."""
     from nodegraph.transport.zenoh.context import Context
@@ -236,13 +286,15 @@ def run_policy_benchmark(
     eval_results: Path | None = None,
     demos: int | None = None,
     full_resolution: bool = False,
+    transport: bool = False,
     train: TrainConfig | None = None,
 ) -> dict[str, Any]:
     """The JSON of ``so101 bench policy`` (keys: inference_ms_p99, loop_jitter_ms_p99, train_samples_per_s,
     sim_success_rate with episodes and demos; None where that part was not run). With ``full_resolution`` the
     headline latency is that of an untrained policy of ``train``'s type and architecture (default train.yaml's)
     taking the full ``width`` × ``height`` frames (the trained checkpoint's own figure, at its training
-    resolution, stays under ``inference``)."""
+    resolution, stays under ``inference``). With ``transport`` the wire alone is timed at ``width`` x ``height``
+    (:func:`transport_latency`, key ``transport``)."""
     out: dict[str, Any] = {"inference_ms_p99": None, "loop_jitter_ms_p99": None, "train_samples_per_s": None}
     out["sim_success_rate"] = None
     if full_resolution:
@@ -275,6 +327,8 @@ def run_policy_benchmark(
         if not full_resolution:
             out["inference_ms_p99"] = inf["inference_ms"]["p99"]
             out["inference_ms_p50"] = inf["inference_ms"]["p50"]
+    if transport:
+        out["transport"] = transport_latency(calls=calls, width=width, height=height)
     if jitter_s > 0:
         loop = loop_jitter(jitter_s)
         out["loop"] = loop
