@@ -327,6 +327,9 @@ def policy(
     train_config: Path | None = typer.Option(
         None, "--train-config", help="--full-resolution: that policy's type and architecture (default train.yaml)"
     ),
+    transport: bool = typer.Option(
+        False, "--transport", help="also time the wire alone: a server answering a fixed chunk, 3 cameras' frames"
+    ),
     label: str = typer.Option("cpu", "--label", help="result name suffix: policy_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/policy_<label>.json"),
@@ -346,6 +349,7 @@ def policy(
         eval_results=eval_results,
         demos=demos,
         full_resolution=full_resolution,
+        transport=transport,
         train=load_train_config(train_config),
     )
     _report(f"policy_{label}", result, as_json, save)

@@ -102,6 +102,9 @@ def serve(
     port: int = typer.Option(5555, "--port"),
     token: str | None = typer.Option(None, "--token", help="api_token clients must send (enables kill)"),
     device: str = typer.Option("auto", "--device"),
+    precision: str | None = typer.Option(None, "--precision", help="--checkpoint: fp32 (default), bf16 or fp16 (CUDA)"),
+    compile_mode: str | None = typer.Option(None, "--compile", help="ACT: torch.compile mode, e.g. reduce-overhead"),
+    cuda_graph: bool = typer.Option(False, "--cuda-graph", help="ACT on CUDA: the forward pass from a CUDA graph"),
     protocol: str | None = typer.Option(None, "--protocol", help="GR00T wire version: n1.6 (default) or n1.5"),
     warmup: int | None = typer.Option(None, "--warmup", min=0, help="inferences before 'serving on' (default 3)"),
 ) -> None:
@@ -109,8 +112,9 @@ def serve(
     --protocol n1.5 speaks GR00T N1.5's dialect (flat keys) instead."""
     from so101_policy.serve import main as serve_main
 
-    argv = ["--host", host, "--port", str(port), "--device", device]
+    argv = ["--host", host, "--port", str(port), "--device", device] + (["--cuda-graph"] if cuda_graph else [])
     given = {"--checkpoint": checkpoint, "--gr00t": gr00t, "--replay": replay, "--token": token, "--protocol": protocol}
+    given |= {"--precision": precision, "--compile": compile_mode}
     for flag, value in (*given.items(), ("--warmup", warmup)):
         if value is not None:
             argv += [flag, str(value)]

@@ -3,7 +3,12 @@ the sim success rate of a trained policy (ACT or Diffusion Policy).
 
 - ``inference_ms`` p50/p99: one ``get_action`` round trip through a real ZMQ socket (client → server → policy →
   client) with ``cameras`` × (height × width) RGB frames, after ``warmup`` calls; ``backend_ms``: the policy alone;
-  ``cold_start_ms``: the first call after loading (CUDA kernels, allocations).
+  ``cold_start_ms``: the first call after loading (CUDA kernels, allocations, a CUDA graph's capture). With
+  ``--full-resolution`` on CUDA, once per :data:`CUDA_VARIANTS` entry, each with ``max_abs_diff_vs_fp32_eager``:
+  the largest difference of its chunk from the eager fp32 model's on the same observation (dataset units: deg,
+  gripper 0-100), the check that a variant computes what the model does.
+- ``transport`` (``inference_ms`` p50/p99): the same round trip to a server whose backend answers a fixed chunk
+  (:func:`transport_latency`): the wire alone (packing, ZMQ, unpacking both ways), with the message sizes;
 - ``loop_period_ms`` / ``loop_jitter_ms_p99`` (|period − 1/30 s|) and ``deadline_misses`` (periods over 1.5 × the
   nominal one) of the policy node's 30 Hz timer, with a replay server and fed inputs, through a real router.
 - ``train_samples_per_s``: from a :class:`~so101_policy.train.TrainResult` JSON (``so101 train`` writes one) or
@@ -13,6 +18,7 @@ the sim success rate of a trained policy (ACT or Diffusion Policy).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -26,12 +32,22 @@ from nodegraph.transport.zenoh.config import free_endpoint
 from so101_core.lerobot_schema import ACTION, OBS_STATE, image_key
 
 from .config import TrainConfig
+from .inference_options import InferenceOptions
 from .protocol import observation
 from .server import PolicyServer, ServerConfig
 
-# on CUDA the full-resolution latency is measured for each (precision, torch.compile mode); `so101 serve`
-# takes the best one as --precision / --compile
-CUDA_VARIANTS = (("fp32", ""), ("bf16", ""), ("bf16", "reduce-overhead"))
+# on CUDA the full-resolution latency is measured for each of these; `so101 serve` takes the best one's flags
+CUDA_VARIANTS = (
+    InferenceOptions("fp32"),
+    InferenceOptions("bf16"),
+    InferenceOptions("bf16", compile_mode="reduce-overhead"),
+    InferenceOptions("fp32", cuda_graph=True),
+    InferenceOptions("bf16", cuda_graph=True),
+)
+VARIANT_CHECK = (
+    "max_abs_diff_vs_fp32_eager: max |chunk - eager fp32 chunk| of the same synthetic policy on the same "
+    "observation, dataset units (deg; gripper 0-100): 0 up to float rounding for fp32 variants, bf16's rounding else"
+)
 SYNTHETIC_STATE_STD = 30.0  # deg (gripper: 0-100), synthetic_checkpoint's state spread about its centre
 SYNTHETIC_ACTION_STD = 0.05  # deg, its actions' spread: moves an evaluator's chunk admission accepts
 GOALS = {"inference_ms_p99_max_h200": 15.0, "loop_jitter_ms_p99_max": 2.0, "sim_success_rate_min": 0.9}
@@ -99,6 +115,28 @@ def synthetic_checkpoint(
     return target
 
 
+def bench_observation(cameras: tuple[str, ...], width: int, height: int) -> dict[str, Any]:
+    """The observation every latency call sends: random (seed 0) ``cameras`` x (height x width) frames, zero state."""
+    rng = np.random.default_rng(0)
+    frames = {c: rng.integers(0, 255, (height, width, 3), dtype=np.uint8) for c in cameras}
+    return observation(frames, np.zeros(6, np.float32), "put the vial in the rack")
+
+
+def _chunk(policy: Any, obs: dict[str, Any]) -> np.ndarray:
+    """(B, H, 6) float32: ``policy``'s chunk for ``obs``, arm joints then gripper, dataset units."""
+    action, _ = policy.get_action(obs, None)
+    return np.concatenate([action["single_arm"], action["gripper"]], axis=-1)
+
+
+def eager_chunk(checkpoint: Path, device: str, width: int = 640, height: int = 480) -> np.ndarray:
+    """(B, H, 6): the chunk of the checkpoint loaded in fp32 without compilation or CUDA graphs, for
+    :func:`bench_observation`: what :func:`inference_latency`'s ``reference`` compares a variant with."""
+    from .lerobot_policy import load_policy
+
+    policy = load_policy(checkpoint, device=device)
+    return _chunk(policy, bench_observation(policy.cameras, width, height))
+
+
 def inference_latency(
     checkpoint: Path,
     device: str,
@@ -106,23 +144,21 @@ def inference_latency(
     warmup: int = 10,
     width: int = 640,
     height: int = 480,
-    precision: str = "fp32",
-    compile_mode: str = "",
+    options: InferenceOptions | None = None,
+    reference: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Per-chunk latency of the checkpoint (ACT or Diffusion Policy), through the server and alone (ms)."""
+    """Per-chunk latency of the checkpoint (ACT or Diffusion Policy) run as ``options`` say (default fp32,
+    eager), through the server and alone (ms); with ``reference`` (:func:`eager_chunk`), how far its chunk is
+    from that one (``max_abs_diff_vs_fp32_eager``)."""
     from .client import PolicyClient
     from .lerobot_policy import load_policy
 
+    options = options or InferenceOptions()
     warmup = min(warmup, calls)
     t0 = time.perf_counter()
-    policy = load_policy(checkpoint, device=device, precision=precision, compile_mode=compile_mode)
+    policy = load_policy(checkpoint, device=device, options=options)
     load_s = time.perf_counter() - t0
-    rng = np.random.default_rng(0)
-    obs = observation(
-        {c: rng.integers(0, 255, (height, width, 3), dtype=np.uint8) for c in policy.cameras},
-        np.zeros(6, np.float32),
-        "put the vial in the rack",
-    )
+    obs = bench_observation(policy.cameras, width, height)
     t0 = time.perf_counter()
     policy.get_action(obs, None)
     cold = time.perf_counter() - t0
@@ -146,10 +182,9 @@ def inference_latency(
     finally:
         server.stop()
         thread.join(5.0)
-    return {
+    out: dict[str, Any] = {
         "device": policy.device,
-        "precision": precision,
-        "compile_mode": compile_mode,
+        **dataclasses.asdict(options),
         "cameras": list(policy.cameras),
         "frame": [width, height],
         "policy_image_size": list(policy.image_size()),
@@ -157,6 +192,52 @@ def inference_latency(
         "load_s": load_s,
         "cold_start_ms": cold * 1e3,
         "backend_ms": _percentiles(backend),
+        "inference_ms": _percentiles(wire),
+        "calls": calls,
+    }
+    if reference is not None:
+        out["max_abs_diff_vs_fp32_eager"] = float(np.abs(_chunk(policy, obs) - reference).max())
+    return out
+
+
+def transport_latency(
+    calls: int = 200,
+    warmup: int = 10,
+    width: int = 640,
+    height: int = 480,
+    cameras: tuple[str, ...] = ("ego", "side", "top"),
+) -> dict[str, Any]:
+    """Per-chunk latency of the wire alone (ms): ``get_action`` round trips through a real ZMQ socket with
+    ``cameras`` x (height x width) uint8 frames to a server whose backend answers a fixed chunk (a
+    :class:`~.replay_policy.ReplayPolicy` of 16 actions), so packing, sending and unpacking both ways are all
+    that is timed; ``request_bytes`` / ``reply_bytes``: the messages' sizes."""
+    from .client import PolicyClient
+    from .protocol import pack
+    from .replay_policy import ReplayPolicy
+
+    warmup = min(warmup, calls)
+    backend = ReplayPolicy(np.zeros((16, 6), np.float32), horizon=16, cameras=cameras)
+    obs = bench_observation(cameras, width, height)
+    server = PolicyServer(backend, ServerConfig(port=0))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    wire = []
+    try:
+        with PolicyClient(port=server.port, timeout_ms=30000) as client:
+            for i in range(warmup + calls):
+                t0 = time.perf_counter()
+                client.get_action(obs)
+                if i >= warmup:
+                    wire.append(time.perf_counter() - t0)
+    finally:
+        server.stop()
+        thread.join(5.0)
+    reply = backend.get_action(obs, None)
+    return {
+        "cameras": list(cameras),
+        "frame": [width, height],
+        "request_bytes": len(pack({"endpoint": "get_action", "data": {"observation": obs, "options": None}})),
+        "reply_bytes": len(pack([reply[0], reply[1]])),
         "inference_ms": _percentiles(wire),
         "calls": calls,
     }
@@ -236,13 +317,15 @@ def run_policy_benchmark(
     eval_results: Path | None = None,
     demos: int | None = None,
     full_resolution: bool = False,
+    transport: bool = False,
     train: TrainConfig | None = None,
 ) -> dict[str, Any]:
     """The JSON of ``so101 bench policy`` (keys: inference_ms_p99, loop_jitter_ms_p99, train_samples_per_s,
     sim_success_rate with episodes and demos; None where that part was not run). With ``full_resolution`` the
     headline latency is that of an untrained policy of ``train``'s type and architecture (default train.yaml's)
     taking the full ``width`` × ``height`` frames (the trained checkpoint's own figure, at its training
-    resolution, stays under ``inference``)."""
+    resolution, stays under ``inference``). With ``transport`` the wire alone is timed at ``width`` x ``height``
+    (:func:`transport_latency`, key ``transport``)."""
     out: dict[str, Any] = {"inference_ms_p99": None, "loop_jitter_ms_p99": None, "train_samples_per_s": None}
     out["sim_success_rate"] = None
     if full_resolution:
@@ -254,27 +337,31 @@ def run_policy_benchmark(
         variants: list[dict[str, Any]] = []
         with tempfile.TemporaryDirectory() as tmp:
             synth = synthetic_checkpoint(Path(tmp), width, height, train=train)
-            for precision, mode in CUDA_VARIANTS if cuda else (("fp32", ""),):
+            reference = eager_chunk(synth, device, width, height)
+            for options in CUDA_VARIANTS if cuda else (InferenceOptions(),):
                 try:
                     variants.append(inference_latency(synth, device, calls=calls, width=width, height=height,
-                                                      precision=precision, compile_mode=mode))  # fmt: skip
+                                                      options=options, reference=reference))  # fmt: skip
                 except Exception as exc:  # a variant that cannot run here is reported, not fatal
-                    variants.append({"precision": precision, "compile_mode": mode, "error": f"{exc!r}"[:500]})
+                    variants.append({**dataclasses.asdict(options), "error": f"{exc!r}"[:500]})
         measured = [v for v in variants if "inference_ms" in v]
         full = min(measured, key=lambda v: v["inference_ms"]["p99"])
         out["inference_full_resolution"] = full
         out["inference_variants"] = variants
+        out["inference_variants_check"] = VARIANT_CHECK
         out["inference_ms_p99"] = full["inference_ms"]["p99"]
         out["inference_ms_p50"] = full["inference_ms"]["p50"]
-        out["inference_serve_flags"] = f"--precision {full['precision']}" + (
-            f" --compile {full['compile_mode']}" if full["compile_mode"] else ""
-        )
+        out["inference_serve_flags"] = InferenceOptions(
+            full["precision"], full["compile_mode"], full["cuda_graph"]
+        ).serve_flags()
     if checkpoint is not None:
         inf = inference_latency(checkpoint, device, calls=calls, width=width, height=height)
         out["inference"] = inf
         if not full_resolution:
             out["inference_ms_p99"] = inf["inference_ms"]["p99"]
             out["inference_ms_p50"] = inf["inference_ms"]["p50"]
+    if transport:
+        out["transport"] = transport_latency(calls=calls, width=width, height=height)
     if jitter_s > 0:
         loop = loop_jitter(jitter_s)
         out["loop"] = loop

@@ -73,8 +73,8 @@ class PolicyClient:
         payload = pack(request)
         sock = self._connect()
         try:
-            sock.send(payload)
-            raw = sock.recv()
+            sock.send(payload, copy=False)  # zero-copy above zmq.COPY_THRESHOLD (64 KiB): camera frames
+            raw = sock.recv(copy=False).buffer
         except zmq.Again as exc:
             self.close()
             raise ServerTimeout(

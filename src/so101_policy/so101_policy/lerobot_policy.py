@@ -6,11 +6,16 @@ config names its cameras (``observation.images.<cam>``) and image size; incoming
 (bilinear) to it. ``get_action`` returns the whole predicted chunk (``horizon`` steps: ACT's ``chunk_size``,
 Diffusion Policy's ``n_action_steps``); the policy node executes the first ones of them.
 
-Frames travel to the device as uint8 and are converted and resized there. ACT: ``precision`` "bf16"/"fp16" runs
-the model under CUDA autocast (normalisation and the returned actions stay float32); ``compile_mode`` (e.g.
-"reduce-overhead": CUDA graphs against kernel-launch overhead) wraps the model in ``torch.compile``. Diffusion
-Policy is served in fp32 without compilation (other options are refused): each chunk is sampled from fresh noise
-in ``num_inference_steps`` denoising steps, each one UNet pass.
+Frames travel to the device as uint8 and are converted and resized there. How the model runs is an
+:class:`~.inference_options.InferenceOptions`. ACT: ``precision`` "bf16"/"fp16" runs the model under CUDA autocast
+(normalisation and the returned actions stay float32); ``compile_mode`` (e.g. "reduce-overhead") wraps the model
+in ``torch.compile``; ``cuda_graph`` replays its forward pass on the normalised batch (the backbone pass over every
+camera included) from a CUDA graph captured per batch size (:class:`~.graph_runner.GraphRunner`): the first call
+of a batch size captures (``so101 serve``'s warm-up), later ones copy their inputs into the graph's buffers and
+replay it, without the host launching each of its few hundred kernels. ACT's inference is deterministic (no VAE
+sampling: its latent is zero), so the graph computes what the eager model does. Diffusion Policy is served in
+fp32, eagerly (other options are refused): each chunk is sampled from fresh noise in ``num_inference_steps``
+denoising steps, each one UNet pass.
 """
 
 from __future__ import annotations
@@ -25,42 +30,54 @@ from .act_training import CameraBatchedBackbone, fold_frozen_norms
 from .checkpoints import pretrained_dir
 from .diffusion_training import with_observation_step
 from .errors import CheckpointError
+from .graph_runner import GraphRunner
+from .inference_options import PRECISIONS, InferenceOptions
 from .policy_types import checkpoint_type, lerobot_class
 from .protocol import check_observation
 from .train import resolve_device
 
-PRECISIONS = ("fp32", "bf16", "fp16")
-
 
 class LeRobotPolicy:
     """Load ``checkpoint`` (run dir, checkpoint dir or pretrained_model dir) of this class's policy type onto
-    ``device``; a subclass prepares the model for inference (:meth:`_prepare`) and the batch (:meth:`_inputs`)."""
+    ``device``, run as ``options`` say; a subclass prepares the model for inference (:meth:`_prepare`) and the
+    batch (:meth:`_inputs`, :meth:`_prime`).
+
+    Raises:
+        CheckpointError: the checkpoint cannot be loaded, or ``options`` this policy type or device cannot run
+            (bf16/fp16 or ``cuda_graph`` off CUDA; an option the policy type is served without).
+    """
 
     kind: ClassVar[str]  # the LeRobot policy type served
     precisions: ClassVar[tuple[str, ...]] = PRECISIONS
     compiles: ClassVar[bool] = True
+    graphs: ClassVar[bool] = True  # served from CUDA graphs on request (options.cuda_graph)
+    eager_reason: ClassVar[str] = ""  # why a policy type without ``graphs`` is served eagerly
 
-    def __init__(
-        self, checkpoint: str | Path, device: str = "auto", precision: str = "fp32", compile_mode: str = ""
-    ) -> None:
+    def __init__(self, checkpoint: str | Path, device: str = "auto", options: InferenceOptions | None = None) -> None:
         import torch
         from lerobot.policies import make_pre_post_processors
 
+        options = options or InferenceOptions()
         path = pretrained_dir(Path(checkpoint))
         self.device = resolve_device(device)
-        if precision not in PRECISIONS:
-            raise CheckpointError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        precision = options.precision
         if precision not in self.precisions:
             raise CheckpointError(f"precision {precision}: {self.kind} is served in {list(self.precisions)} only")
-        if compile_mode and not self.compiles:
-            raise CheckpointError(f"compile mode {compile_mode!r}: {self.kind} is served without torch.compile")
-        if precision != "fp32" and not self.device.startswith("cuda"):
+        if options.compile_mode and not self.compiles:
+            raise CheckpointError(f"compile mode {options.compile_mode!r}: {self.kind} is served without torch.compile")
+        if options.cuda_graph and not self.graphs:
+            raise CheckpointError(f"cuda_graph: {self.kind} is served without CUDA graphs ({self.eager_reason})")
+        on_cuda = self.device.startswith("cuda")
+        if precision != "fp32" and not on_cuda:
             raise CheckpointError(f"precision {precision} needs CUDA (device is {self.device})")
+        if options.cuda_graph and not on_cuda:
+            raise CheckpointError(f"cuda_graph needs CUDA (device is {self.device})")
         kind = checkpoint_type(path)
         if kind != self.kind:
             raise CheckpointError(f"{path} holds a {kind} policy, not {self.kind}: load it with load_policy")
+        self.options = options
         self.precision = precision
-        if self.device.startswith("cuda"):
+        if on_cuda:
             torch.backends.cudnn.benchmark = True  # fixed input shapes: pick the fastest convolutions once
         try:
             policy = lerobot_class(kind).from_pretrained(str(path))
@@ -69,7 +86,9 @@ class LeRobotPolicy:
         policy.config.device = self.device
         self.torch = torch
         self.policy = policy.to(self.device).eval()
-        self._prepare(compile_mode)
+        self._prepare(options.compile_mode)
+        # the forward pass from a CUDA graph per batch size, captured at the first call of that size
+        self.runner = GraphRunner(self._captured_forward) if options.cuda_graph else None
         self.pre, self.post = make_pre_post_processors(
             policy.config,
             pretrained_path=str(path),
@@ -87,6 +106,26 @@ class LeRobotPolicy:
     def _inputs(self, batch: dict[str, Any]) -> dict[str, Any]:
         """The preprocessed ``batch`` as the policy's ``predict_action_chunk`` takes it."""
         return batch
+
+    def _prime(self, batch: dict[str, Any]) -> None:
+        """Work of the forward pass done before ``predict_action_chunk`` (ACT: the backbone over every camera)."""
+
+    def _forward(self, batch: dict[str, Any]) -> Any:
+        """The normalised chunk (B, H, 6) float32 of the policy's input ``batch`` (:meth:`_inputs`), under
+        autocast in bf16/fp16. Without autocast's cache of cast weights: a CUDA graph must not keep casts made
+        while it was captured (PyTorch's note), and ACT uses each weight about once a pass."""
+        torch = self.torch
+        half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None, cache_enabled=False):
+            self._prime(batch)
+            return self.policy.predict_action_chunk(batch).float()
+
+    def _captured_forward(self, batch: dict[str, Any]) -> Any:
+        """:meth:`_forward` as a CUDA graph records it: a tensor made without a device is made on the policy's
+        (ACT makes its zero latent on the host and copies it over at each call: a copy from host memory cannot
+        be recorded, and the graph needs no host data)."""
+        with self.torch.device(self.device):
+            return self._forward(batch)
 
     def _chunk_length(self) -> int:
         raise NotImplementedError
@@ -118,10 +157,7 @@ class LeRobotPolicy:
         _, task = check_observation(observation, self.cameras)
         with self.torch.inference_mode():
             batch = self._inputs(self.pre(self._batch(observation, task)))
-            half = {"bf16": self.torch.bfloat16, "fp16": self.torch.float16}.get(self.precision)
-            with self.torch.autocast("cuda", dtype=half or self.torch.float32, enabled=half is not None):
-                chunk = self.policy.predict_action_chunk(batch)  # (B, H, 6) normalised
-            chunk = chunk.float()
+            chunk = self._forward(batch) if self.runner is None else self.runner(batch)  # (B, H, 6) normalised
             actions = self.post(chunk).to("cpu", self.torch.float32).numpy()
         return {"single_arm": actions[:, :, :5], "gripper": actions[:, :, 5:]}, {}
 
@@ -154,9 +190,12 @@ class ActPolicy(LeRobotPolicy):
         return backbone
 
     def _inputs(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The batch's tensors (the state, each camera's images): all ACT reads, a CUDA graph's inputs."""
+        return {k: v for k, v in batch.items() if isinstance(v, self.torch.Tensor)}
+
+    def _prime(self, batch: dict[str, Any]) -> None:
         if self.backbone is not None:
             self.backbone.prime([batch[k] for k in self.policy.config.image_features])
-        return batch
 
 
 class DiffusionBackend(LeRobotPolicy):
@@ -167,6 +206,8 @@ class DiffusionBackend(LeRobotPolicy):
     kind = "diffusion"
     precisions = ("fp32",)
     compiles = False
+    graphs = False
+    eager_reason = "each chunk is sampled from fresh noise, its scheduler stepped on the host"
 
     def _chunk_length(self) -> int:
         return int(self.policy.config.n_action_steps)
@@ -178,9 +219,8 @@ class DiffusionBackend(LeRobotPolicy):
 BACKENDS: dict[str, type[LeRobotPolicy]] = {cls.kind: cls for cls in (ActPolicy, DiffusionBackend)}
 
 
-def load_policy(
-    checkpoint: str | Path, device: str = "auto", precision: str = "fp32", compile_mode: str = ""
-) -> LeRobotPolicy:
-    """The checkpoint (run dir, checkpoint dir or pretrained_model dir) as the backend of its policy type."""
+def load_policy(checkpoint: str | Path, device: str = "auto", options: InferenceOptions | None = None) -> LeRobotPolicy:
+    """The checkpoint (run dir, checkpoint dir or pretrained_model dir) as the backend of its policy type, run as
+    ``options`` say (default: fp32, eager)."""
     kind = checkpoint_type(pretrained_dir(Path(checkpoint)))
-    return BACKENDS[kind](checkpoint, device=device, precision=precision, compile_mode=compile_mode)
+    return BACKENDS[kind](checkpoint, device=device, options=options)

@@ -2,9 +2,11 @@
 
 An ndarray travels as ``{"__ndarray_class__": True, "as_npy": <np.save(arr, allow_pickle=False) bytes>}``; a
 request is ``{"endpoint": str, "data": {...}, "api_token": str?}``; errors come back as ``{"error": str}``.
-Decoding never unpickles (object arrays are refused) and bounds the message size. A ``ModalityConfig`` travels as
-``{"__ModalityConfig_class__": True, "as_json": {field: value}}`` (a map: N1.6's ``MsgSerializer`` decodes it with
-``ModalityConfig(**obj["as_json"])``). N1.5's dialect of the same wire is :mod:`.protocol_n15`.
+Decoding never unpickles (object arrays are refused) and bounds the message size. The ``.npy`` bytes are built
+here, byte for byte what ``np.save`` writes, with one copy of the array's data (:func:`npy_bytes`), and read
+back with one copy into a writeable array, as ``np.load`` returns it (:func:`npy_array`). A ``ModalityConfig``
+travels as ``{"__ModalityConfig_class__": True, "as_json": {field: value}}`` (a map: N1.6's ``MsgSerializer``
+decodes it with ``ModalityConfig(**obj["as_json"])``). N1.5's dialect of the same wire is :mod:`.protocol_n15`.
 
 Observation (nested N1.6 format, B = batch, T = 1 time step):
 ``{"video": {cam: uint8 (B, T, H, W, 3)}, "state": {"single_arm": float32 (B, T, 5), "gripper": float32 (B, T, 1)},
@@ -15,6 +17,7 @@ Observation (nested N1.6 format, B = batch, T = 1 time step):
 from __future__ import annotations
 
 import io
+import math
 from typing import Any
 
 import msgpack
@@ -31,15 +34,85 @@ DEFAULT_PROTOCOL = "n1.6"
 ENDPOINTS = ("ping", "kill", "get_action", "reset", "get_modality_config")
 DEFAULT_PORT = 5555
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # 64 MiB: 3 cameras x 640x480 RGB is under 1 MiB
+_DIRECT_KINDS = "biufc"  # bool, integers, floats, complex (either byte order): npy_bytes writes them itself
+
+
+def npy_bytes(array: np.ndarray) -> bytes | bytearray:
+    """``np.save(array, allow_pickle=False)``'s bytes with one copy of the data: the format-1.0 header, then the
+    elements in C order, or in Fortran order for an array that is Fortran- and not C-contiguous (``np.save``'s
+    rule); a non-contiguous view is made C-contiguous first (one more copy, as ``np.save`` makes).
+
+    Raises:
+        ProtocolError: an object array (it would need pickle).
+    """
+    if array.dtype.hasobject:
+        raise ProtocolError("object arrays cannot be sent (they would need pickle)")
+    if array.dtype.kind not in _DIRECT_KINDS:  # strings, datetimes, structured: rare here, np.save writes them
+        buf = io.BytesIO()
+        np.save(buf, array, allow_pickle=False)
+        return buf.getvalue()
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
+    fortran = array.flags.f_contiguous and not array.flags.c_contiguous
+    data = array.T if fortran else np.ascontiguousarray(array)  # C-contiguous, the bytes in np.save's order
+    out = bytearray(header.getbuffer())
+    out += memoryview(data.reshape(-1).view(np.uint8))
+    return out
+
+
+def npy_array(raw: bytes) -> np.ndarray:
+    """The array of ``.npy`` bytes, as ``np.load(allow_pickle=False)`` reads it: its own writeable memory (one copy
+    of the data), Fortran-ordered where the header says so; bytes past the data are ignored.
+
+    Raises:
+        ProtocolError: not ``.npy`` bytes, a malformed header, an object (pickled) array, or fewer data bytes than
+            the header's shape and dtype need.
+    """
+    fmt = np.lib.format
+    stream = io.BytesIO(raw)  # shares ``raw``'s memory
+    try:
+        version = fmt.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(stream)
+        else:  # format 3.0 (structured, utf-8 field names) or an unknown version: np.load reads or refuses it
+            return _np_load(raw)
+    except ValueError as exc:
+        raise ProtocolError(f"bad ndarray bytes: {exc}") from exc
+    if dtype.hasobject:
+        raise ProtocolError("refused ndarray: object arrays cannot be loaded without pickle")
+    if any(n < 0 for n in shape):
+        raise ProtocolError(f"bad ndarray bytes: negative dimension in shape {shape}")
+    count = math.prod(shape)
+    offset = stream.tell()
+    if len(raw) - offset < count * dtype.itemsize:
+        raise ProtocolError(
+            f"bad ndarray bytes: shape {shape} of {dtype} needs {count * dtype.itemsize} bytes, got {len(raw) - offset}"
+        )
+    flat: np.ndarray
+    if count == 0 or dtype.itemsize == 0:  # nothing to read (np.load does the same)
+        flat = np.ndarray(count, dtype=dtype)
+    else:
+        flat = np.frombuffer(raw, dtype=dtype, count=count, offset=offset).copy()
+    return flat.reshape(shape[::-1]).transpose() if fortran else flat.reshape(shape)
+
+
+def _np_load(raw: bytes) -> np.ndarray:
+    try:
+        array = np.load(io.BytesIO(raw), allow_pickle=False)
+    except ValueError as exc:  # pickled (object) arrays are refused by allow_pickle=False
+        raise ProtocolError(f"refused ndarray: {exc}") from exc
+    except Exception as exc:
+        raise ProtocolError(f"bad ndarray bytes: {exc}") from exc
+    if not isinstance(array, np.ndarray):
+        raise ProtocolError(f"bad ndarray bytes: not an .npy array but {type(array).__name__}")
+    return array
 
 
 def _encode(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            raise ProtocolError("object arrays cannot be sent (they would need pickle)")
-        buf = io.BytesIO()
-        np.save(buf, obj, allow_pickle=False)
-        return {NDARRAY_TAG: True, "as_npy": buf.getvalue()}
+        return {NDARRAY_TAG: True, "as_npy": npy_bytes(obj)}
     if isinstance(obj, np.generic):  # numpy scalars: msgpack cannot pack them; send the Python value
         return obj.item()
     raise TypeError(f"cannot serialise {type(obj).__name__}")
@@ -50,24 +123,22 @@ def _decode(obj: dict[Any, Any]) -> Any:
         raw = obj.get("as_npy")
         if not isinstance(raw, bytes):
             raise ProtocolError("ndarray without 'as_npy' bytes")
-        try:
-            return np.load(io.BytesIO(raw), allow_pickle=False)
-        except ValueError as exc:  # pickled (object) arrays are refused by allow_pickle=False
-            raise ProtocolError(f"refused ndarray: {exc}") from exc
-        except Exception as exc:
-            raise ProtocolError(f"bad ndarray bytes: {exc}") from exc
+        return npy_array(raw)
     return obj
 
 
-def pack(data: Any) -> bytes:
-    """msgpack bytes of ``data`` (dicts, lists, str, numbers, ndarrays)."""
+def pack(data: Any) -> memoryview:
+    """msgpack bytes of ``data`` (dicts, lists, str, numbers, ndarrays): a view of the packer's own buffer (no
+    final copy of a large message into a ``bytes``; ``bytes(...)`` makes one)."""
+    packer = msgpack.Packer(default=_encode, use_bin_type=True, autoreset=False)
     try:
-        return msgpack.packb(data, default=_encode, use_bin_type=True)
+        packer.pack(data)
     except (TypeError, ValueError) as exc:
         raise ProtocolError(f"cannot pack message: {exc}") from exc
+    return packer.getbuffer()
 
 
-def unpack(raw: bytes, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any:
+def unpack(raw: bytes | memoryview, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Any:
     """Decode msgpack bytes (ndarrays restored, never unpickled).
 
     Raises:

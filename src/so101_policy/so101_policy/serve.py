@@ -3,11 +3,13 @@
 
 Backends: ``--checkpoint DIR`` (an ACT or Diffusion Policy checkpoint, :mod:`.lerobot_policy`), ``--gr00t DIR``
 (an Isaac-GR00T model, only where ``gr00t`` imports), ``--replay FILE.npy`` (replay (N, 6) actions in LeRobot
-units; with ``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). Before serving, ``--warmup N``
-(default 3) inferences on an observation of the policy's cameras and image size go through the server's request
-path (CUDA / cuDNN initialisation, autotuning, compilation happen then, not in a client's first request); only
-then it prints ``serving on <address> (..., warm-up N inferences in S s, last M ms)``, and ``ping`` answers
-``ready: true`` with the warm-up time.
+units; with ``--gripper VALUE`` the gripper column is replaced, e.g. by an open gripper). How a checkpoint runs:
+``--precision``, ``--compile``, ``--cuda-graph`` (:class:`~.inference_options.InferenceOptions`). Before serving,
+``--warmup N`` (default 3) inferences on an observation of the policy's cameras and image size go through the
+server's request path (CUDA / cuDNN initialisation, autotuning, compilation, the capture of the CUDA graph
+for one observation a request happen then, not in a client's first request); only then it prints ``serving on
+<address> (..., warm-up N inferences in S s, last M ms)``, and ``ping`` answers ``ready: true`` with the warm-up
+time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from nodegraph.transport.shutdown import install_signal_handlers
 
 from .backend import PolicyBackend, warmup_observation
 from .errors import PolicyError
+from .inference_options import PRECISIONS, InferenceOptions
 from .protocol import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_PORT, DEFAULT_PROTOCOL, PROTOCOLS
 from .replay_policy import ReplayPolicy
 from .server import PolicyServer, ServerConfig
@@ -35,7 +38,7 @@ def build_backend(args: argparse.Namespace) -> PolicyBackend:
     if args.checkpoint:
         from .lerobot_policy import load_policy
 
-        return load_policy(args.checkpoint, device=args.device, precision=args.precision, compile_mode=args.compile)
+        return load_policy(args.checkpoint, device=args.device, options=inference_options(args))
     if args.gr00t:
         from .gr00t_policy import Gr00tPolicy
 
@@ -43,6 +46,11 @@ def build_backend(args: argparse.Namespace) -> PolicyBackend:
     actions = np.load(args.replay, allow_pickle=False)
     cameras = tuple(c for c in args.cameras.split(",") if c)
     return ReplayPolicy(actions, horizon=args.horizon, cameras=cameras, gripper_override=args.gripper)
+
+
+def inference_options(args: argparse.Namespace) -> InferenceOptions:
+    """How ``--checkpoint`` runs: ``--precision``, ``--compile``, ``--cuda-graph``."""
+    return InferenceOptions(args.precision, args.compile, args.cuda_graph)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -57,8 +65,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--token", default=None, help="api_token clients must send (also enables kill)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"), help="ACT: CUDA autocast")
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS, help="ACT: CUDA autocast")
     p.add_argument("--compile", default="", help="ACT only: torch.compile mode, e.g. reduce-overhead")
+    p.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="ACT on CUDA only: replay the forward pass from a CUDA graph per batch size (captured in the warm-up)",
+    )
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     p.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=PROTOCOLS, help="GR00T version of the wire")
     p.add_argument("--warmup", type=int, default=3, help="inferences before announcing readiness (0 = none)")

@@ -10,6 +10,7 @@ import pytest
 from so101_policy.backend import warmup_observation
 from so101_policy.bench_policy import run_policy_benchmark, synthetic_checkpoint
 from so101_policy.errors import CheckpointError
+from so101_policy.inference_options import InferenceOptions
 from so101_policy.lerobot_policy import ActPolicy
 from so101_policy.protocol import observation
 from so101_policy.serve import parser
@@ -18,9 +19,9 @@ from so101_policy.serve import parser
 def test_precision_is_checked_and_fp32_serves_on_cpu(tmp_path: Path) -> None:
     checkpoint = synthetic_checkpoint(tmp_path, 64, 48, cameras=("top",))
     with pytest.raises(CheckpointError, match="needs CUDA"):
-        ActPolicy(checkpoint, device="cpu", precision="bf16")
+        ActPolicy(checkpoint, device="cpu", options=InferenceOptions("bf16"))
     with pytest.raises(CheckpointError, match="precision must be one of"):
-        ActPolicy(checkpoint, device="cpu", precision="int4")
+        ActPolicy(checkpoint, device="cpu", options=InferenceOptions("int4"))
     policy = ActPolicy(checkpoint, device="cpu")
     obs = observation({"top": np.zeros((96, 128, 3), np.uint8)}, np.zeros(6), "put the vial in the rack")
     action, _ = policy.get_action(obs, None)  # a frame of another size is resized on the device
@@ -35,7 +36,8 @@ def test_precision_is_checked_and_fp32_serves_on_cpu(tmp_path: Path) -> None:
 def test_benchmark_reports_its_variants() -> None:
     out = run_policy_benchmark(None, "cpu", calls=3, width=64, height=48, jitter_s=0.0, full_resolution=True)
     variants = out["inference_variants"]
-    assert [(v["precision"], v["compile_mode"]) for v in variants] == [("fp32", "")]  # CPU: fp32 only
+    assert [(v["precision"], v["compile_mode"], v["cuda_graph"]) for v in variants] == [("fp32", "", False)]  # CPU
+    assert variants[0]["max_abs_diff_vs_fp32_eager"] == 0.0  # the reference itself: the same model, input and device
     assert out["inference_ms_p99"] == variants[0]["inference_ms"]["p99"] > 0
     assert out["inference_serve_flags"] == "--precision fp32"
 
@@ -82,7 +84,7 @@ def test_a_compiled_policy_serves_new_images_without_recompiling(
     compile_ = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, mode=None: compile_(model, backend="eager"))
     checkpoint = synthetic_checkpoint(tmp_path, 64, 48, cameras=("side", "top"))
-    compiled = ActPolicy(checkpoint, device="cpu", compile_mode="reduce-overhead")
+    compiled = ActPolicy(checkpoint, device="cpu", options=InferenceOptions(compile_mode="reduce-overhead"))
     plain = ActPolicy(checkpoint, device="cpu")
     assert compiled.backbone is not None
     passes: list[int] = []

@@ -147,6 +147,8 @@ def test_the_server_answers_get_action_over_zmq(run: Path) -> None:
         build_backend(parser().parse_args(["--checkpoint", str(run), "--device", "cpu", "--precision", "bf16"]))
     with pytest.raises(CheckpointError, match=r"served without torch\.compile"):
         build_backend(parser().parse_args(["--checkpoint", str(run), "--device", "cpu", "--compile", "default"]))
+    with pytest.raises(CheckpointError, match=r"cuda_graph: diffusion is served without CUDA graphs \(each chunk"):
+        build_backend(parser().parse_args(["--checkpoint", str(run), "--device", "cpu", "--cuda-graph"]))
     backend = build_backend(parser().parse_args(["--checkpoint", str(run), "--device", "cpu"]))  # so101 serve's
     assert isinstance(backend, DiffusionBackend)
     spec = checkpoint_spec(run, "cpu")  # what the graph evaluation serves and renders
