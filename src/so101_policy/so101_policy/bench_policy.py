@@ -150,7 +150,6 @@ def inference_latency(
     """Per-chunk latency of the checkpoint (ACT or Diffusion Policy) run as ``options`` say (default fp32,
     eager), through the server and alone (ms); with ``reference`` (:func:`eager_chunk`), how far its chunk is
     from that one (``max_abs_diff_vs_fp32_eager``)."""
-    from .client import PolicyClient
     from .lerobot_policy import load_policy
 
     options = options or InferenceOptions()
@@ -168,20 +167,7 @@ def inference_latency(
         policy.get_action(obs, None)
         if i >= warmup:
             backend.append(time.perf_counter() - t0)
-    server = PolicyServer(policy, ServerConfig(port=0))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    wire = []
-    try:
-        with PolicyClient(port=server.port, timeout_ms=30000) as client:
-            for i in range(warmup + calls):
-                t0 = time.perf_counter()
-                client.get_action(obs)
-                if i >= warmup:
-                    wire.append(time.perf_counter() - t0)
-    finally:
-        server.stop()
-        thread.join(5.0)
+    wire = _round_trips(policy, obs, calls, warmup)
     out: dict[str, Any] = {
         "device": policy.device,
         **dataclasses.asdict(options),
@@ -200,24 +186,11 @@ def inference_latency(
     return out
 
 
-def transport_latency(
-    calls: int = 200,
-    warmup: int = 10,
-    width: int = 640,
-    height: int = 480,
-    cameras: tuple[str, ...] = ("ego", "side", "top"),
-) -> dict[str, Any]:
-    """Per-chunk latency of the wire alone (ms): ``get_action`` round trips through a real ZMQ socket with
-    ``cameras`` x (height x width) uint8 frames to a server whose backend answers a fixed chunk (a
-    :class:`~.replay_policy.ReplayPolicy` of 16 actions), so packing, sending and unpacking both ways are all
-    that is timed; ``request_bytes`` / ``reply_bytes``: the messages' sizes."""
+def _round_trips(backend: Any, obs: dict[str, Any], calls: int, warmup: int) -> list[float]:
+    """Seconds of each of ``calls`` ``get_action`` round trips (after ``warmup`` more) through a real ZMQ socket to a
+    :class:`PolicyServer` of ``backend`` on a free port, served from a thread of this process."""
     from .client import PolicyClient
-    from .protocol import pack
-    from .replay_policy import ReplayPolicy
 
-    warmup = min(warmup, calls)
-    backend = ReplayPolicy(np.zeros((16, 6), np.float32), horizon=16, cameras=cameras)
-    obs = bench_observation(cameras, width, height)
     server = PolicyServer(backend, ServerConfig(port=0))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -232,6 +205,27 @@ def transport_latency(
     finally:
         server.stop()
         thread.join(5.0)
+    return wire
+
+
+def transport_latency(
+    calls: int = 200,
+    warmup: int = 10,
+    width: int = 640,
+    height: int = 480,
+    cameras: tuple[str, ...] = ("ego", "side", "top"),
+) -> dict[str, Any]:
+    """Per-chunk latency of the wire alone (ms): ``get_action`` round trips through a real ZMQ socket with
+    ``cameras`` x (height x width) uint8 frames to a server whose backend answers a fixed chunk (a
+    :class:`~.replay_policy.ReplayPolicy` of 16 actions), so packing, sending and unpacking both ways are all
+    that is timed; ``request_bytes`` / ``reply_bytes``: the messages' sizes."""
+    from .protocol import pack
+    from .replay_policy import ReplayPolicy
+
+    warmup = min(warmup, calls)
+    backend = ReplayPolicy(np.zeros((16, 6), np.float32), horizon=16, cameras=cameras)
+    obs = bench_observation(cameras, width, height)
+    wire = _round_trips(backend, obs, calls, warmup)
     reply = backend.get_action(obs, None)
     return {
         "cameras": list(cameras),
