@@ -238,17 +238,29 @@ def render(
     width: int = typer.Option(640, "--width"),
     height: int = typer.Option(480, "--height"),
     encoder_threads: int = typer.Option(2, "--encoder-threads", help="libx264 threads per camera stream"),
+    merge_episodes: int = typer.Option(
+        48, "--merge-episodes", help="episodes of the first dataset phase merged, at most (0: no merge)"
+    ),
     label: str = typer.Option("cpu", "--label", help="result name suffix: render_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
     save: bool = typer.Option(True, "--save/--no-save", help="write bench/results/render_<label>.json"),
 ) -> None:
-    """Three-camera frames/s rendered and written to a LeRobot v3.0 dataset (three_cam_fps_to_dataset)."""
+    """Three-camera frames/s rendered and written to a LeRobot v3.0 dataset (three_cam_fps_to_dataset).
+
+    The result file is written after every phase too (``"complete": false``): a run cut off keeps its phases."""
     from so101_dataset.bench_render import run_render_benchmark
 
+    name = f"render_{label}"
+
+    def checkpoint(partial: dict[str, Any]) -> None:
+        if save:
+            write_result(name, partial)
+
     result = run_render_benchmark(
-        width=width, height=height, phases_spec=phases, seconds=seconds, frames=frames, encoder_threads=encoder_threads
-    )
-    _report(f"render_{label}", result, as_json, save)
+        width=width, height=height, phases_spec=phases, seconds=seconds, frames=frames,
+        encoder_threads=encoder_threads, merge_episodes=merge_episodes, on_record=checkpoint,
+    )  # fmt: skip
+    _report(name, result, as_json, save)
 
 
 @app.command()

@@ -8,7 +8,10 @@ phase together (barrier) and the rate is frames of *completed* work ÷ wall time
   issue measured;
 - ``tiled``: :class:`~so101_dataset.render.TiledRenderer`, all cameras (and B frames) per pass, one readback;
 - ``dataset``: tiled rendering into one-episode v3.0 shards through lerobot (streaming encode, finalize,
-  frame-count check) — ``three_cam_fps_to_dataset`` — plus the final ``aggregate_datasets`` merge;
+  frame-count check) — ``three_cam_fps_to_dataset`` — plus the merge the export does after it (the first
+  dataset phase only: :func:`~so101_dataset.lerobot_v3.merge_shards` with the phase's process count as
+  ``workers``, as ``so101 dataset build`` merges, of at most ``merge_episodes`` of its shards; the cost per
+  episode is extrapolated to all of them in ``three_cam_fps_incl_aggregate``);
 - ``export``: the ``dataset`` phase's writing alone: one episode rendered before the phase, written again and
   again as new shards (the export's CPU cost without the renderer's).
 
@@ -19,17 +22,23 @@ Every phase reports the CPU time of its worker processes (all their threads: enc
 Per-phase time shares (summed over workers): scene update, draw submission, readback, lerobot add_frame,
 waiting for the encoder (encode-bound), save/finalize/check (write). Cold start (process spawn + imports +
 twin + GL context) is reported separately.
+
+The record is handed to ``on_record`` after every phase (and before a merge), marked ``"complete": false``,
+so a run cut short by a time limit still leaves its figures; the returned record says ``"complete": true``.
 """
 
 from __future__ import annotations
 
+import copy
 import multiprocessing as mp
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from threading import BrokenBarrierError
 from typing import Any
 
 import numpy as np
@@ -75,17 +84,20 @@ def _worker(rank: int, cfg: DatasetConfig, phases: list[dict[str, Any]], barrier
     except Exception as exc:
         setup_error = (setup_error or "") + f" lerobot: {exc!r}"
     cold = time.time() - t_spawn
-    for ph in phases:
+    try:
+        for ph in phases:
+            barrier.wait()
+            if rank >= ph["processes"]:
+                continue
+            try:
+                if setup_error and (ph["mode"] in ("dataset", "export") or "renderer" in setup_error):
+                    raise RuntimeError(setup_error)
+                results.put(_phase(rank, er, ph, cfg, work, cold))
+            except Exception as exc:
+                results.put({"phase": ph["name"], "rank": rank, "error": repr(exc)[:500], "cold_start_s": cold})
         barrier.wait()
-        if rank >= ph["processes"]:
-            continue
-        try:
-            if setup_error and (ph["mode"] in ("dataset", "export") or "renderer" in setup_error):
-                raise RuntimeError(setup_error)
-            results.put(_phase(rank, er, ph, cfg, work, cold))
-        except Exception as exc:
-            results.put({"phase": ph["name"], "rank": rank, "error": repr(exc)[:500], "cold_start_s": cold})
-    barrier.wait()
+    except BrokenBarrierError:  # the parent stopped (an error or an interruption): so do the workers
+        pass
     if setup_error is None or "renderer" not in setup_error:
         er.close()
 
@@ -169,6 +181,7 @@ def _phase(rank: int, er: Any, ph: dict[str, Any], cfg: DatasetConfig, work: str
 
 
 DEFAULT_PHASES = "stock:1,tiled:1:1,tiled:1:4,dataset:1:4:ultrafast"
+MERGE_EPISODES = 48  # shards of the first dataset phase merged, at most
 
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
@@ -217,9 +230,15 @@ def run_render_benchmark(
     frames: int = 60,
     cfg: DatasetConfig | None = None,
     encoder_threads: int = 2,
-    partial_out: Path | None = None,
+    merge_episodes: int = MERGE_EPISODES,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the phases (see :func:`parse_phases`); ``three_cam_fps_to_dataset`` = the best dataset phase."""
+    """Run the phases (see :func:`parse_phases`); ``three_cam_fps_to_dataset`` = the best dataset phase.
+
+    The first dataset phase's shards are merged as the export merges them, at most ``merge_episodes`` of them
+    (0: no merge). ``on_record`` gets a copy of the record so far (``"complete": false``) after each phase and
+    before the merge.
+    """
     base = (cfg or load_dataset_config()).with_overrides(width=width, height=height)
     os.environ.setdefault("MUJOCO_GL", "egl")
     phases = parse_phases(phases_spec, base, encoder_threads)
@@ -236,11 +255,29 @@ def run_render_benchmark(
     procs = [ctx.Process(target=_worker, args=(r, base, phases, barrier, results, work)) for r in range(nproc)]
     for pr in procs:
         pr.start()
-    record: dict[str, Any] = {"phases": {}}
-    aggregated = False  # the merge is timed once (its cost grows with the shard count, not the phase)
-    best = 0.0
-    best_name = None
+    record: dict[str, Any] = {"complete": False, "phases": {}}
     cold: list[float] = []
+
+    def summarize() -> None:
+        record.update(_summary(record["phases"], cold))
+        record.update(
+            total_wall_s=round(time.time() - t_start, 1),
+            width=width,
+            height=height,
+            cameras=list(base.cameras),
+            frames_per_episode=frames,
+            shadows=base.render.shadows,
+            mujoco_gl=os.environ.get("MUJOCO_GL", ""),
+            merge_episodes=merge_episodes,
+            goal_three_cam_fps_to_dataset_gpu=1000.0,
+        )
+
+    def checkpoint() -> None:
+        if on_record is not None:
+            summarize()
+            on_record(copy.deepcopy(record))
+
+    aggregated = False  # the merge is timed once (its cost grows with the shard count, not the phase)
     try:
         for ph in phases:
             barrier.wait(timeout=600)
@@ -250,6 +287,7 @@ def run_render_benchmark(
             cold += [r["cold_start_s"] for r in got]
             if errors:
                 record["phases"][ph["name"]] = {"mode": ph["mode"], "processes": ph["processes"], "errors": errors[:3]}
+                checkpoint()
                 continue
             wall = max(r["t1"] for r in rows) - min(r["t0"] for r in rows)
             n = sum(r["frames"] for r in rows)
@@ -274,6 +312,8 @@ def run_render_benchmark(
                 "worst_worker_fps": round(min(r["frames"] / max(r["t1"] - r["t0"], 1e-9) for r in rows), 1),
                 "gl_renderer": sorted({r.get("gl_renderer", "") for r in rows}),
             }
+            record["phases"][ph["name"]] = entry
+            shards: list[Path] = []
             if ph["mode"] in ("dataset", "export"):
                 v = ph["cfg"].video
                 entry["encoder"] = {
@@ -287,53 +327,82 @@ def run_render_benchmark(
                 entry["image_stats"] = v.image_stats
                 shards = [Path(s) for r in rows for s in r["shards"]]  # an export phase's are written and deleted
                 entry["episodes"] = len(shards)
-            if ph["mode"] == "dataset":
-                if shards and not aggregated:
-                    aggregated = True
-                    from .lerobot_v3 import merge_shards
-
-                    a0 = time.time()
-                    merge_shards(shards, Path(work) / f"{ph['name']}_merged", ph["cfg"])
-                    agg = time.time() - a0
-                    entry["aggregate_s"] = round(agg, 3)
-                    entry["aggregate_s_per_episode"] = round(agg / len(shards), 4)
-                    entry["three_cam_fps_incl_aggregate"] = round(n / (wall + agg), 1)
-                if fps > best:
-                    best, best_name = fps, ph["name"]
-                for s in shards:
-                    shutil.rmtree(s, ignore_errors=True)
-            record["phases"][ph["name"]] = entry
-            if partial_out is not None:
-                import json
-
-                partial_out.write_text(json.dumps(record, indent=2) + "\n")
+            if ph["mode"] == "dataset" and shards and merge_episodes > 0 and not aggregated:
+                aggregated = True
+                merged = shards[:merge_episodes]
+                entry.update(aggregate_episodes=len(merged), aggregate_workers=ph["processes"], aggregate_s=None)
+                checkpoint()  # the phase's rate, before the merge
+                _aggregate(entry, merged, Path(work) / f"{ph['name']}_merged", ph["cfg"], n, wall)
+            for s in shards:
+                shutil.rmtree(s, ignore_errors=True)
+            checkpoint()
         barrier.wait(timeout=600)
+    except BaseException:
+        barrier.abort()  # the workers stop waiting for phases that will not come
+        raise
     finally:
         for pr in procs:
             pr.join(timeout=60)
             if pr.is_alive():
                 pr.kill()
         shutil.rmtree(work, ignore_errors=True)
-    stock = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "stock"]
-    tiled = [v["three_cam_fps"] for v in record["phases"].values() if v["mode"] == "tiled"]
-    record.update(
-        three_cam_fps_to_dataset=round(best, 1),
-        best_phase=best_name,
-        stock_ceiling_fps=max(stock) if stock else None,
-        tiled_render_fps=max(tiled) if tiled else None,
-        ratio_tiled_to_stock=round(max(tiled) / max(stock), 2) if stock and tiled and max(stock) > 0 else None,
-        ratio_dataset_to_stock=round(best / max(stock), 2) if stock and max(stock) > 0 else None,
-        cold_start_s={"mean": round(float(np.mean(cold)), 2), "max": round(float(np.max(cold)), 2)} if cold else None,
-        total_wall_s=round(time.time() - t_start, 1),
-        width=width,
-        height=height,
-        cameras=list(base.cameras),
-        frames_per_episode=frames,
-        shadows=base.render.shadows,
-        mujoco_gl=os.environ.get("MUJOCO_GL", ""),
-        goal_three_cam_fps_to_dataset_gpu=1000.0,
-    )
+    summarize()
+    record["complete"] = True
     return record
+
+
+def _aggregate(entry: dict[str, Any], shards: list[Path], out: Path, cfg: DatasetConfig, n: int, wall: float) -> None:
+    """Time :func:`~so101_dataset.lerobot_v3.merge_shards` of ``shards`` with ``entry["aggregate_workers"]``
+    processes; its cost per episode, scaled to all ``entry["episodes"]``, gives ``three_cam_fps_incl_aggregate``."""
+    from .lerobot_v3 import merge_shards
+
+    a0 = time.time()
+    try:
+        merge_shards(shards, out, cfg, workers=entry["aggregate_workers"])
+    except Exception as exc:
+        entry["aggregate_error"] = repr(exc)[:500]
+        return
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    agg = time.time() - a0
+    per_episode = agg / len(shards)
+    total = per_episode * entry["episodes"]
+    entry.update(
+        aggregate_s=round(agg, 3),
+        aggregate_s_per_episode=round(per_episode, 4),
+        aggregate_s_all_episodes=round(total, 3),
+        three_cam_fps_incl_aggregate=round(n / (wall + total), 1),
+        three_cam_fps_incl_aggregate_basis=(
+            f"merge of all {len(shards)} episodes"
+            if len(shards) == entry["episodes"]
+            else f"merge of {len(shards)} of {entry['episodes']} episodes, extrapolated linearly to all (its fixed "
+            "costs scale too: an upper bound for a parallel merge)"
+        ),
+    )
+
+
+def _summary(phases: dict[str, dict[str, Any]], cold: list[float]) -> dict[str, Any]:
+    """The headline figures of the phases measured so far (phases with errors have no rate)."""
+
+    def rates(mode: str) -> dict[str, float]:
+        return {k: v["three_cam_fps"] for k, v in phases.items() if v["mode"] == mode and "three_cam_fps" in v}
+
+    dataset, stock, tiled = rates("dataset"), rates("stock"), rates("tiled")
+    best_name = max(dataset, key=lambda k: dataset[k]) if dataset and max(dataset.values()) > 0 else None
+    best = dataset[best_name] if best_name else 0.0
+    top_stock = max(stock.values()) if stock else 0.0
+    top_tiled = max(tiled.values()) if tiled else None
+    return {
+        "three_cam_fps_to_dataset": best,
+        "best_phase": best_name,
+        "stock_ceiling_fps": top_stock if stock else None,
+        "tiled_render_fps": top_tiled,
+        "ratio_tiled_to_stock": round(top_tiled / top_stock, 2) if top_tiled is not None and top_stock > 0 else None,
+        "ratio_dataset_to_stock": round(best / top_stock, 2) if top_stock > 0 else None,
+        "cold_start_s": {"mean": round(float(np.mean(cold)), 2), "max": round(float(np.max(cold)), 2)}
+        if cold
+        else None,
+    }
 
 
 def run_export_benchmark(
@@ -427,22 +496,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--encoder-threads", type=int, default=2)
+    ap.add_argument("--merge-episodes", type=int, default=MERGE_EPISODES, help="shards merged at most (0: none)")
     ap.add_argument("--no-shadows", action="store_true")
     ap.add_argument("--label", default="cpu")
-    ap.add_argument("--out", default="")
+    ap.add_argument("--out", default="", help="the JSON, also written after each phase (complete: false)")
     a = ap.parse_args(argv)
     cfg = load_dataset_config()
     if a.no_shadows:
         cfg = replace(cfg, render=replace(cfg.render, shadows=False))
+    machine = {"gpu": gpu_name()}
+
+    def write(record: dict[str, Any]) -> None:
+        if a.out:
+            Path(a.out).write_text(json.dumps({**record, "machine": machine}, indent=2) + "\n")
+
     rec = run_render_benchmark(
         width=a.width, height=a.height, phases_spec=a.phases, seconds=a.seconds, frames=a.frames, cfg=cfg,
-        encoder_threads=a.encoder_threads, partial_out=Path(a.out) if a.out else None,
+        encoder_threads=a.encoder_threads, merge_episodes=a.merge_episodes, on_record=write,
     )  # fmt: skip
-    rec["machine"] = {"gpu": gpu_name()}
-    text = json.dumps(rec, indent=2)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    rec["machine"] = machine
+    print(json.dumps(rec, indent=2))
+    write(rec)
     return 0
 
 
