@@ -2,13 +2,14 @@
 # Serving-side figures of issue 23 that need no trained policy (latency and throughput do not depend on the
 # weights), on one GPU machine, as product commands:
 #   1. `so101 bench policy --full-resolution --transport`: get_action p50/p99 through a real ZMQ socket at
-#      3 x 640x480 for each CUDA variant (bench_policy.CUDA_VARIANTS: fp32, bf16, bf16 + torch.compile, fp32 and
+#      3 x 640x480 for each CUDA variant (bench_policy.CUDA_VARIANTS: fp32, bf16, fp32 and
 #      bf16 from CUDA graphs, each with its chunk's max difference from eager fp32), cold start, the wire alone
 #      (a server answering a fixed chunk) and the policy node's 30 Hz loop jitter → $SO101_BENCH_RESULTS/policy_<LABEL>.json;
 #   2. `so101 eval --fast` of an untrained ACT at 3 x 160x120 (train.yaml's architecture), wide DR: every episode
 #      runs its full 20 s, so episodes/min is the evaluator's worst case; once per execution in VARIANTS
 #      ("horizon alpha replan;...": a new chunk every 8 steps, and every step) → fast_untrained_r<replan>.json.
 # Carried wheels as for policy_h200.sh (.whl in a first call with UNTIL=install, then .whl_b; bench/README.md).
+# UNTIL=bench stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -22,6 +23,7 @@ EPISODES=${EPISODES:-64}
 so101() { "$PY" -m so101_cli "$@"; }
 echo "== bench policy ($LABEL)"
 so101 bench policy --full-resolution --transport --device cuda --calls 200 --jitter-seconds 8 --label "$LABEL"
+[ "${UNTIL:-}" = bench ] && { echo "serving_h200: stopped after bench policy (UNTIL)"; exit 0; }
 CKPT=$("$PY" - /tmp/untrained_act <<'PYEOF' | tail -1
 import sys
 from pathlib import Path

@@ -36,11 +36,12 @@ from .inference_options import InferenceOptions
 from .protocol import observation
 from .server import PolicyServer, ServerConfig
 
-# on CUDA the full-resolution latency is measured for each of these; `so101 serve` takes the best one's flags
+# on CUDA the full-resolution latency is measured for each of these; `so101 serve` takes the best one's flags.
+# torch.compile's reduce-overhead mode is not among them: it recompiled at every call (cold start 105 s, p99
+# 25.4 ms, bench/results/serving_h200_session6), and --cuda-graph makes the graphs it was meant to
 CUDA_VARIANTS = (
     InferenceOptions("fp32"),
     InferenceOptions("bf16"),
-    InferenceOptions("bf16", compile_mode="reduce-overhead"),
     InferenceOptions("fp32", cuda_graph=True),
     InferenceOptions("bf16", cuda_graph=True),
 )
