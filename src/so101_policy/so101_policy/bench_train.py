@@ -34,7 +34,7 @@ def data_throughput(dataset_dir: Path, cfg: TrainConfig, batches: int) -> dict[s
 
     device = resolve_device(cfg.device)
     t_open = time.perf_counter()
-    data = open_training_data(dataset_dir)
+    data = open_training_data(dataset_dir, cfg.max_episodes)
     opened = time.perf_counter() - t_open
     images = _check_dataset(data.features, cfg.cameras)
     t0 = time.perf_counter()
@@ -61,7 +61,7 @@ def run_train_benchmark(
 ) -> dict[str, Any]:
     """``{"sources": {name: {...}}, "data_speedup_memory_vs_dataloader", "train_samples_per_s"}``."""
     base = dataclasses.replace(config or load_train_config(), device=device)
-    data = open_training_data(dataset)
+    data = open_training_data(dataset, base.max_episodes)
     sources = SOURCES if data.kind == "lerobot" else (("rendered frames", base.frame_cache_gb),)
     out: dict[str, Any] = {
         "dataset": str(dataset),

@@ -67,6 +67,8 @@ class TrainConfig:
     vial's current xyz, normalised over the dataset, from the simulator's recorded vial pose. It needs rendered
     units (``replay.npz`` with ``object_pose/vial``; a LeRobot v3.0 dataset has no object poses); the head is saved
     with the training state, never in ``pretrained_model`` (a stock ACT checkpoint).
+    ``max_episodes`` (0 = all): train on the dataset's first N episodes only (LeRobot's ``--dataset.episodes``
+    [0, N); of rendered units the first N in sorted order), e.g. to compare data sizes on one dataset in a sweep.
     """
 
     steps: int = 20000
@@ -103,6 +105,7 @@ class TrainConfig:
     backbone_norm: str = "frozen"
     image_shift_px: int = 0
     aux_pose_weight: float = 0.0
+    max_episodes: int = 0
     policy: str = "act"
     diffusion_down_dims: tuple[int, ...] = (512, 1024, 2048)
     diffusion_train_timesteps: int = 100
@@ -125,6 +128,8 @@ class TrainConfig:
             raise _invalid("train.image_shift_px", f"must be >= 0 (0 = none), got {self.image_shift_px}")
         if not self.aux_pose_weight >= 0:
             raise _invalid("train.aux_pose_weight", f"must be >= 0 (0 = off), got {self.aux_pose_weight}")
+        if self.max_episodes < 0:
+            raise _invalid("train.max_episodes", f"must be >= 0 (0 = every episode), got {self.max_episodes}")
         if self.time_limit_s < 0:
             raise _invalid("train.time_limit_s", f"must be >= 0 (0 = none), got {self.time_limit_s}")
         _positive(self, "train", ("steps", "batch_size", "chunk_size", "dim_model", "dim_feedforward", "n_heads"))

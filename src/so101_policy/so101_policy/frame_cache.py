@@ -25,12 +25,13 @@ from .errors import PolicyError
 AUX_POSE = "aux.pose"  # a batch's auxiliary pose labels (B, 5), normalised (training_data.aux_pose_labels)
 
 
-def decoded_bytes(meta: Any, image_keys: list[str]) -> int:
-    """Bytes the decoded uint8 frames of ``image_keys`` take (what :class:`DecodedDataset` would hold)."""
+def decoded_bytes(dataset: Any, image_keys: list[str]) -> int:
+    """Bytes the decoded uint8 frames of ``image_keys`` of ``dataset``'s rows take (a ``LeRobotDataset``, its
+    selected episodes' rows only: what :meth:`DecodedDataset.decode` would hold)."""
     total = 0
     for key in image_keys:
-        h, w, c = meta.features[key]["shape"]
-        total += int(meta.total_frames) * int(h) * int(w) * int(c)
+        h, w, c = dataset.meta.features[key]["shape"]
+        total += len(dataset) * int(h) * int(w) * int(c)
     return total
 
 
@@ -113,7 +114,8 @@ class DecodedDataset:
 
     @classmethod
     def decode(cls, dataset: Any, image_keys: list[str], chunk: int, device: str) -> DecodedDataset:
-        """Every row of ``dataset`` (a ``LeRobotDataset``) with its frames of ``image_keys``, decoded."""
+        """Every row of ``dataset`` (a ``LeRobotDataset``; of its selected episodes only, LeRobot's ``episodes=``,
+        which filters ``hf_dataset``) with its frames of ``image_keys``, decoded."""
         meta = dataset.meta
         rows = dataset.hf_dataset.with_format("numpy")
         episode = np.asarray(rows["episode_index"], dtype=np.int64)

@@ -42,7 +42,8 @@ REPO_ID = "local/so101"
 class TrainResult:
     """What a finished run produced: the newest checkpoint, steps done in total, the last logged loss (mean over
     the last logging window), and the throughput (samples/s) of this invocation's training steps after the
-    first (checkpoint saving excluded; the first step's cost is in ``cold_start_s``)."""
+    first (checkpoint saving excluded; the first step's cost is in ``cold_start_s``), and the episodes and frames
+    (rows) trained on (with ``max_episodes``, the selection's)."""
 
     checkpoint_dir: Path
     steps: int
@@ -52,6 +53,8 @@ class TrainResult:
     mlflow_run_id: str = ""
     cold_start_s: float = math.nan  # from the call to the end of the first step (data loading included)
     data_source: str = ""  # batch_stream's source: "rendered frames", "memory" (decoded video) or "dataloader"
+    dataset_episodes: int = 0
+    dataset_frames: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,15 +117,16 @@ class _EpochSampler:
             epoch += 1
 
 
-def open_dataset(dataset_dir: Path, chunk_size: int) -> Any:
+def open_dataset(dataset_dir: Path, chunk_size: int, episodes: tuple[int, ...] | None = None) -> Any:
     """The v3.0 dataset as LeRobot reads it for a policy of one observation step: each item carries the next
-    ``chunk_size`` actions."""
+    ``chunk_size`` actions; only the rows of ``episodes`` (LeRobot's ``episodes=``; None: every episode)."""
     from lerobot.datasets import LeRobotDataset, LeRobotDatasetMetadata
 
     fps = LeRobotDatasetMetadata(REPO_ID, root=dataset_dir).fps
     return LeRobotDataset(
         REPO_ID,
         root=dataset_dir,
+        episodes=None if episodes is None else list(episodes),
         delta_timestamps={ACTION: [i / fps for i in range(chunk_size)]},
         video_backend="pyav",
     )
@@ -136,8 +140,9 @@ def batch_stream(
     ``device`` ("rendered frames"). A LeRobot dataset: its frames decoded once into memory on ``device``
     ("memory") when they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning:
     much slower) one DataLoader, workers spawned once and kept ("dataloader"). One order for all (on the CPU the
-    same permutations). ``aux_labels`` (N, 5) (:func:`.training_data.aux_pose_labels`, rendered units only): each
-    batch carries its rows' under :data:`.frame_cache.AUX_POSE`."""
+    same permutations). Only the rows of ``data``'s episodes (``train.max_episodes``). ``aux_labels`` (N, 5)
+    (:func:`.training_data.aux_pose_labels`, rendered units only): each batch carries its rows' under
+    :data:`.frame_cache.AUX_POSE`."""
     import torch
 
     start = start_step * cfg.batch_size
@@ -145,8 +150,8 @@ def batch_stream(
         extras = None if aux_labels is None else {AUX_POSE: aux_labels}
         units = decode_units(data, images, cfg.chunk_size, device, extras)
         return "rendered frames", units.batches(cfg.batch_size, cfg.seed, start)
-    dataset = open_dataset(data.path, cfg.chunk_size)
-    need = decoded_bytes(dataset.meta, images)
+    dataset = open_dataset(data.path, cfg.chunk_size, data.lerobot_episodes)
+    need = decoded_bytes(dataset, images)
     budget = min(cfg.frame_cache_gb * 2**30, 0.6 * _free_bytes(device))
     if 0 < need <= budget:
         decoded = DecodedDataset.decode(dataset, images, cfg.chunk_size, device)
@@ -254,10 +259,12 @@ def _has_psutil() -> bool:
 def _same_model(saved: dict[str, Any], cfg: TrainConfig) -> None:
     """A resumed run must train the same model: every field but steps/frequencies/tracking must match (a run
     saved before ``policy`` existed trained ACT, one saved before ``aux_pose_weight`` existed had no auxiliary
-    loss: a run with it does not resume one without, whose checkpoint has no head to continue)."""
+    loss: a run with it does not resume one without, whose checkpoint has no head to continue). The data a run
+    trains on is part of it: ``max_episodes`` must match too (one saved before it existed trained on every
+    episode), else the run's statistics, order and data size would change mid-run."""
     free = {"steps", "save_freq", "log_freq", "num_workers", "tracking_uri", "system_metrics", "log_checkpoints"}
     free |= {"time_limit_s", "frame_cache_gb"}
-    saved = {"policy": "act", "aux_pose_weight": 0.0, **saved}
+    saved = {"policy": "act", "aux_pose_weight": 0.0, "max_episodes": 0, **saved}
     if saved["policy"] != cfg.policy:
         raise ConfigError(
             "train.policy",
@@ -297,7 +304,7 @@ def train_policy(
     t_call = time.perf_counter()
     deadline = t_call + config.time_limit_s if config.time_limit_s > 0 else math.inf
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
-    data = open_training_data(dataset_dir)
+    data = open_training_data(dataset_dir, config.max_episodes)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(config.device)
     cuda = device.startswith("cuda")
@@ -436,7 +443,8 @@ def train_policy(
         tracker.end(status if status == "FINISHED" else "KILLED")
     measured = samples - steady_samples
     rate = measured / steady_s if measured > 0 and steady_s > 0 else 0.0
-    return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s, source)
+    return TrainResult(last_dir, step, final_loss, rate, start_step, tracker.run_id, cold_start_s, source,
+                       data.episodes, data.frames)  # fmt: skip
 
 
 def preprocess(preprocessor: Any, batch: dict[str, Any]) -> dict[str, Any]:

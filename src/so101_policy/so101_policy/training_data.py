@@ -9,6 +9,12 @@
   Statistics are computed from the rows and, for images, per channel from every 10th frame.
   The units also give the auxiliary pose labels (:func:`aux_pose_labels`, ``train.aux_pose_weight``) from the
   simulator's recorded vial pose (``object_pose/vial``).
+
+``max_episodes`` N > 0 (``train.max_episodes``) keeps the first N episodes: of units the first N in sorted order,
+whose rows, poses and statistics (state, action and image) are those N units' alone; of a LeRobot dataset episodes
+0..N-1 (:attr:`TrainingData.lerobot_episodes`, LeRobot's ``episodes=`` selection, which filters
+``hf_dataset`` to their rows) with the statistics of the whole dataset (``meta.stats``: LeRobot's own with
+``--dataset.episodes``; the metadata has no statistics of a selection).
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ POSE_STD_FLOOR_M = 1e-3  # a label's std below this (e.g. one goal in every epis
 
 @dataclass(frozen=True)
 class TrainingData:
-    """``kind`` "lerobot" or "units"; ``features`` and ``stats`` in LeRobot's dataset-metadata form."""
+    """``kind`` "lerobot" or "units"; ``features`` and ``stats`` in LeRobot's dataset-metadata form; ``episodes``
+    and ``frames`` count what training uses (with ``max_episodes``, the selection)."""
 
     kind: str
     path: Path
@@ -57,6 +64,7 @@ class TrainingData:
     units: tuple[Path, ...] = ()
     rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # units: state, action (N, 6), episode (N,)
     poses: np.ndarray | None = None  # units: (N, 5) float32 POSE_LABELS m, NaN rows where a unit has no vial pose
+    lerobot_episodes: tuple[int, ...] | None = None  # lerobot: LeRobotDataset's episodes= (None: every episode)
 
 
 def rendered_units(path: Path) -> list[Path]:
@@ -64,15 +72,18 @@ def rendered_units(path: Path) -> list[Path]:
     return sorted(u for u in (Path(path) / UNITS_DIR).glob(UNIT_GLOB) if (u / FRAMES_FILE).is_file())
 
 
-def open_training_data(path: Path) -> TrainingData:
-    """The training data at ``path`` (see the module docstring); ConfigError when it is neither kind."""
-    path = Path(path)
-    if (path / "meta" / "info.json").is_file():
-        from lerobot.datasets import LeRobotDatasetMetadata
+def open_training_data(path: Path, max_episodes: int = 0) -> TrainingData:
+    """The training data at ``path`` (see the module docstring), its first ``max_episodes`` episodes (0: all).
 
-        meta = LeRobotDatasetMetadata("local/so101", root=path)
-        return TrainingData("lerobot", path, meta.features, meta.stats, float(meta.fps), meta.total_episodes,
-                            meta.total_frames)  # fmt: skip
+    Raises:
+        ConfigError: ``path`` is neither kind (``dataset``), or ``max_episodes`` is negative or more than the
+            dataset has (``train.max_episodes``).
+    """
+    path = Path(path)
+    if max_episodes < 0:
+        raise ConfigError("train.max_episodes", f"must be >= 0 (0 = every episode), got {max_episodes}")
+    if (path / "meta" / "info.json").is_file():
+        return _open_lerobot(path, max_episodes)
     units = rendered_units(path)
     if not units:
         raise ConfigError(
@@ -80,6 +91,7 @@ def open_training_data(path: Path) -> TrainingData:
             f"{path} is neither a LeRobot dataset (no meta/info.json) nor a dataset build with rendered frames "
             f"(no {UNITS_DIR}/{UNIT_GLOB}/{FRAMES_FILE}: build it with render.keep_frames: true)",
         )
+    units = units[: _selected(max_episodes, len(units), f"{path} has {len(units)} rendered episode units")]
     first = json.loads((units[0] / EPISODE_FILE).read_text(encoding="utf-8"))
     h, w = int(first["height"]), int(first["width"])
     features: dict[str, Any] = {
@@ -94,6 +106,30 @@ def open_training_data(path: Path) -> TrainingData:
         stats[image_key(cam)] = cam_stats
     return TrainingData("units", path, features, stats, float(first["fps"]), len(units), len(state), tuple(units),
                         (state, action, episode), poses)  # fmt: skip
+
+
+def _open_lerobot(path: Path, max_episodes: int) -> TrainingData:
+    """The LeRobot v3.0 dataset at ``path``: features, whole-dataset statistics and fps from its metadata; with
+    ``max_episodes`` N > 0 the selection of episodes 0..N-1 and their frame count."""
+    from lerobot.datasets import LeRobotDatasetMetadata
+
+    meta = LeRobotDatasetMetadata("local/so101", root=path)
+    total = int(meta.total_episodes)
+    if max_episodes == 0:
+        return TrainingData("lerobot", path, meta.features, meta.stats, float(meta.fps), total,
+                            int(meta.total_frames))  # fmt: skip
+    n = _selected(max_episodes, total, f"{path} has {total} episodes")
+    frames = sum(int(meta.episodes[k]["length"]) for k in range(n))
+    return TrainingData("lerobot", path, meta.features, meta.stats, float(meta.fps), n, frames,
+                        lerobot_episodes=tuple(range(n)))  # fmt: skip
+
+
+def _selected(max_episodes: int, available: int, has: str) -> int:
+    """How many episodes to train on: ``max_episodes`` (0: all ``available``); ConfigError when there are fewer
+    (``has`` says what the dataset has)."""
+    if max_episodes > available:
+        raise ConfigError("train.max_episodes", f"is {max_episodes} but {has}: lower it (0 = every episode)")
+    return max_episodes or available
 
 
 def _frames(unit: Path, cameras: list[str]) -> dict[str, np.ndarray]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,21 @@ def test_each_batch_items_labels_are_its_rows(units: Path) -> None:
         for state, label in zip(batch["observation.state"], batch[AUX_POSE], strict=True):
             (row,) = np.flatnonzero((cache.state == state).all(1).numpy())  # the states are distinct
             np.testing.assert_array_equal(label.numpy(), labels[row])
+
+
+def test_max_episodes_labels_are_the_selected_units_rows(units: Path, tmp_path: Path) -> None:
+    """max_episodes 2 of 4: one label per selected row, normalised over those rows alone (as a build of just
+    them), and batched with them."""
+    for unit in sorted((units / "episodes").iterdir())[:2]:
+        shutil.copytree(unit, tmp_path / "episodes" / unit.name)
+    data = open_training_data(units, max_episodes=2)
+    labels, mean, std = aux_pose_labels(data)
+    want = aux_pose_labels(open_training_data(tmp_path))
+    assert labels.shape == (48, 5) and data.frames == 48
+    for got, ref in zip((labels, mean, std), want, strict=True):
+        np.testing.assert_array_equal(got, ref)
+    cache = decode_units(data, ["observation.images.top"], chunk=4, device="cpu", extras={AUX_POSE: labels})
+    assert len(cache) == 48
 
 
 def _aux_batch(seed: int = 1) -> dict[str, torch.Tensor]:

@@ -131,6 +131,18 @@ def test_a_field_of_the_other_policy_is_named(tmp_path: Path) -> None:
         load_sweep(spec, TrainConfig(), EVAL)
 
 
+def test_a_run_may_train_on_the_first_episodes(tmp_path: Path) -> None:
+    """Data sizes in one sweep: a run sets max_episodes, the others train on every episode."""
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("runs:\n  demos600: {max_episodes: 600}\n  all: {}\n")
+    sweep = load_sweep(spec, BASE, EVAL)
+    assert (sweep.runs["demos600"].max_episodes, sweep.runs["all"].max_episodes) == (600, 0)
+    assert sweep.changes["demos600"] == {"max_episodes": 600}
+    spec.write_text("runs:\n  a: {max_episodes: -1}\n")
+    with pytest.raises(ConfigError, match=r"train.max_episodes: must be >= 0"):
+        load_sweep(spec, BASE, EVAL)
+
+
 SHIPPED_SWEEPS = sorted((Path(__file__).resolve().parents[3] / "bench" / "gpu").glob("policy_*.yaml"))
 
 

@@ -19,7 +19,8 @@ from so101_policy.errors import ConfigError
 from so101_policy.lerobot_policy import ActPolicy
 from so101_policy.protocol import observation
 from so101_policy.testing.dataset import make_dataset
-from so101_policy.train import TrainProgress, train_policy
+from so101_policy.train import TrainProgress, _same_model, batch_stream, open_dataset, train_policy
+from so101_policy.training_data import open_training_data
 
 TINY = {
     "batch_size": 4,
@@ -187,6 +188,43 @@ def test_both_data_sources_train(dataset: Path, tmp_path: Path) -> None:
         run_id = (tmp_path / name / "mlflow_run_id").read_text().strip()
         sources[name] = mlflow.get_run(run_id).data.params["data_source"]
     assert sources == {"stream": "dataloader", "memory": "memory"}, json.dumps(sources)
+
+
+def test_max_episodes_trains_on_the_first_episodes_rows_only(dataset: Path, tmp_path: Path) -> None:
+    """max_episodes 1 of 2: both sources yield episode 0's 30 rows and no other; the run records 1 episode of 30
+    frames and does not resume with another max_episodes."""
+    import torch
+
+    full = open_dataset(dataset, 8).hf_dataset.with_format("numpy")
+    episode = np.asarray(full["episode_index"])
+    first = np.asarray(full["observation.state"])[episode == 0]  # (30, 6), distinct rows
+    data = open_training_data(dataset, max_episodes=1)
+    assert (data.episodes, data.frames, data.lerobot_episodes) == (1, 30, (0,))
+    assert len(open_dataset(dataset, 8, data.lerobot_episodes)) == 30
+    for gb, name in ((0.0, "dataloader"), (8.0, "memory")):
+        cfg = TrainConfig(steps=1, frame_cache_gb=gb, max_episodes=1, **TINY)
+        source, stream = batch_stream(data, ["observation.images.top"], cfg, 0, "cpu")
+        assert source == name
+        batches = [next(stream) for _ in range(16)]  # 64 items: two epochs of 30 rows and more
+        states = torch.cat([b["observation.state"] for b in batches]).numpy()
+        rows = [int(np.flatnonzero((first == s).all(1))[0]) for s in states if (first == s).all(1).any()]
+        assert len(rows) == len(states), f"{name}: rows of another episode"
+        assert set(rows) == set(range(30)), name
+        if name == "dataloader":
+            assert torch.cat([b["episode_index"] for b in batches]).eq(0).all()
+    result = train_policy(dataset, tmp_path / "run", TrainConfig(steps=1, save_freq=1, max_episodes=1, **TINY))
+    assert (result.dataset_episodes, result.dataset_frames) == (1, 30)
+    import mlflow
+
+    params = mlflow.get_run(result.mlflow_run_id).data.params
+    assert (params["dataset.episodes"], params["dataset.frames"], params["train.max_episodes"]) == ("1", "30", "1")
+    with pytest.raises(ConfigError, match=r"config changed \(max_episodes\)"):
+        train_policy(dataset, tmp_path / "run", TrainConfig(steps=2, save_freq=1, max_episodes=2, **TINY))
+    old_run = {k: v for k, v in dataclasses.asdict(TrainConfig(**TINY)).items() if k != "max_episodes"}
+    with pytest.raises(ConfigError, match=r"config changed \(max_episodes\)"):  # saved before the field existed
+        _same_model(old_run, TrainConfig(max_episodes=1, **TINY))
+    with pytest.raises(ConfigError, match=r"train.max_episodes: is 3 but .* has 2 episodes"):
+        open_training_data(dataset, max_episodes=3)
 
 
 def test_a_time_limit_stops_with_a_checkpoint_of_the_last_step_and_resumes_on_schedule(

@@ -4,11 +4,13 @@ unit, damaged units named (so101_policy.training_data)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from so101_core.episode_units import write_frames
+from so101_policy.config import TrainConfig
 from so101_policy.errors import ConfigError
 from so101_policy.training_data import TrainingData, _image_stats, decode_units, open_training_data
 
@@ -84,6 +86,43 @@ def test_a_frames_file_that_is_no_archive_is_named(tmp_path: Path) -> None:
     (unit / "frames.npz").write_bytes(b"not a zip archive")
     with pytest.raises(ConfigError, match=r"episode_000000/frames.npz: not an npz archive"):
         open_training_data(tmp_path)
+
+
+def test_max_episodes_keeps_the_first_units_alone(tmp_path: Path) -> None:
+    """max_episodes 2 of 3 units: the rows, frames and statistics of a build holding just the first two."""
+    rng = np.random.default_rng(5)
+    units = [_write_unit(tmp_path / "all", k, frames, rng) for k, frames in enumerate((12, 7, 9))]
+    for unit in units[:2]:
+        shutil.copytree(unit, tmp_path / "two" / "episodes" / unit.name)
+    data = open_training_data(tmp_path / "all", max_episodes=2)
+    want = open_training_data(tmp_path / "two")
+    assert (data.episodes, data.frames) == (want.episodes, want.frames) == (2, 19)
+    assert [u.name for u in data.units] == [u.name for u in want.units] == ["episode_000000", "episode_000001"]
+    assert data.rows is not None and want.rows is not None and data.features == want.features
+    for got, ref in zip(data.rows, want.rows, strict=True):
+        np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(data.poses, want.poses)  # type: ignore[arg-type]
+    assert data.stats.keys() == want.stats.keys()
+    for key, stats in want.stats.items():
+        for name, value in stats.items():
+            np.testing.assert_array_equal(data.stats[key][name], value, err_msg=f"{key} {name}")
+    cache = decode_units(data, ["observation.images.top"], chunk=4, device="cpu")
+    frames = cache.images["observation.images.top"].permute(0, 2, 3, 1).numpy()
+    np.testing.assert_array_equal(frames, np.concatenate([PIXELS[u]["top"] for u in units[:2]]))
+    assert open_training_data(tmp_path / "all", max_episodes=0).frames == 28  # 0: every unit, as before
+
+
+def test_max_episodes_beyond_the_units_or_negative_is_named(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    for k in range(3):
+        _write_unit(tmp_path, k, 5, rng)
+    with pytest.raises(ConfigError, match=r"train.max_episodes: is 4 but .* has 3 rendered episode units"):
+        open_training_data(tmp_path, max_episodes=4)
+    with pytest.raises(ConfigError, match=r"train.max_episodes: must be >= 0"):
+        open_training_data(tmp_path, max_episodes=-1)
+    with pytest.raises(ConfigError, match=r"train.max_episodes: must be >= 0"):
+        TrainConfig(max_episodes=-1)
+    assert TrainConfig().max_episodes == 0
 
 
 def test_the_training_benchmark_measures_rendered_units(tmp_path: Path) -> None:
