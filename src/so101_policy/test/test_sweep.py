@@ -158,4 +158,9 @@ def test_every_shipped_sweep_file_parses(path: Path) -> None:
 
 def test_the_shipped_sweep_files_are_found() -> None:
     names = {p.name for p in SHIPPED_SWEEPS}
-    assert {"policy_sweep.yaml", "policy_recipe_aux.yaml", "policy_recipe_aux3.yaml"} <= names
+    assert {
+        "policy_sweep.yaml",
+        "policy_recipe_aux.yaml",
+        "policy_recipe_aux3.yaml",
+        "policy_recipe_data.yaml",
+    } <= names
