@@ -18,6 +18,21 @@ def test_settings_override_and_are_validated() -> None:
         with_settings(EvalConfig(), ["graphs=0"], "eval")
     with pytest.raises(ConfigError, match=r"eval\.nope"):
         with_settings(EvalConfig(), ["nope=1"], "eval")
+
+
+def test_the_temporal_ensemble_is_set_for_both_evaluators() -> None:
+    """``so101 eval --set temporal_ensemble_coeff=...``: the EvalConfig both evaluators read (the fast one directly,
+    the graph's policy node through its launch argument)."""
+    from so101_policy.evaluation_graph import evaluation_arguments
+
+    cfg = with_settings(EvalConfig(), ["temporal_ensemble_coeff=0.01"], "eval")
+    assert cfg.temporal_ensemble_coeff == 0.01
+    arguments = evaluation_arguments(
+        cfg, cameras=("top",), policy_cameras=("top",), width=32, height=24, server_port=6001, token="t0"
+    )
+    assert "temporal_ensemble_coeff:=0.01" in arguments
+    with pytest.raises(ConfigError, match=r"eval\.temporal_ensemble_coeff"):
+        with_settings(EvalConfig(), ["temporal_ensemble_coeff=-1"], "eval")
     with pytest.raises(ConfigError, match="field=value"):
         with_settings(EvalConfig(), ["graphs"], "eval")
 

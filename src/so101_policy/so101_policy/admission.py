@@ -7,7 +7,9 @@ at: the first ``horizon`` rows, less those already in the past at step ``now``. 
   range (a gross excursion: a broken policy, not an overshoot), or when the first executed row is further than
   ``max_step_rad`` (arm joints) from ``reference`` (the last command, or the measured position before any);
 - otherwise **clamped** into the range (the twin's ``ctrlrange``, which the arm and the simulator clip to anyway)
-  and EMA-blended into the plan (:func:`so101_policy.blending.blend`).
+  and merged into the plan: EMA-blended (:func:`so101_policy.blending.blend`), or with ``ensemble_coeff`` > 0
+  averaged with every earlier prediction for the same step (ACT's temporal ensemble,
+  :func:`so101_policy.blending.ensemble`).
 
 A refused chunk leaves the current plan as it was (its queued actions stay good); so does a chunk whose rows
 are all in the past. Pure functions: no clock, no I/O.
@@ -23,7 +25,7 @@ from so101_core.arrays import F64
 from so101_core.joints import twin_ranges
 from so101_core.robot_spec import JOINT_NAMES
 
-from .blending import Plan, blend
+from .blending import Plan, blend, ensemble
 from .config import PolicyNodeConfig
 
 
@@ -72,12 +74,15 @@ def admit_chunk(
     limits: ChunkLimits,
     reference: npt.ArrayLike,
     reference_name: str = "the last command",
+    *,
+    ensemble_coeff: float = 0.0,
 ) -> Admission:
-    """Check, clamp and blend ``chunk`` (H, 6) rad observed at step ``chunk_start`` into ``plan`` at step ``now``.
+    """Check, clamp and merge ``chunk`` (H, 6) rad observed at step ``chunk_start`` into ``plan`` at step ``now``.
 
     ``horizon``: rows of a chunk that may execute; ``alpha``: EMA weight of the new chunk (see
     :func:`~so101_policy.blending.blend`); ``reference`` (6,) rad: the last command (or the measured position),
-    named ``reference_name`` in a refusal.
+    named ``reference_name`` in a refusal; ``ensemble_coeff`` > 0: ACT's temporal ensemble with that coefficient
+    instead of the EMA (:func:`~so101_policy.blending.ensemble`; ``alpha`` unused), 0: the EMA.
     """
     rows = np.asarray(chunk, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[1] != 6:
@@ -110,4 +115,8 @@ def admit_chunk(
             plan, f"chunk starts {jump[j]:.3f} rad from {reference_name} on {JOINT_NAMES[j]} (max {limit:g})", 0, 0
         )
     start = chunk_start + skip
-    return Admission(blend(plan, clamped, start, now, len(clamped), alpha), "", moved, len(clamped))
+    if ensemble_coeff > 0:
+        merged = ensemble(plan, clamped, start, now, len(clamped), ensemble_coeff)
+    else:
+        merged = blend(plan, clamped, start, now, len(clamped), alpha)
+    return Admission(merged, "", moved, len(clamped))

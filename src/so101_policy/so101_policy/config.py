@@ -196,15 +196,17 @@ class EvalConfig:
     """Evaluation in the twin through the real graph (sim node + policy node + policy server as processes).
 
     ``episodes`` randomized episodes from seeds ``seed, seed + 1, ...``; each lasts at most ``episode_s`` of sim
-    time; ``horizon`` actions per chunk are executed (16 sim), a new chunk every ``replan_steps`` (0 = horizon /
-    2); ``blend_alpha``: EMA weight of the newer chunk; ``real_time_factor`` speeds sim and policy node up
-    together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size); ``videos`` =
-    number of episodes with an MP4 and a tracking plot (the first K, then the first success and the first failure
-    after them; 0: none). FRAME references (DTW, ATE, RTE, action MSE) are the scripted expert's rollouts on the
-    same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g. ``wide``), "" = the base ranges; ``graphs``:
-    evaluation graphs run side by side, the seeds split between them. ``scene_seeds``: the episodes' scene seeds
-    instead of ``seed + i`` (e.g. the training demos' ``scene_seed``s: does the policy solve the scenes it was
-    trained on?); at most ``episodes`` of them are used.
+    time; ``horizon`` actions per chunk are executed (16 sim), a new chunk every ``replan_steps`` (0 = horizon / 2);
+    ``blend_alpha``: EMA weight of the newer chunk; ``temporal_ensemble_coeff``: 0 = off (the EMA), > 0 = ACT's
+    temporal ensemble instead (every prediction made for a step averaged with weights ``exp(-coeff * k)``, k = 0 the
+    oldest; ACT uses 0.01; ``blend_alpha`` is then unused), in both evaluators; ``real_time_factor`` speeds sim and
+    policy node up together; ``width``/``height`` px of the rendered cameras (0 = the checkpoint's image size);
+    ``videos`` = number of episodes with an MP4 and a tracking plot (the first K, then the first success and the
+    first failure after them; 0: none). FRAME references (DTW, ATE, RTE, action MSE) are the scripted expert's
+    rollouts on the same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g. ``wide``), "" = the base ranges;
+    ``graphs``: evaluation graphs run side by side, the seeds split between them. ``scene_seeds``: the episodes'
+    scene seeds instead of ``seed + i`` (e.g. the training demos' ``scene_seed``s: does the policy solve the scenes
+    it was trained on?); at most ``episodes`` of them are used.
     """
 
     episodes: int = 50
@@ -212,6 +214,7 @@ class EvalConfig:
     episode_s: float = 20.0
     horizon: int = 16
     blend_alpha: float = 0.2
+    temporal_ensemble_coeff: float = 0.0
     replan_steps: int = 0
     real_time_factor: float = 1.0
     cameras: tuple[str, ...] = ()
@@ -241,6 +244,10 @@ class EvalConfig:
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
         if not 0 < self.blend_alpha <= 1:
             raise _invalid("eval.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
+        if not self.temporal_ensemble_coeff >= 0:
+            raise _invalid(
+                "eval.temporal_ensemble_coeff", f"must be >= 0 (0 = off), got {self.temporal_ensemble_coeff}"
+            )
         if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
             raise ConfigError("eval", "videos, width, height, replan_steps must be >= 0")
         _cameras(self.cameras, "eval")
@@ -250,16 +257,17 @@ class EvalConfig:
 class PolicyNodeConfig:
     """The 30 Hz policy node (``config/policy.yaml``; the node's ROS parameters default to these).
 
-    ``horizon``: actions of each chunk executed (8 real, 16 sim); ``replan_steps``: a new chunk is requested
-    every this many steps (0 = when the plan runs out); ``blend_alpha``: EMA weight of the newer chunk on the
-    overlap; ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the arm (s of the node clock, sim
-    seconds under ``use_sim_time``; ``server_timeout_ms`` is wall-clock); ``max_step_rad``
-    (5 arm joints): a chunk whose first action is further than this from the last command (or, with none, the
-    measured position) is refused. wrist_roll gets more: in the demos its command leads the measured
-    joint by up to 0.8 rad. Rows of a chunk outside the joint range are clamped into it; a value more than
+    ``horizon``: actions of each chunk executed (8 real, 16 sim); ``replan_steps``: a new chunk is requested every
+    this many steps (0 = when the plan runs out); ``blend_alpha``: EMA weight of the newer chunk on the overlap;
+    ``temporal_ensemble_coeff``: 0 = off (the EMA), > 0 = ACT's temporal ensemble instead (every prediction made for
+    a step averaged with weights ``exp(-coeff * k)``, k = 0 the oldest; ACT uses 0.01; ``blend_alpha`` is then
+    unused: :mod:`so101_policy.blending`); ``stale_joint_s`` / ``stale_camera_s``: inputs older than this hold the
+    arm (s of the node clock, sim seconds under ``use_sim_time``; ``server_timeout_ms`` is wall-clock);
+    ``max_step_rad`` (5 arm joints): a chunk whose first action is further than this from the last command (or, with
+    none, the measured position) is refused. wrist_roll gets more: in the demos its command leads the measured joint
+    by up to 0.8 rad. Rows of a chunk outside the joint range are clamped into it; a value more than
     ``max_excursion_rad`` outside is a broken policy and refuses the chunk (:mod:`so101_policy.admission`);
-    ``refusal_limit`` chunks refused in a row are a refusal loop: the node holds and asks no more until
-    ``~/start``.
+    ``refusal_limit`` chunks refused in a row are a refusal loop: the node holds and asks no more until ``~/start``.
     """
 
     rate_hz: float = 30.0
@@ -267,6 +275,7 @@ class PolicyNodeConfig:
     horizon_sim: int = 16
     replan_steps: int = 0
     blend_alpha: float = 0.2
+    temporal_ensemble_coeff: float = 0.0
     cameras: tuple[str, ...] = CAMERA_NAMES
     task: str = "put the vial in the rack"
     server_host: str = "127.0.0.1"
@@ -288,6 +297,10 @@ class PolicyNodeConfig:
             raise _invalid("policy.max_step_rad", f"needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
         if not 0 < self.blend_alpha <= 1:
             raise _invalid("policy.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
+        if not self.temporal_ensemble_coeff >= 0:
+            raise _invalid(
+                "policy.temporal_ensemble_coeff", f"must be >= 0 (0 = off), got {self.temporal_ensemble_coeff}"
+            )
         if self.replan_steps < 0:
             raise _invalid("policy.replan_steps", f"must be >= 0, got {self.replan_steps}")
         _cameras(self.cameras, "policy")

@@ -42,6 +42,7 @@ CONFIG_FIELDS = (
     "horizon",
     "replan_steps",
     "blend_alpha",
+    "temporal_ensemble_coeff",
     "task",
     "server_timeout_ms",
 )
@@ -106,6 +107,7 @@ def evaluation_description(serve_args: Sequence[str] | None = None) -> LaunchDes
         "horizon_sim": "$(arg horizon)",
         "replan_steps": "$(arg replan_steps)",
         "blend_alpha": "$(arg blend_alpha)",
+        "temporal_ensemble_coeff": "$(arg temporal_ensemble_coeff)",
         "cameras": "$(arg policy_cameras)",
         "task": "$(arg task)",
         "server_port": "$(arg server_port)",

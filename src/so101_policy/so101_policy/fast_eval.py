@@ -1,14 +1,14 @@
 """``so101 eval --fast``: the evaluation's episodes in N twin environments at once, the policy batched.
 
 The same episodes as the graph evaluation (:mod:`.evaluate`): seeds ``seed .. seed + episodes - 1`` (or
-``scene_seeds``), the same twin, DR profile, command filter and success rules (:class:`~.sim_env.VialRackEnv`,
-one process per environment), and chunks executed as the policy node executes them (``horizon``, a new chunk every
-``replan_every`` steps, admitted, clamped and EMA-blended by :func:`~.admission.admit_chunk` with policy.yaml's
-limits; a hold where no action is planned). The graph
-evaluation stays the figure of record for deployment; this one is for development (a sweep scores its runs
-here). What differs, by construction: inference takes no sim time here (in the graph the chunk is used from
-the step its reply arrives), and the policy sees the images rendered after the last step (in the graph: the
-newest frame of the 30 Hz camera stream).
+``scene_seeds``), the same twin, DR profile, command filter and success rules (:class:`~.sim_env.VialRackEnv`, one
+process per environment), and chunks executed as the policy node executes them (``horizon``, a new chunk every
+``replan_every`` steps, admitted, clamped and EMA-blended, or with ``temporal_ensemble_coeff`` > 0 temporally
+ensembled as ACT does, by :func:`~.admission.admit_chunk` with policy.yaml's limits; a hold where no action is
+planned). The graph evaluation stays the figure of record for deployment; this one is for development (a sweep
+scores its runs here). What differs, by construction: inference takes no sim time here (in the graph the chunk is
+used from the step its reply arrives), and the policy sees the images rendered after the last step (in the graph:
+the newest frame of the 30 Hz camera stream).
 
 ``envs`` environments run the episodes; one whose episode ends takes the next seed at the next replanning step
 (a multiple of ``replan_every`` on the common clock), so every episode's own clock replans at its multiples of
@@ -171,7 +171,7 @@ def run_fast_evaluation(
     with phases("start"):
         vec = make_vector_env(spec, n_env)
     try:
-        ex = Execution(horizon, replan, config.blend_alpha, limits)
+        ex = Execution(horizon, replan, config.blend_alpha, config.temporal_ensemble_coeff, limits)
         rows = _run(vec, backend, spec, seeds, ex, progress, phases)
     finally:
         with phases("close"):
@@ -183,11 +183,13 @@ def run_fast_evaluation(
 @dataclass(frozen=True)
 class Execution:
     """How chunks are executed, as the policy node does: ``horizon`` steps of a chunk, a new one every ``replan``
-    steps, EMA weight ``alpha`` on the new chunk, admitted within ``limits``."""
+    steps, EMA weight ``alpha`` on the new chunk (``ensemble_coeff`` > 0: ACT's temporal ensemble with that
+    coefficient instead; 0 = the EMA), admitted within ``limits``."""
 
     horizon: int
     replan: int
     alpha: float
+    ensemble_coeff: float
     limits: ChunkLimits
 
 
@@ -252,7 +254,10 @@ def _run(
                 ep = running[i]
                 assert ep is not None
                 ref = q[i] if ep.last is None else ep.last
-                admitted = admit_chunk(ep.plan, rows_of[i], step, step, ex.horizon, ex.alpha, ex.limits, ref)
+                admitted = admit_chunk(
+                    ep.plan, rows_of[i], step, step, ex.horizon, ex.alpha, ex.limits, ref,
+                    ensemble_coeff=ex.ensemble_coeff,
+                )  # fmt: skip
                 ep.plan = admitted.plan
                 ep.stats["clamped_values"] += admitted.clamped
                 ep.stats["rejected_chunks"] += bool(admitted.refused)

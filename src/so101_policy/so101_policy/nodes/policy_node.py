@@ -2,11 +2,13 @@
 
 Every period (1 / ``rate_hz``) the node takes the latest ``joint_states`` and camera images, and
 (in a worker thread, so the loop never waits) asks the server for an action chunk with the observation in
-LeRobot units. Chunks are EMA-blended into the plan (:mod:`so101_policy.blending`, ``blend_alpha``); the first
-``horizon`` actions of a chunk are used (``horizon`` real, ``horizon_sim`` with ``sim:=true``), a new one is
-asked every ``replan_steps`` (0 = horizon / 2). The plan's action for this step goes out on ``joint_commands``.
-The step (sent to the server as ``options["step"]``) counts control periods from the run's first action: a slow
-first reply (a server warming up) does not move a step-indexed policy, such as a replay, ahead of the arm.
+LeRobot units. Chunks are EMA-blended into the plan (:mod:`so101_policy.blending`, ``blend_alpha``), or, with
+``temporal_ensemble_coeff`` > 0, merged by ACT's temporal ensemble (every prediction made for a step averaged with
+weights ``exp(-coeff * k)``, k = 0 the oldest; ``blend_alpha`` unused); the first ``horizon`` actions of a chunk
+are used (``horizon`` real, ``horizon_sim`` with ``sim:=true``), a new one is asked every ``replan_steps`` (0 =
+horizon / 2). The plan's action for this step goes out on ``joint_commands``. The step (sent to the server as
+``options["step"]``) counts control periods from the run's first action: a slow first reply (a server warming up)
+does not move a step-indexed policy, such as a replay, ahead of the arm.
 
 Chunks enter the plan through :func:`so101_policy.admission.admit_chunk` (the rule an evaluator shares): only
 the rows that will execute are checked (the first ``horizon``, less those already past); values outside a
@@ -27,9 +29,9 @@ Services: ``~/start`` (std_srvs/Trigger: reset the server's policy, start at ste
 measured position once, then publish nothing). Nothing moves before ``~/start`` unless ``autostart``.
 
 Parameters (defaults from ``policy_config``, i.e. config/policy.yaml): ``rate_hz``, ``horizon``,
-``horizon_sim``, ``sim``, ``replan_steps``, ``blend_alpha``, ``cameras``, ``task``, ``server_host``,
-``server_port``, ``api_token``, ``server_timeout_ms``, ``stale_joint_s``, ``stale_camera_s``, ``max_step_rad``,
-``max_excursion_rad``, ``refusal_limit``, ``autostart``, ``diagnostics_period_s``, ``use_sim_time``.
+``horizon_sim``, ``sim``, ``replan_steps``, ``blend_alpha``, ``temporal_ensemble_coeff``, ``cameras``, ``task``,
+``server_host``, ``server_port``, ``api_token``, ``server_timeout_ms``, ``stale_joint_s``, ``stale_camera_s``,
+``max_step_rad``, ``max_excursion_rad``, ``refusal_limit``, ``autostart``, ``diagnostics_period_s``, ``use_sim_time``.
 
 Time: the loop runs on the node's clock. Its period is a timer's, and an input is stale when it was received
 more than ``stale_joint_s`` / ``stale_camera_s`` ago by ``node.now_ns()``; under ``use_sim_time`` (the evaluator
@@ -291,7 +293,16 @@ class PolicyNode:
         assert reply.actions is not None
         reference, name = (self._last_command, "the last command") if self._last_command is not None else (q, "the arm")
         result = admit_chunk(
-            self._plan, reply.actions, reply.step, step, p.active_horizon, p.blend_alpha, self.limits, reference, name
+            self._plan,
+            reply.actions,
+            reply.step,
+            step,
+            p.active_horizon,
+            p.blend_alpha,
+            self.limits,
+            reference,
+            name,
+            ensemble_coeff=p.temporal_ensemble_coeff,
         )
         self._server_fault, self._server_unreachable = "", False
         if result.refused:
