@@ -15,8 +15,10 @@
 # SO101_SLICE_S: seconds this call may take; no step starts without time for it, and training stops in time.
 # Sizes (a small rehearsal on a CPU): DEMOS, WIDTH, HEIGHT, EPISODES, EPISODE_S, GRAPHS, SWEEP, DEVICE, FULL, RUN;
 # FRAMES_PER_PASS: frames per render pass (dataset.yaml render.frames_per_pass; default 32, config/pipeline_h200.yaml's);
-# VARIANTS: the execution variants, "horizon alpha replan;..." (default four). UNTIL=install|seeds|skillgen|render|
-# train_scenes|graph: stop after that step (a call whose carried wheels serve only the steps up to it).
+# VARIANTS: the execution variants, "horizon alpha replan [temporal_ensemble_coeff];..." (default four; the fourth
+# field, 0 when left out, > 0 runs ACT's temporal ensemble instead of the EMA, e.g. "32 0.2 1 0.01").
+# UNTIL=install|seeds|skillgen|render|train_scenes|graph: stop after that step (a call whose carried wheels serve only
+# the steps up to it).
 # TRAIN_SCENES=0 skips the check on the training demos' scenes. DEMOS_FROM=DIR: seeds/ and demos/ made elsewhere
 # (steps 1-2 on a CPU machine, carried in DIR) stand for steps 1 and 2. SkillGen's config: config/skillgen.yaml with
 # rollout.execution_noise_rad = EXECUTION_NOISE_RAD (default 0.02: DART demos, bench/results/policy_h100_session8;
@@ -109,33 +111,33 @@ BEST=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0][
 CKPT=$RUN/sweep/$BEST
 IFS=";" read -r -a VARIANT_LIST <<<"${VARIANTS-16 0.2 8;16 1.0 8;16 0.5 4;32 0.5 8}"  # "": the sweep's scoring alone
 for variant in "${VARIANT_LIST[@]}"; do
-  read -r H A R <<<"$variant"; dir=$RUN/fast/h${H}_a${A}_r${R}
+  read -r H A R T <<<"$variant"; T=${T:-0}; dir=$RUN/fast/h${H}_a${A}_r${R}$([ "$T" = 0 ] || echo "_te$T")
   [ -f "$dir/fast_results.json" ] && continue
-  need 100 "fast variant $variant"; stamp "fast eval h=$H alpha=$A replan=$R"
+  need 100 "fast variant $variant"; stamp "fast eval h=$H alpha=$A replan=$R temporal ensemble=$T"
   so101 eval --fast --checkpoint "$CKPT" -n "$EPISODES" --out "$dir" --envs "$WORKERS" --set dr_profile=wide \
-    --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set device="$DEVICE" \
-    --set episode_s="$EPISODE_S"
+    --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set temporal_ensemble_coeff="$T" \
+    --set device="$DEVICE" --set episode_s="$EPISODE_S"
 done
 CHOICE=$("$PY" - "$RUN/fast" <<'PYEOF'
 import json, pathlib, sys
 rows = [(json.loads(p.read_text()), p.parent.name) for p in pathlib.Path(sys.argv[1]).glob("h*/fast_results.json")]
 if rows:
     best = max(rows, key=lambda r: (r[0]["success_rate"], r[0]["workshop_rate"]))[0]["config"]
-    print(best["horizon"], best["blend_alpha"], best["replan_steps"])
+    print(best["horizon"], best["blend_alpha"], best["replan_steps"], best.get("temporal_ensemble_coeff", 0.0))
 else:  # no variants: eval.yaml's execution, as the sweep scored it
     from so101_policy.config import load_eval_config
     e = load_eval_config()
-    print(e.horizon, e.blend_alpha, e.replan_steps)
+    print(e.horizon, e.blend_alpha, e.replan_steps, e.temporal_ensemble_coeff)
 PYEOF
 )
-read -r H A R <<<"$CHOICE"
+read -r H A R T <<<"$CHOICE"
 if [ "${TRAIN_SCENES:-1}" != 0 ] && [ ! -f "$RUN/fast/train_scenes/fast_results.json" ]; then
   need 100 "fast eval on the training scenes"; stamp "fast eval on the training scenes"
   SCENES=$("$PY" -c "import json,sys; from so101_core.seeds.format import load_seeds
 print(json.dumps([d.seed for d in load_seeds(sys.argv[1])][:int(sys.argv[2])]))" "$RUN/demos" "$EPISODES")
   so101 eval --fast --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/fast/train_scenes" --envs "$WORKERS" \
     --set dr_profile=wide --set "scene_seeds=$SCENES" --set horizon="$H" --set blend_alpha="$A" \
-    --set replan_steps="$R" --set device="$DEVICE" --set episode_s="$EPISODE_S"
+    --set replan_steps="$R" --set temporal_ensemble_coeff="$T" --set device="$DEVICE" --set episode_s="$EPISODE_S"
 fi
 [ "${UNTIL:-}" = train_scenes ] && { echo "policy_h200: stopped after the training-scene check (UNTIL)"; exit 0; }
 RTF=2; [ "$R" -lt 4 ] && RTF=1  # a query every step or two: real time, so the server's answers keep pace
@@ -143,7 +145,7 @@ if [ ! -f "$RUN/graph/results.json" ]; then
   need 240 "graph evaluation"; stamp "graph evaluation h=$H alpha=$A replan=$R"
   so101 eval --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/graph" --set graphs="$GRAPHS" --set real_time_factor=$RTF \
     --set dr_profile=wide --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set device="$DEVICE" \
-    --set videos=2 --set episode_s="$EPISODE_S"
+    --set temporal_ensemble_coeff="$T" --set videos=2 --set episode_s="$EPISODE_S"
 fi
 [ "${UNTIL:-}" = graph ] && { echo "policy_h200: stopped after the graph evaluation (UNTIL)"; exit 0; }
 need 120 "bench policy"; stamp "bench policy"
