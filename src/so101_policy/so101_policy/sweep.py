@@ -142,6 +142,7 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
                 "final_loss": trained[name]["final_loss"],
                 "samples_per_s": trained[name]["samples_per_s"],
                 "cold_start_s": trained[name]["cold_start_s"],
+                "train_episodes": trained[name].get("dataset_episodes"),  # None: trained by a build without it
                 "success_rate": result["success_rate"],
                 "wilson_95": result["wilson_95"],
                 "workshop_rate": result["workshop_rate"],

@@ -63,7 +63,7 @@ def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
     assert {r["run"] for r in rows} == {"act", "diffusion"}
     for row in rows:
         assert row["steps"] == 4 and row["episodes"] == 1 and 0.0 <= row["success_rate"] <= 1.0
-        assert row["samples_per_s"] > 0
+        assert row["samples_per_s"] > 0 and row["train_episodes"] == 1  # the dataset's episodes it trained on
         config = tmp_path / "out" / row["run"] / "checkpoints" / "last" / "pretrained_model" / "config.json"
         assert json.loads(config.read_text())["type"] == row["run"]
         assert (tmp_path / "out" / row["run"] / "fast_eval" / "fast_results.json").is_file()
