@@ -93,6 +93,8 @@ class ShardWriter:
             streaming_encoding=True,
             encoder_queue_maxsize=cfg.video.queue_frames,
             encoder_threads=cfg.video.encoder_threads or None,
+            video_backend="pyav",  # the shard is never decoded; lerobot's default probes torchcodec and logs a
+            # warning (a traceback where it is installed but unloadable) for every shard
         )
         self.frames = 0
         self.wait_s = 0.0  # time spent waiting for the encoder queues (encode-bound share)

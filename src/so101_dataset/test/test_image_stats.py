@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -165,3 +166,11 @@ def test_image_stats_is_a_named_config_field() -> None:
     assert parse_dataset_config({"video": {"image_stats": "lerobot"}}).video.image_stats == "lerobot"
     with pytest.raises(DatasetConfigError, match="image_stats"):
         parse_dataset_config({"video": {"image_stats": "sampled"}})
+
+
+def test_writing_a_shard_logs_no_decoder_probe(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A shard is written, never decoded: no torchcodec probe and its warning (one per shard, 185 lines in a
+    16-worker benchmark's log) from lerobot's default video backend."""
+    with caplog.at_level(logging.WARNING, logger="lerobot"):
+        _shard(tmp_path / "s", "exact", _frames(4))
+    assert not [r for r in caplog.records if "torchcodec" in r.getMessage()]
