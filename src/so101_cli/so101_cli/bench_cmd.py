@@ -238,8 +238,11 @@ def render(
     width: int = typer.Option(640, "--width"),
     height: int = typer.Option(480, "--height"),
     encoder_threads: int = typer.Option(2, "--encoder-threads", help="libx264 threads per camera stream"),
-    merge_episodes: int = typer.Option(
-        48, "--merge-episodes", help="episodes of the first dataset phase merged, at most (0: no merge)"
+    merge_episodes: int | None = typer.Option(
+        None,
+        "--merge-episodes",
+        min=0,
+        help="episodes of the first dataset phase merged, at most (0: no merge; default bench_render.MERGE_EPISODES)",
     ),
     label: str = typer.Option("cpu", "--label", help="result name suffix: render_<label>.json (e.g. cpu, h200)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),

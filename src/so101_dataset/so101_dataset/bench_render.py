@@ -230,15 +230,16 @@ def run_render_benchmark(
     frames: int = 60,
     cfg: DatasetConfig | None = None,
     encoder_threads: int = 2,
-    merge_episodes: int = MERGE_EPISODES,
+    merge_episodes: int | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the phases (see :func:`parse_phases`); ``three_cam_fps_to_dataset`` = the best dataset phase.
 
     The first dataset phase's shards are merged as the export merges them, at most ``merge_episodes`` of them
-    (0: no merge). ``on_record`` gets a copy of the record so far (``"complete": false``) after each phase and
-    before the merge.
+    (0: no merge; None: :data:`MERGE_EPISODES`). ``on_record`` gets a copy of the record so far
+    (``"complete": false``) after each phase and before the merge.
     """
+    merge_episodes = MERGE_EPISODES if merge_episodes is None else merge_episodes
     base = (cfg or load_dataset_config()).with_overrides(width=width, height=height)
     os.environ.setdefault("MUJOCO_GL", "egl")
     phases = parse_phases(phases_spec, base, encoder_threads)
@@ -359,12 +360,12 @@ def _aggregate(entry: dict[str, Any], shards: list[Path], out: Path, cfg: Datase
     a0 = time.time()
     try:
         merge_shards(shards, out, cfg, workers=entry["aggregate_workers"])
+        agg = time.time() - a0  # the merge alone, not the removal of its output below
     except Exception as exc:
         entry["aggregate_error"] = repr(exc)[:500]
         return
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    agg = time.time() - a0
     per_episode = agg / len(shards)
     total = per_episode * entry["episodes"]
     entry.update(
