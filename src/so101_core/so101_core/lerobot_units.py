@@ -24,6 +24,9 @@ from so101_core.robot_spec import GRIPPER_INDEX, JOINT_NAMES
 LEROBOT_JOINT_NAMES: Final = tuple(f"{name}.pos" for name in JOINT_NAMES)
 """Feature names LeRobot's SO-101 follower gives its joints (``shoulder_pan.pos`` … ``gripper.pos``)."""
 
+DEGREES_PER_COUNT: Final = 360.0 / 4095
+"""One servo encoder count in LeRobot's arm degrees (its ``360 / 4095``): the finest step the arm can be told."""
+
 GRIPPER_RANGE_RAD: Final[tuple[float, float]] = twin_ranges().of("gripper")
 """The twin's gripper range, rad, mapped onto LeRobot's 0..100."""
 

@@ -8,7 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from so101_policy.backend import warmup_observation
-from so101_policy.bench_policy import run_policy_benchmark, synthetic_checkpoint
+from so101_policy.bench_policy import (
+    HEADLINE_MAX_ABS_DIFF,
+    headline_variant,
+    run_policy_benchmark,
+    synthetic_checkpoint,
+)
 from so101_policy.errors import CheckpointError
 from so101_policy.inference_options import InferenceOptions
 from so101_policy.lerobot_policy import ActPolicy
@@ -40,6 +45,21 @@ def test_benchmark_reports_its_variants() -> None:
     assert variants[0]["max_abs_diff_vs_fp32_eager"] == 0.0  # the reference itself: the same model, input and device
     assert out["inference_ms_p99"] == variants[0]["inference_ms"]["p99"] > 0
     assert out["inference_serve_flags"] == "--precision fp32"
+
+
+def test_the_headline_is_the_fastest_variant_that_commands_what_eager_fp32_commands() -> None:
+    def variant(name: str, p99: float, diff: float | None) -> dict:
+        v = {"name": name, "inference_ms": {"p99": p99}}
+        return v if diff is None else {**v, "max_abs_diff_vs_fp32_eager": diff}
+
+    eager, graph = variant("fp32", 20.0, 0.0), variant("fp32+graph", 12.0, 1e-5)
+    bf16 = variant("bf16+graph", 8.0, 4 * HEADLINE_MAX_ABS_DIFF)  # faster, but off by four servo counts
+    failed = {"name": "bf16", "error": "RuntimeError('no kernel')"}
+    assert headline_variant([eager, bf16, failed, graph])["name"] == "fp32+graph"
+    assert headline_variant([eager, variant("bf16", 9.0, HEADLINE_MAX_ABS_DIFF)])["name"] == "bf16"  # at the bound
+    assert headline_variant([eager, variant("unchecked", 1.0, None)])["name"] == "fp32"
+    with pytest.raises(ValueError, match="within"):
+        headline_variant([bf16, failed])
 
 
 def test_folded_norms_and_one_backbone_pass_predict_what_stock_lerobot_predicts(tmp_path: Path) -> None:
