@@ -186,7 +186,8 @@ MERGE_EPISODES = 48  # shards of the first dataset phase merged, at most
 
 def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[dict[str, Any]]:
     """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, a readback (``rgb``,
-    ``rgba``, ``bgra``), an image-statistics mode (``exact``, ``lerobot``), ``s=<seconds>``."""
+    ``rgba``, ``bgra``), an image-statistics mode (``exact``, ``lerobot``), ``s=<seconds>``, ``t=<encoder threads>``
+    (a dataset or export phase's libx264 threads per camera, 0 = the codec decides; default ``encoder_threads``)."""
     phases = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
@@ -199,6 +200,7 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
         name = f"{mode}_p{p}" + (f"_b{b}" if mode != "stock" else "")
         preset = base.video.preset
         image_stats = base.video.image_stats
+        threads = encoder_threads
         for e in extras:
             if e in IMAGE_STATS:
                 image_stats = e
@@ -210,12 +212,18 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
                 name += f"_{e}"
             elif e.startswith("s="):
                 ph["seconds"] = float(e[2:])
+            elif e.startswith("t="):
+                threads = int(e[2:])
+                if threads < 0:
+                    raise ValueError(f"phase {item!r}: encoder threads must be >= 0 (0: the codec decides)")
             else:
                 preset = e
         if mode in ("dataset", "export"):
-            vc = replace(base.video, preset=preset, encoder_threads=encoder_threads, image_stats=image_stats)
+            vc = replace(base.video, preset=preset, encoder_threads=threads, image_stats=image_stats)
             ph["cfg"] = replace(base, video=vc)
-            name += f"_{base.video.vcodec}_{preset}_{image_stats}"
+            name += f"_{base.video.vcodec}_{preset}_{image_stats}" + (
+                f"_t{threads}" if threads != encoder_threads else ""
+            )
         ph["name"] = name
         phases.append(ph)
     return phases

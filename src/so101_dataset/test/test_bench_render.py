@@ -20,6 +20,11 @@ def test_export_phase_spec_carries_preset_and_image_stats() -> None:
     assert c["mode"] == "dataset" and c["frames_per_pass"] == 4 and c["cfg"].video.image_stats == "exact"
     with pytest.raises(ValueError, match="mode must be"):
         parse_phases("encode:1", base, encoder_threads=1)
+    one, auto = parse_phases("dataset:16:32:veryfast:t=1,dataset:16:32:veryfast:t=0", base, encoder_threads=1)
+    assert one["cfg"].video.encoder_threads == 1 and one["name"] == "dataset_p16_b32_h264_veryfast_exact"
+    assert auto["cfg"].video.encoder_threads == 0 and auto["name"] == "dataset_p16_b32_h264_veryfast_exact_t0"
+    with pytest.raises(ValueError, match="encoder threads"):
+        parse_phases("dataset:1:1:t=-1", base, encoder_threads=1)
 
 
 @pytest.fixture(scope="module")
