@@ -224,6 +224,8 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
             name += f"_{base.video.vcodec}_{preset}_{image_stats}" + (
                 f"_t{threads}" if threads != encoder_threads else ""
             )
+        if any(q["name"] == name for q in phases):
+            raise ValueError(f"phase {item!r} repeats {name!r}: each phase is recorded under its name")
         ph["name"] = name
         phases.append(ph)
     return phases
@@ -331,7 +333,7 @@ def run_render_benchmark(
                     "crf": v.crf,
                     "g": v.g,
                     "pix_fmt": v.pix_fmt,
-                    "threads": encoder_threads,
+                    "threads": v.encoder_threads,
                 }
                 entry["image_stats"] = v.image_stats
                 shards = [Path(s) for r in rows for s in r["shards"]]  # an export phase's are written and deleted

@@ -25,25 +25,29 @@ def test_export_phase_spec_carries_preset_and_image_stats() -> None:
     assert auto["cfg"].video.encoder_threads == 0 and auto["name"] == "dataset_p16_b32_h264_veryfast_exact_t0"
     with pytest.raises(ValueError, match="encoder threads"):
         parse_phases("dataset:1:1:t=-1", base, encoder_threads=1)
+    with pytest.raises(ValueError, match="repeats"):  # the second would overwrite the first's record
+        parse_phases("export:2:1:t=1,export:2:1", base, encoder_threads=1)
 
 
 @pytest.fixture(scope="module")
 def capped_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A tiled phase, then a dataset phase that writes more one-episode shards than the merge takes (2)."""
+    """A tiled phase, then a dataset phase (its own encoder threads) that writes more one-episode shards than the
+    merge takes (2)."""
     from so101_dataset.bench_render import run_render_benchmark
 
     seen: list[dict[str, Any]] = []
     record = run_render_benchmark(
-        width=160, height=120, phases_spec="tiled:1:1:s=0.5,dataset:1:1:ultrafast:s=2", frames=4,
-        encoder_threads=1, merge_episodes=2, on_record=seen.append,
+        width=160, height=120, phases_spec="tiled:1:1:s=0.5,dataset:1:1:ultrafast:s=2:t=1", frames=4,
+        encoder_threads=2, merge_episodes=2, on_record=seen.append,
     )  # fmt: skip
     return record, seen
 
 
 def test_dataset_phase_merges_at_most_merge_episodes(capped_run: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
     record, _ = capped_run
-    entry = record["phases"]["dataset_p1_b1_h264_ultrafast_exact"]
+    entry = record["phases"]["dataset_p1_b1_h264_ultrafast_exact_t1"]
     assert entry["episodes"] > 2 and entry["aggregate_episodes"] == 2 and entry["aggregate_workers"] == 1
+    assert entry["encoder"]["threads"] == 1  # the phase's own (t=1), not the run's default (2)
     per_episode, episodes = entry["aggregate_s_per_episode"], entry["episodes"]
     assert entry["aggregate_s"] > 0 and per_episode == pytest.approx(entry["aggregate_s"] / 2, 1e-3)
     assert entry["aggregate_s_all_episodes"] == pytest.approx(per_episode * episodes, 1e-2)
@@ -59,11 +63,11 @@ def test_record_is_handed_out_after_each_phase_and_before_the_merge(
     record, seen = capped_run
     assert [sorted(s["phases"]) for s in seen] == [
         ["tiled_p1_b1"],
-        ["dataset_p1_b1_h264_ultrafast_exact", "tiled_p1_b1"],
-        ["dataset_p1_b1_h264_ultrafast_exact", "tiled_p1_b1"],
+        ["dataset_p1_b1_h264_ultrafast_exact_t1", "tiled_p1_b1"],
+        ["dataset_p1_b1_h264_ultrafast_exact_t1", "tiled_p1_b1"],
     ]
     assert all(s["complete"] is False for s in seen)
     assert seen[0]["tiled_render_fps"] == record["tiled_render_fps"] and seen[0]["best_phase"] is None
-    before, after = (s["phases"]["dataset_p1_b1_h264_ultrafast_exact"] for s in seen[1:])
+    before, after = (s["phases"]["dataset_p1_b1_h264_ultrafast_exact_t1"] for s in seen[1:])
     assert before["aggregate_s"] is None and before["three_cam_fps"] > 0 and seen[1]["best_phase"] is not None
-    assert after == record["phases"]["dataset_p1_b1_h264_ultrafast_exact"]
+    assert after == record["phases"]["dataset_p1_b1_h264_ultrafast_exact_t1"]
