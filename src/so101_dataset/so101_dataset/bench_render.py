@@ -188,7 +188,7 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
     """``mode:P[:B[:extra...]]`` comma-separated; extras: an x264 preset, ``noshadow``, a readback (``rgb``,
     ``rgba``, ``bgra``), an image-statistics mode (``exact``, ``lerobot``), ``s=<seconds>``, ``t=<encoder threads>``
     (a dataset or export phase's libx264 threads per camera, 0 = the codec decides; default ``encoder_threads``)."""
-    phases = []
+    phases: list[dict[str, Any]] = []
     for item in spec.split(","):
         mode, *rest = item.strip().split(":")
         if mode not in ("stock", "tiled", "dataset", "export"):
