@@ -213,9 +213,11 @@ def parse_phases(spec: str, base: DatasetConfig, encoder_threads: int) -> list[d
             elif e.startswith("s="):
                 ph["seconds"] = float(e[2:])
             elif e.startswith("t="):
-                threads = int(e[2:])
+                threads = int(e[2:]) if e[2:].isdigit() else -1
                 if threads < 0:
-                    raise ValueError(f"phase {item!r}: encoder threads must be >= 0 (0: the codec decides)")
+                    raise ValueError(
+                        f"phase {item!r}: encoder threads must be a whole number >= 0 (0: the codec decides)"
+                    )
             else:
                 preset = e
         if mode in ("dataset", "export"):

@@ -23,8 +23,9 @@ def test_export_phase_spec_carries_preset_and_image_stats() -> None:
     one, auto = parse_phases("dataset:16:32:veryfast:t=1,dataset:16:32:veryfast:t=0", base, encoder_threads=1)
     assert one["cfg"].video.encoder_threads == 1 and one["name"] == "dataset_p16_b32_h264_veryfast_exact"
     assert auto["cfg"].video.encoder_threads == 0 and auto["name"] == "dataset_p16_b32_h264_veryfast_exact_t0"
-    with pytest.raises(ValueError, match="encoder threads"):
-        parse_phases("dataset:1:1:t=-1", base, encoder_threads=1)
+    for bad in ("t=-1", "t=two", "t="):
+        with pytest.raises(ValueError, match="encoder threads must be a whole number"):
+            parse_phases(f"dataset:1:1:{bad}", base, encoder_threads=1)
     with pytest.raises(ValueError, match="repeats"):  # the second would overwrite the first's record
         parse_phases("export:2:1:t=1,export:2:1", base, encoder_threads=1)
 
