@@ -242,12 +242,7 @@ class EvalConfig:
             raise _invalid("eval.scene_seeds", f"holds {len(self.scene_seeds)} seeds for {self.episodes} episodes")
         _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz", "graphs"))
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
-        if not 0 < self.blend_alpha <= 1:
-            raise _invalid("eval.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
-        if not self.temporal_ensemble_coeff >= 0:
-            raise _invalid(
-                "eval.temporal_ensemble_coeff", f"must be >= 0 (0 = off), got {self.temporal_ensemble_coeff}"
-            )
+        _chunk_merging(self.blend_alpha, self.temporal_ensemble_coeff, "eval")
         if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
             raise ConfigError("eval", "videos, width, height, replan_steps must be >= 0")
         _cameras(self.cameras, "eval")
@@ -295,12 +290,7 @@ class PolicyNodeConfig:
             raise _invalid("policy.max_excursion_rad", f"must be >= 0, got {self.max_excursion_rad}")
         if len(self.max_step_rad) != 5 or not all(v > 0 for v in self.max_step_rad):
             raise _invalid("policy.max_step_rad", f"needs 5 values > 0 (arm joints), got {list(self.max_step_rad)}")
-        if not 0 < self.blend_alpha <= 1:
-            raise _invalid("policy.blend_alpha", f"must be in (0, 1], got {self.blend_alpha}")
-        if not self.temporal_ensemble_coeff >= 0:
-            raise _invalid(
-                "policy.temporal_ensemble_coeff", f"must be >= 0 (0 = off), got {self.temporal_ensemble_coeff}"
-            )
+        _chunk_merging(self.blend_alpha, self.temporal_ensemble_coeff, "policy")
         if self.replan_steps < 0:
             raise _invalid("policy.replan_steps", f"must be >= 0, got {self.replan_steps}")
         _cameras(self.cameras, "policy")
@@ -316,6 +306,14 @@ def _positive(cfg: object, root: str, names: tuple[str, ...]) -> None:
         value = getattr(cfg, name)
         if not value > 0:
             raise _invalid(f"{root}.{name}", f"must be > 0, got {value}")
+
+
+def _chunk_merging(blend_alpha: float, temporal_ensemble_coeff: float, root: str) -> None:
+    """How chunks merge into the plan (the evaluation's and the policy node's: :mod:`.blending`)."""
+    if not 0 < blend_alpha <= 1:
+        raise _invalid(f"{root}.blend_alpha", f"must be in (0, 1], got {blend_alpha}")
+    if not temporal_ensemble_coeff >= 0:
+        raise _invalid(f"{root}.temporal_ensemble_coeff", f"must be >= 0 (0 = off), got {temporal_ensemble_coeff}")
 
 
 def _cameras(cameras: tuple[str, ...], root: str) -> None:
