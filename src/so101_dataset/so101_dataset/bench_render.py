@@ -9,7 +9,7 @@ phase together (barrier) and the rate is frames of *completed* work ÷ wall time
 - ``tiled``: :class:`~so101_dataset.render.TiledRenderer`, all cameras (and B frames) per pass, one readback;
 - ``dataset``: tiled rendering into one-episode v3.0 shards through lerobot (streaming encode, finalize,
   frame-count check) — ``three_cam_fps_to_dataset`` — plus the merge the export does after it (the first
-  dataset phase only: :func:`~so101_dataset.lerobot_v3.merge_shards` with the phase's process count as
+  dataset phase only: :func:`~so101_dataset.v3_merge.merge_shards` with the phase's process count as
   ``workers``, as ``so101 dataset build`` merges, of at most ``merge_episodes`` of its shards; the cost per
   episode is extrapolated to all of them in ``three_cam_fps_incl_aggregate``);
 - ``export``: the ``dataset`` phase's writing alone: one episode rendered before the phase, written again and
@@ -365,9 +365,9 @@ def run_render_benchmark(
 
 
 def _aggregate(entry: dict[str, Any], shards: list[Path], out: Path, cfg: DatasetConfig, n: int, wall: float) -> None:
-    """Time :func:`~so101_dataset.lerobot_v3.merge_shards` of ``shards`` with ``entry["aggregate_workers"]``
+    """Time :func:`~so101_dataset.v3_merge.merge_shards` of ``shards`` with ``entry["aggregate_workers"]``
     processes; its cost per episode, scaled to all ``entry["episodes"]``, gives ``three_cam_fps_incl_aggregate``."""
-    from .lerobot_v3 import merge_shards
+    from .v3_merge import merge_shards
 
     a0 = time.time()
     try:

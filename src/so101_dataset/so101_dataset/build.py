@@ -46,10 +46,10 @@ def export(
     *,
     workers: int = 1,
 ) -> tuple[Path, Path, int, int]:
-    """Merge the units into ``lerobot_v3/`` (lerobot aggregate) and write ``lerobot_v21/``."""
-    from .lerobot_v3 import merge_shards
+    """Merge the units into ``lerobot_v3/`` (:func:`.v3_merge.merge_shards`) and write ``lerobot_v21/``."""
     from .lerobot_v21 import write_v21
     from .mix import unit_provenance, write_provenance
+    from .v3_merge import merge_shards
 
     units = selected_units(out_dir, indices)
     if progress:

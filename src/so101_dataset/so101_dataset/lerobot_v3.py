@@ -1,9 +1,9 @@
-"""LeRobot v3.0 through the ``lerobot`` library itself: one-episode shards, merged with lerobot's aggregation.
+"""LeRobot v3.0 through the ``lerobot`` library itself: one-episode shards.
 
 Each rendered episode is its own v3.0 dataset (``LeRobotDataset.create`` → ``add_frame`` per frame →
 ``save_episode`` → ``finalize``), written by one worker under a temporary name and renamed when complete:
-a crash never leaves a half episode, and workers never share a file. :func:`merge_shards` joins the
-complete shards with ``lerobot.datasets.aggregate_datasets`` (tasks re-indexed, videos concatenated).
+a crash never leaves a half episode, and workers never share a file. :mod:`.v3_merge` joins the complete
+shards into one dataset.
 
 Frames are streamed to lerobot's encoder threads (``streaming_encoding=True``: no PNG round trip); with
 ``video.image_stats: exact`` (default) those threads count pixel levels for the image statistics instead of
@@ -18,7 +18,6 @@ Features (shapes, LeRobot units): ``observation.state`` (6,) float32 and ``actio
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import shutil
 import time
@@ -161,51 +160,6 @@ def check_video_frames(root: Path, cameras: Sequence[str], expected: int) -> Non
         n = count_video_frames(files[0], decode=False)
         if n != expected:
             raise ExportError(f"{files[0]}: {n} frames, the episode has {expected}")
-
-
-def _aggregate(shards: Sequence[Path], out: Path, repo_id: str) -> Path:
-    from lerobot.datasets import aggregate_datasets
-
-    quiet_av()
-    aggregate_datasets(
-        repo_ids=[f"{repo_id}_{i}" for i in range(len(shards))],
-        aggr_repo_id=repo_id,
-        roots=[Path(s) for s in shards],
-        aggr_root=out,
-    )
-    return out
-
-
-def merge_shards(shards: Sequence[Path], out: Path, cfg: DatasetConfig, *, workers: int = 1) -> Path:
-    """Aggregate complete one-episode shards (in order) into a v3.0 dataset at ``out`` (replaced atomically).
-
-    lerobot's aggregation loads every source's metadata through ``datasets`` (≈ 0.3 s per shard on the 2-core
-    VM, 1.2 s on the H200 machine), so with ``workers`` > 1 the shards are merged in ``workers`` contiguous
-    groups in parallel processes first, then the groups are merged: both levels are lerobot's own
-    ``aggregate_datasets``, and the episode order is kept.
-    """
-    if not shards:
-        raise ExportError("no rendered episodes to export")
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    if workers > 1 and len(shards) > workers:
-        from concurrent.futures import ProcessPoolExecutor
-        from multiprocessing import get_context
-
-        parts_dir = out.with_name(out.name + ".parts")
-        shutil.rmtree(parts_dir, ignore_errors=True)
-        parts_dir.mkdir(parents=True)
-        bounds = np.linspace(0, len(shards), workers + 1).round().astype(int)
-        groups = [list(shards[a:b]) for a, b in itertools.pairwise(bounds.tolist()) if b > a]
-        with ProcessPoolExecutor(len(groups), mp_context=get_context("spawn")) as pool:
-            futs = [pool.submit(_aggregate, g, parts_dir / f"part_{k:03d}", cfg.repo_id) for k, g in enumerate(groups)]
-            parts = [f.result() for f in futs]
-        _aggregate(parts, tmp, cfg.repo_id)
-        shutil.rmtree(parts_dir, ignore_errors=True)
-    else:
-        _aggregate(shards, tmp, cfg.repo_id)
-    replace_dir(tmp, out)
-    return out
 
 
 def replace_dir(new: Path, final: Path) -> None:

@@ -265,18 +265,79 @@ def test_cli_report_and_clear_error_on_bad_override(built, tmp_path: Path) -> No
     assert bad.exit_code == 2 and "dataset.width" in bad.output and not (tmp_path / "o").exists()
 
 
-def test_parallel_two_level_merge_equals_the_single_merge(built, tmp_path: Path) -> None:
+def _video_packets(path: Path) -> list[tuple[int | None, int | None, bytes]]:
+    import av
+
+    with av.open(str(path)) as c:
+        return [(p.pts, p.dts, bytes(p)) for p in c.demux(video=0) if p.size]
+
+
+def _assert_same_dataset(ours: Path, theirs: Path) -> None:
+    """Same files; equal JSON and parquet tables; videos with the same packets (timestamps and bytes)."""
     import pandas as pd
-    from so101_dataset.lerobot_v3 import merge_shards
+
+    files = sorted(str(p.relative_to(theirs)) for p in theirs.rglob("*") if p.is_file())
+    assert sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file()) == files
+    for rel in files:
+        a, b = ours / rel, theirs / rel
+        if rel.endswith(".json"):
+            assert json.loads(a.read_text()) == json.loads(b.read_text()), rel
+        elif rel.endswith(".parquet"):
+            pd.testing.assert_frame_equal(pd.read_parquet(a), pd.read_parquet(b), obj=rel)
+        else:
+            assert _video_packets(a) == _video_packets(b), rel
+
+
+@pytest.mark.parametrize("file_mb", [None, 1e-6], ids=["one_file", "a_file_per_shard"])
+def test_one_pass_merge_equals_lerobots_aggregation(built, tmp_path: Path, file_mb: float | None) -> None:
+    """The export's merge against ``lerobot.datasets.aggregate_datasets`` of the same shards: with lerobot's
+    file size limits (one data file and one video per camera) and with limits every shard exceeds (a file each)."""
+    from lerobot.datasets import aggregate_datasets
+    from so101_dataset.v3_merge import merge_shards
 
     result, cfg, _ = built
     shards = [u / "lerobot" for u in sorted((result.out_dir / "episodes").glob("episode_*"))]
-    merged = merge_shards(shards, tmp_path / "v3", cfg, workers=2)
-    a = pd.read_parquet(next((merged / "data").glob("chunk-*/file-*.parquet")))
-    b = pd.read_parquet(next((result.v3_dir / "data").glob("chunk-*/file-*.parquet")))
-    assert list(a["episode_index"]) == list(b["episode_index"]) and list(a["index"]) == list(range(36))
-    np.testing.assert_array_equal(np.stack(a["observation.state"]), np.stack(b["observation.state"]))
-    assert not (tmp_path / "v3.parts").exists()
+    limits = {} if file_mb is None else {"data_files_size_in_mb": file_mb, "video_files_size_in_mb": file_mb}
+    aggregate_datasets(
+        [f"shard_{i}" for i in range(len(shards))], cfg.repo_id, roots=shards, aggr_root=tmp_path / "lerobot", **limits
+    )
+    merged = merge_shards(shards, tmp_path / "ours", cfg, workers=2, data_files_mb=file_mb, video_files_mb=file_mb)
+    _assert_same_dataset(merged, tmp_path / "lerobot")
+    videos = list((merged / "videos").rglob("*.mp4"))
+    assert len(videos) == (len(cfg.cameras) if file_mb is None else len(cfg.cameras) * len(shards))
+    assert not (tmp_path / "ours.tmp").exists()
+
+
+def test_a_merge_over_several_files_reads_back_the_same_frames(built, tmp_path: Path) -> None:
+    """Stock ``LeRobotDataset`` over a merge with a file per shard returns the frames of the export's merge."""
+    import torch
+    from lerobot.datasets import LeRobotDataset
+    from so101_dataset.v3_merge import merge_shards
+
+    result, cfg, _ = built
+    shards = [u / "lerobot" for u in sorted((result.out_dir / "episodes").glob("episode_*"))]
+    split = merge_shards(shards, tmp_path / "split", cfg, data_files_mb=1e-6, video_files_mb=1e-6)
+    a = LeRobotDataset(cfg.repo_id, root=split, video_backend="pyav")
+    b = LeRobotDataset(cfg.repo_id, root=result.v3_dir, video_backend="pyav")
+    assert len(a) == len(b) == 36
+    for i in (0, 11, 12, 23, 35):
+        for key in ("observation.state", "episode_index", "index", *b.meta.camera_keys):
+            assert torch.equal(a[i][key], b[i][key]), (i, key)
+
+
+def test_merge_refuses_a_shard_of_another_rate_and_leaves_no_output(built, tmp_path: Path) -> None:
+    from so101_dataset.errors import ExportError
+    from so101_dataset.v3_merge import merge_shards
+
+    result, cfg, _ = built
+    units = sorted((result.out_dir / "episodes").glob("episode_*"))
+    odd = tmp_path / "odd"
+    shutil.copytree(units[1] / "lerobot", odd)
+    info = json.loads((odd / "meta" / "info.json").read_text())
+    (odd / "meta" / "info.json").write_text(json.dumps({**info, "fps": 15}))
+    with pytest.raises(ExportError, match=f"{odd}: fps/robot_type 15"):
+        merge_shards([units[0] / "lerobot", odd], tmp_path / "v3", cfg)
+    assert not (tmp_path / "v3").exists() and not (tmp_path / "v3.tmp").exists()
 
 
 # ---------------------------------------------------------------------------------- LeRobot's own tools, offline
