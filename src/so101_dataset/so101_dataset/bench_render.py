@@ -11,7 +11,8 @@ phase together (barrier) and the rate is frames of *completed* work ÷ wall time
   frame-count check) — ``three_cam_fps_to_dataset`` — plus the merge the export does after it (the first
   dataset phase only: :func:`~so101_dataset.v3_merge.merge_shards` with the phase's process count as
   ``workers``, as ``so101 dataset build`` merges, of at most ``merge_episodes`` of its shards; the cost per
-  episode is extrapolated to all of them in ``three_cam_fps_incl_aggregate``);
+  episode is extrapolated to all of them, plus the one-off import of lerobot's modules, in
+  ``three_cam_fps_incl_aggregate``);
 - ``export``: the ``dataset`` phase's writing alone: one episode rendered before the phase, written again and
   again as new shards (the export's CPU cost without the renderer's).
 
@@ -366,9 +367,11 @@ def run_render_benchmark(
 
 def _aggregate(entry: dict[str, Any], shards: list[Path], out: Path, cfg: DatasetConfig, n: int, wall: float) -> None:
     """Time :func:`~so101_dataset.v3_merge.merge_shards` of ``shards`` with ``entry["aggregate_workers"]``
-    processes; its cost per episode, scaled to all ``entry["episodes"]``, gives ``three_cam_fps_incl_aggregate``."""
-    from .v3_merge import merge_shards
+    threads, after the one-off import of its lerobot modules (``aggregate_import_s``); the merge's cost per
+    episode, scaled to all ``entry["episodes"]``, plus that import gives ``three_cam_fps_incl_aggregate``."""
+    from .v3_merge import merge_shards, preload
 
+    entry["aggregate_import_s"] = round(preload(), 3)
     a0 = time.time()
     try:
         merge_shards(shards, out, cfg, workers=entry["aggregate_workers"])
@@ -384,13 +387,14 @@ def _aggregate(entry: dict[str, Any], shards: list[Path], out: Path, cfg: Datase
         aggregate_s=round(agg, 3),
         aggregate_s_per_episode=round(per_episode, 4),
         aggregate_s_all_episodes=round(total, 3),
-        three_cam_fps_incl_aggregate=round(n / (wall + total), 1),
+        three_cam_fps_incl_aggregate=round(n / (wall + entry["aggregate_import_s"] + total), 1),
         three_cam_fps_incl_aggregate_basis=(
             f"merge of all {len(shards)} episodes"
             if len(shards) == entry["episodes"]
             else f"merge of {len(shards)} of {entry['episodes']} episodes, extrapolated linearly to all (its fixed "
-            "costs scale too: an upper bound for a parallel merge)"
-        ),
+            "costs scale too: an upper bound)"
+        )
+        + ", plus the one-off import of lerobot's merge modules",
     )
 
 
