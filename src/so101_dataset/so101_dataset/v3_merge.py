@@ -60,7 +60,17 @@ def _pairs(df: pd.DataFrame, prefix: str) -> list[ChunkFile]:
 
 
 def _read_shard(root: Path) -> _Shard:
-    """The small files of the v3.0 dataset at ``root``; sizes (MB) and durations (s) of its data and videos."""
+    """The small files of the v3.0 dataset at ``root``; sizes (MB) and durations (s) of its data and videos
+    (:class:`ExportError` naming the shard when one is missing or unreadable)."""
+    try:
+        return _read_shard_files(root)
+    except ExportError:
+        raise
+    except Exception as exc:
+        raise ExportError(f"{root}: not a complete v3.0 dataset ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_shard_files(root: Path) -> _Shard:
     from lerobot.datasets.io_utils import (
         get_file_size_in_mb,
         get_parquet_file_size_in_mb,
@@ -199,20 +209,13 @@ def merge_shards(
     video_files_mb: float | None = None,
 ) -> Path:
     """Join the complete v3.0 datasets ``shards`` (in order) into one v3.0 dataset at ``out`` (replaced
-    atomically). ``workers``: threads reading the shards' small files and processes writing the videos;
+    atomically). ``workers``: threads reading the shards' small files and writing the videos;
     ``data_files_mb``/``video_files_mb``: lerobot's file size limits (None: its defaults, 100 and 200 MB)."""
     from lerobot.datasets import LeRobotDatasetMetadata
     from lerobot.datasets.aggregate import merge_video_feature_info_for_aggregate
     from lerobot.datasets.compute_stats import aggregate_stats
-    from lerobot.datasets.io_utils import to_parquet_one_row_group_per_episode, write_info, write_stats, write_tasks
-    from lerobot.datasets.utils import (
-        DEFAULT_CHUNK_SIZE,
-        DEFAULT_DATA_FILE_SIZE_IN_MB,
-        DEFAULT_DATA_PATH,
-        DEFAULT_EPISODES_PATH,
-        DEFAULT_VIDEO_FILE_SIZE_IN_MB,
-        DEFAULT_VIDEO_PATH,
-    )
+    from lerobot.datasets.io_utils import write_info, write_stats, write_tasks
+    from lerobot.datasets.utils import DEFAULT_CHUNK_SIZE, DEFAULT_DATA_FILE_SIZE_IN_MB, DEFAULT_VIDEO_FILE_SIZE_IN_MB
 
     if not shards:
         raise ExportError("no rendered episodes to export")
@@ -240,9 +243,49 @@ def merge_shards(
     unique = pd.concat([s.tasks for s in read]).index.unique()
     tasks = pd.DataFrame({"task_index": range(len(unique))}, index=pd.Index(unique, name="task"))
 
-    data_plan = _FilePlan(data_mb, DEFAULT_CHUNK_SIZE)
-    video_plans = {k: _FilePlan(video_mb, DEFAULT_CHUNK_SIZE) for k in video_keys}
-    meta_plan = _FilePlan(DEFAULT_DATA_FILE_SIZE_IN_MB, DEFAULT_CHUNK_SIZE)
+    try:
+        plans = _plan(read, tasks, video_keys, data_mb, video_mb)
+        _write(plans, tmp, workers)
+        write_tasks(tasks, tmp)
+        dst.info.total_tasks = len(tasks)
+        dst.info.total_episodes = sum(s.info.total_episodes for s in read)
+        dst.info.total_frames = sum(s.info.total_frames for s in read)
+        dst.info.splits = {"train": f"0:{dst.info.total_episodes}"}
+        write_info(dst.info, tmp)
+        write_stats(aggregate_stats([s.stats for s in read if s.stats is not None]), tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    replace_dir(tmp, out)
+    return out
+
+
+@dataclass
+class _Plans:
+    """Every destination file and what goes into it, by lerobot's path template."""
+
+    data: _FilePlan  # data frames (DataFrames, re-indexed)
+    episodes: _FilePlan  # episode rows (DataFrames, re-indexed)
+    videos: dict[str, _FilePlan]  # per video key: source MP4 paths
+
+
+def _plan(
+    read: Sequence[_Shard], tasks: pd.DataFrame, video_keys: list[str], data_mb: float, video_mb: float
+) -> _Plans:
+    """Place every shard's data, videos and episode rows in destination files, re-indexed past the shards
+    before it (``aggregate_datasets``'s bookkeeping in one pass)."""
+    from lerobot.datasets.utils import (
+        DEFAULT_CHUNK_SIZE,
+        DEFAULT_DATA_FILE_SIZE_IN_MB,
+        DEFAULT_DATA_PATH,
+        DEFAULT_VIDEO_PATH,
+    )
+
+    plans = _Plans(
+        data=_FilePlan(data_mb, DEFAULT_CHUNK_SIZE),
+        episodes=_FilePlan(DEFAULT_DATA_FILE_SIZE_IN_MB, DEFAULT_CHUNK_SIZE),
+        videos={k: _FilePlan(video_mb, DEFAULT_CHUNK_SIZE) for k in video_keys},
+    )
     episodes_before = frames_before = 0
     for s in read:
         data_dst: dict[ChunkFile, ChunkFile] = {}
@@ -252,17 +295,18 @@ def merge_shards(
             df["index"] += frames_before
             names = s.tasks.index.take(df["task_index"].to_numpy())
             df["task_index"] = tasks.loc[names, "task_index"].to_numpy()
-            data_dst[cf], _ = data_plan.add(df, s.data_mb[cf])
-        video_dst: dict[str, dict[ChunkFile, tuple[ChunkFile, float]]] = {}
-        for key in video_keys:
-            video_dst[key] = {
-                cf: video_plans[key].add(
+            data_dst[cf], _ = plans.data.add(df, s.data_mb[cf])
+        video_dst = {
+            key: {
+                cf: plans.videos[key].add(
                     s.root / DEFAULT_VIDEO_PATH.format(video_key=key, chunk_index=cf[0], file_index=cf[1]),
                     s.video_mb[(key, cf)],
                     s.video_s[(key, cf)],
                 )
                 for cf in s.video_files[key]
             }
+            for key in video_keys
+        }
         for df, mb in zip(s.episodes, s.episodes_mb, strict=True):
             df = _reindex_episodes(df.copy(), tasks, episodes_before, frames_before)
             rows = list(zip(df["data/chunk_index"], df["data/file_index"], strict=True))
@@ -275,35 +319,32 @@ def merge_shards(
                 df[f"videos/{key}/file_index"] = [w[0][1] for w in where]
                 df[f"videos/{key}/from_timestamp"] += [w[1] for w in where]
                 df[f"videos/{key}/to_timestamp"] += [w[1] for w in where]
-            (mc, mf), _ = meta_plan.add(df, mb)
+            (mc, mf), _ = plans.episodes.add(df, mb)  # the plan holds df itself: its own file, set next
             df["meta/episodes/chunk_index"] = mc
             df["meta/episodes/file_index"] = mf
         episodes_before += s.info.total_episodes
         frames_before += s.info.total_frames
+    return plans
 
-    for (c, f), frames in data_plan.files.items():
-        path = tmp / DEFAULT_DATA_PATH.format(chunk_index=c, file_index=f)
+
+def _write(plans: _Plans, root: Path, workers: int) -> None:
+    """Each destination file once: parquet with lerobot's writers, videos concatenated on ``workers`` threads."""
+    from lerobot.datasets.io_utils import to_parquet_one_row_group_per_episode
+    from lerobot.datasets.utils import DEFAULT_DATA_PATH, DEFAULT_EPISODES_PATH, DEFAULT_VIDEO_PATH
+
+    for (c, f), frames in plans.data.files.items():
+        path = root / DEFAULT_DATA_PATH.format(chunk_index=c, file_index=f)
         path.parent.mkdir(parents=True, exist_ok=True)
         to_parquet_one_row_group_per_episode(pd.concat(frames, ignore_index=True), path)
-    for (c, f), rows in meta_plan.files.items():
-        path = tmp / DEFAULT_EPISODES_PATH.format(chunk_index=c, file_index=f)
+    for (c, f), rows in plans.episodes.files.items():
+        path = root / DEFAULT_EPISODES_PATH.format(chunk_index=c, file_index=f)
         path.parent.mkdir(parents=True, exist_ok=True)
         pd.concat(rows, ignore_index=True).to_parquet(path)
     jobs = [
-        (sources, tmp / DEFAULT_VIDEO_PATH.format(video_key=key, chunk_index=c, file_index=f))
-        for key, plan in video_plans.items()
+        (sources, root / DEFAULT_VIDEO_PATH.format(video_key=key, chunk_index=c, file_index=f))
+        for key, plan in plans.videos.items()
         for (c, f), sources in plan.files.items()
     ]
     with ThreadPoolExecutor(workers) as pool:
         for fut in [pool.submit(_concat_videos, src, path) for src, path in jobs]:
             fut.result()
-
-    write_tasks(tasks, tmp)
-    dst.info.total_tasks = len(tasks)
-    dst.info.total_episodes = episodes_before
-    dst.info.total_frames = frames_before
-    dst.info.splits = {"train": f"0:{episodes_before}"}
-    write_info(dst.info, tmp)
-    write_stats(aggregate_stats([s.stats for s in read if s.stats is not None]), tmp)
-    replace_dir(tmp, out)
-    return out

@@ -340,6 +340,24 @@ def test_merge_refuses_a_shard_of_another_rate_and_leaves_no_output(built, tmp_p
     assert not (tmp_path / "v3").exists() and not (tmp_path / "v3.tmp").exists()
 
 
+def test_merge_names_a_shard_without_its_video_and_keeps_the_older_dataset(built, tmp_path: Path) -> None:
+    from so101_dataset.errors import ExportError
+    from so101_dataset.v3_merge import merge_shards
+
+    result, cfg, _ = built
+    units = sorted((result.out_dir / "episodes").glob("episode_*"))
+    shards = [tmp_path / f"s{i}" for i in range(len(units))]
+    for unit, shard in zip(units, shards, strict=True):
+        shutil.copytree(unit / "lerobot", shard)
+    merge_shards(shards, tmp_path / "v3", cfg)
+    before = sorted(p.relative_to(tmp_path / "v3") for p in (tmp_path / "v3").rglob("*"))
+    next((shards[2] / "videos").rglob("*.mp4")).unlink()
+    with pytest.raises(ExportError, match=f"{shards[2]}: not a complete v3.0 dataset"):
+        merge_shards(shards, tmp_path / "v3", cfg)
+    assert sorted(p.relative_to(tmp_path / "v3") for p in (tmp_path / "v3").rglob("*")) == before
+    assert not (tmp_path / "v3.tmp").exists()
+
+
 # ---------------------------------------------------------------------------------- LeRobot's own tools, offline
 
 
