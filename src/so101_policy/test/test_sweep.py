@@ -163,4 +163,5 @@ def test_the_shipped_sweep_files_are_found() -> None:
         "policy_recipe_aux.yaml",
         "policy_recipe_aux3.yaml",
         "policy_recipe_data.yaml",
+        "policy_recipe_data1800.yaml",
     } <= names
