@@ -1,11 +1,12 @@
 """``so101 dataset mix``: a co-training dataset of simulated and real episodes at a frame ratio.
 
-Method: **physical merge** (lerobot's ``aggregate_datasets``) of whole episodes, chosen so that sim frames ÷
-all frames ≈ ``ratio`` (to the nearest episode). Why not weighted sampling: stock ``lerobot-train`` (ACT)
-and GR00T's fine-tune read one dataset and sample its frames uniformly, with no sampler hook on their command
-lines; a merged dataset makes the ratio hold for every consumer, and it is inspectable. Real episodes are
-scarce, so all of them are kept once; the sim side is a seeded random subset of the sim episodes, or, when
-there are too few, a repetition of them (each repeat a separate episode index, ``repeat`` in its provenance).
+Method: **physical merge** (:mod:`.v3_merge`: lerobot's aggregation, in one pass) of whole episodes, chosen so
+that sim frames ÷ all frames ≈ ``ratio`` (to the nearest episode). Why not weighted sampling: stock
+``lerobot-train`` (ACT) and GR00T's fine-tune read one dataset and sample its frames uniformly, with no sampler
+hook on their command lines; a merged dataset makes the ratio hold for every consumer, and it is inspectable.
+Real episodes are scarce, so all of them are kept once; the sim side is a seeded random subset of the sim
+episodes, or, when there are too few, a repetition of them (each repeat a separate episode index, ``repeat`` in
+its provenance).
 
 Inputs: ``sim`` = a ``so101 dataset build`` output directory (its one-episode units are the merge sources,
 so no video is re-encoded); ``real`` = any LeRobot v3.0 dataset root (e.g. from ``lerobot-record``) with the
@@ -16,7 +17,6 @@ source seed / generated / real, origin, seed ids, DR draw, repeat) and ``meta/so
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,9 @@ def mix_datasets(
     sim: Path, real: Path, ratio: float, out: Path, cfg: DatasetConfig, *, seed: int = 0
 ) -> dict[str, Any]:
     """Merge ``sim`` (build dir) and ``real`` (v3.0 root) into ``out`` at sim frame share ``ratio`` (0 < r < 1)."""
-    from lerobot.datasets import LeRobotDatasetMetadata, aggregate_datasets
+    from lerobot.datasets import LeRobotDatasetMetadata
+
+    from .v3_merge import merge_shards
 
     if not 0.0 < ratio < 1.0:
         raise ExportError(f"--ratio must be strictly between 0 and 1 (sim share of frames), got {ratio}")
@@ -87,14 +89,7 @@ def mix_datasets(
     if not chosen:
         chosen = [order[0]]
     roots = [units[i] / "lerobot" for i in chosen] + [real]
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    aggregate_datasets(
-        repo_ids=[f"{cfg.repo_id}_mix_{i}" for i in range(len(roots))],
-        aggr_repo_id=cfg.repo_id,
-        roots=roots,
-        aggr_root=tmp,
-    )
+    tmp = merge_shards(roots, out.with_name(out.name + ".tmp"), cfg)
     rows = [{**unit_provenance(units[i]), "repeat": chosen[:k].count(i)} for k, i in enumerate(chosen)]
     for e in range(int(real_meta.total_episodes)):
         base = real_prov[e] if e < len(real_prov) else {}
@@ -105,7 +100,7 @@ def mix_datasets(
     sim_out = sum(sim_frames[i] for i in chosen)
     real_out = real_frames
     summary = {
-        "method": "physical merge (lerobot aggregate_datasets) of whole episodes",
+        "method": "physical merge (so101_dataset.v3_merge, lerobot's aggregation in one pass) of whole episodes",
         "ratio_requested": ratio,
         "sim_frame_share": round(sim_out / (sim_out + real_out), 4),
         "sim_episodes": len(chosen),

@@ -308,6 +308,19 @@ def test_one_pass_merge_equals_lerobots_aggregation(built, tmp_path: Path, file_
     assert not (tmp_path / "ours.tmp").exists()
 
 
+def test_one_pass_merge_of_a_merged_dataset_equals_lerobots_aggregation(built, tmp_path: Path) -> None:
+    """A source of several episodes (the export's merged dataset, as ``so101 dataset mix`` merges a real one),
+    after a one-episode shard, and the same shard again (a repeated episode)."""
+    from lerobot.datasets import aggregate_datasets
+    from so101_dataset.v3_merge import merge_shards
+
+    result, cfg, _ = built
+    first = sorted((result.out_dir / "episodes").glob("episode_*"))[0] / "lerobot"
+    sources = [first, result.v3_dir, first]
+    aggregate_datasets([f"s_{i}" for i in range(3)], cfg.repo_id, roots=sources, aggr_root=tmp_path / "lerobot")
+    _assert_same_dataset(merge_shards(sources, tmp_path / "ours", cfg, workers=3), tmp_path / "lerobot")
+
+
 def test_a_merge_over_several_files_reads_back_the_same_frames(built, tmp_path: Path) -> None:
     """Stock ``LeRobotDataset`` over a merge with a file per shard returns the frames of the export's merge."""
     import torch
