@@ -150,7 +150,7 @@ def evaluate(
         overrides["dr_profile"] = dr_profile
         cfg = dataclasses.replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
         cfg = with_settings(cfg, sets, "eval")
-        spec = checkpoint_spec(checkpoint, cfg.device)
+        spec = checkpoint_spec(checkpoint, cfg.device, cfg.inference())
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)
     if fast:

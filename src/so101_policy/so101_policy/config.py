@@ -18,7 +18,8 @@ from so101_core.config import ConfigError as FieldError
 from so101_core.config import Fields, config_dir, load_yaml
 from so101_core.robot_spec import CAMERA_NAMES
 
-from .errors import ConfigError
+from .errors import CheckpointError, ConfigError
+from .inference_options import InferenceOptions
 from .schedule import SCHEDULES
 
 BACKBONE_NORMS = ("frozen", "batch")  # see so101_policy.act_training
@@ -206,7 +207,9 @@ class EvalConfig:
     rollouts on the same seeds. ``dr_profile``: a ``dr.yaml`` profile (e.g. ``wide``), "" = the base ranges;
     ``graphs``: evaluation graphs run side by side, the seeds split between them. ``scene_seeds``: the episodes'
     scene seeds instead of ``seed + i`` (e.g. the training demos' ``scene_seed``s: does the policy solve the scenes
-    it was trained on?); at most ``episodes`` of them are used.
+    it was trained on?); at most ``episodes`` of them are used. ``device``, ``precision``, ``cuda_graph``: how the
+    checkpoint runs, on the graph's policy server (``so101 serve --device --precision --cuda-graph``) and in the
+    fast evaluator (:class:`~.inference_options.InferenceOptions`).
     """
 
     episodes: int = 50
@@ -226,6 +229,8 @@ class EvalConfig:
     task: str = "put the vial in the rack"
     server_timeout_ms: int = 2000
     device: str = "auto"
+    precision: str = "fp32"
+    cuda_graph: bool = False
     tracking_uri: str = ""
     experiment: str = "so101-eval"
     randomize: bool = True
@@ -237,12 +242,20 @@ class EvalConfig:
         """The scene seed of episode ``index`` (0-based)."""
         return self.scene_seeds[index] if self.scene_seeds else self.seed + index
 
+    def inference(self) -> InferenceOptions:
+        """How the checkpoint runs: ``precision`` and ``cuda_graph`` (no ``torch.compile`` in an evaluation)."""
+        return InferenceOptions(self.precision, cuda_graph=self.cuda_graph)
+
     def __post_init__(self) -> None:
         if self.scene_seeds and len(self.scene_seeds) < self.episodes:
             raise _invalid("eval.scene_seeds", f"holds {len(self.scene_seeds)} seeds for {self.episodes} episodes")
         _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz", "graphs"))
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
         _chunk_merging(self.blend_alpha, self.temporal_ensemble_coeff, "eval")
+        try:
+            self.inference()
+        except CheckpointError as exc:
+            raise _invalid("eval.precision" if "precision" in str(exc) else "eval.cuda_graph", str(exc)) from None
         if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
             raise ConfigError("eval", "videos, width, height, replan_steps must be >= 0")
         _cameras(self.cameras, "eval")

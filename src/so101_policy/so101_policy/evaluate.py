@@ -42,6 +42,7 @@ from .client import PolicyClient
 from .config import EvalConfig
 from .errors import PolicyError
 from .evaluation_graph import POLICY_NODE, SERVER_NODE, SIM_NODE, evaluation_arguments, evaluation_description
+from .inference_options import InferenceOptions
 from .metrics import (
     aggregate,
     failure_counts,
@@ -90,8 +91,9 @@ class PolicySpec:
     label: str
 
 
-def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
-    """A LeRobot checkpoint (ACT or Diffusion Policy): cameras and image size from its config.json."""
+def checkpoint_spec(checkpoint_dir: Path, device: str = "auto", options: InferenceOptions | None = None) -> PolicySpec:
+    """A LeRobot checkpoint (ACT or Diffusion Policy) served on ``device`` with ``options`` (None: the defaults,
+    eager fp32): cameras and image size from its config.json."""
     path = pretrained_dir(Path(checkpoint_dir))
     cfg = read_json(path / "config.json")
     images = {k: v for k, v in cfg.get("input_features", {}).items() if is_image_key(k)}
@@ -99,7 +101,8 @@ def checkpoint_spec(checkpoint_dir: Path, device: str = "auto") -> PolicySpec:
         raise PolicyError(f"{path}/config.json names no camera inputs")
     _, h, w = next(iter(images.values()))["shape"]
     cams = tuple(camera_of(k) for k in images)
-    return PolicySpec(("--checkpoint", str(path), "--device", device), cams, int(w), int(h), str(checkpoint_dir))
+    serve_args = ("--checkpoint", str(path), "--device", device, *(options or InferenceOptions()).serve_flags().split())
+    return PolicySpec(serve_args, cams, int(w), int(h), str(checkpoint_dir))
 
 
 def evaluate_policy(
@@ -107,7 +110,8 @@ def evaluate_policy(
 ) -> EvalResult:
     """Evaluate the checkpoint (ACT or Diffusion Policy) at ``checkpoint_dir`` (see the module docstring); ``deadline``
     (``time.monotonic()``): no episode starts after it."""
-    return run_evaluation(checkpoint_spec(checkpoint_dir, config.device), out_dir, config, deadline=deadline)
+    spec = checkpoint_spec(checkpoint_dir, config.device, config.inference())
+    return run_evaluation(spec, out_dir, config, deadline=deadline)
 
 
 def _episode_summary(log: Any, reference: dict[str, np.ndarray] | None, monitor: Any) -> dict[str, Any]:

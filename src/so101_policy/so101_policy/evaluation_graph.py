@@ -23,6 +23,7 @@ from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, 
 from so101_core.robot_spec import CAMERA_NAMES
 
 from .config import EvalConfig
+from .inference_options import PRECISIONS
 
 SERVER_NODE = "server"
 SIM_NODE = "sim"
@@ -31,8 +32,12 @@ SERVER_READY = "serving on"
 """What the policy server prints once it listens."""
 SERVER_READY_TIMEOUT_S = 300.0
 """Seconds the server may take to load and warm up its policy."""
-CHECKPOINT_SERVER = ("--checkpoint", "$(arg checkpoint)", "--device", "$(arg device)")
-"""The server's ``so101 serve`` arguments in the catalog's variant: a LeRobot checkpoint on a torch device."""
+CHECKPOINT_SERVER = (
+    *("--checkpoint", "$(arg checkpoint)", "--device", "$(arg device)"),
+    *("--precision", "$(arg precision)", "--cuda-graph", "$(arg cuda_graph)"),
+)
+"""The server's ``so101 serve`` arguments in the catalog's variant: a LeRobot checkpoint on a torch device, in a
+precision, eager or from CUDA graphs."""
 CONFIG_FIELDS = (
     "camera_rate_hz",
     "real_time_factor",
@@ -72,15 +77,22 @@ _GRAPH_ARGUMENTS = (
 _CHECKPOINT_ARGUMENTS = (
     LaunchArgument("checkpoint", None, "ACT / Diffusion Policy run, checkpoint or pretrained_model directory"),
     LaunchArgument("device", format_parameter_value(EvalConfig.device), "the server's torch device"),
+    LaunchArgument("precision", EvalConfig.precision, "the server's inference precision", PRECISIONS),
+    LaunchArgument(
+        "cuda_graph",
+        format_parameter_value(EvalConfig.cuda_graph),
+        "ACT on CUDA: the server's forward pass from CUDA graphs",
+        ("true", "false"),
+    ),
 )
 
 
 def evaluation_description(serve_args: Sequence[str] | None = None) -> LaunchDescriptionData:
     """The graph of one evaluation, in start order: the server hosting the policy (``serve_args``: the ``so101
-    serve`` arguments naming it; ``None``: :data:`CHECKPOINT_SERVER`, with the ``checkpoint`` and ``device``
-    arguments) on ``server_port`` behind ``token``, ready once it listens; the sim rendering ``cameras`` at
-    ``width`` x ``height`` px; the policy node (started by the evaluator each episode unless ``autostart``)
-    querying the server with ``policy_cameras`` on the sim's clock."""
+    serve`` arguments naming it; ``None``: :data:`CHECKPOINT_SERVER`, with the ``checkpoint``, ``device``,
+    ``precision`` and ``cuda_graph`` arguments) on ``server_port`` behind ``token``, ready once it listens; the sim
+    rendering ``cameras`` at ``width`` x ``height`` px; the policy node (started by the evaluator each episode unless
+    ``autostart``) querying the server with ``policy_cameras`` on the sim's clock."""
     server = NodeEntry(
         "so101_policy",
         "policy_server",

@@ -125,11 +125,12 @@ def evaluate_checkpoint_fast(
     envs: int = 0,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
 ) -> FastResult:
-    """The checkpoint (ACT or Diffusion Policy) at ``checkpoint_dir`` on ``config.device``, seeing its own
+    """The checkpoint (ACT or Diffusion Policy) at ``checkpoint_dir`` on ``config.device`` (with its ``precision`` and
+    ``cuda_graph``), seeing its own
     cameras at its training image size (``config.width``/``height`` when set), in :func:`run_fast_evaluation`."""
     from .lerobot_policy import load_policy
 
-    policy = load_policy(checkpoint_dir, device=config.device)
+    policy = load_policy(checkpoint_dir, device=config.device, options=config.inference())
     w, h = policy.image_size()
     size = (config.width or w, config.height or h)
     return run_fast_evaluation(policy, out_dir, config, policy.cameras, size, envs=envs, progress=progress)

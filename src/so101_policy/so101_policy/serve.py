@@ -53,6 +53,12 @@ def inference_options(args: argparse.Namespace) -> InferenceOptions:
     return InferenceOptions(args.precision, args.compile, args.cuda_graph)
 
 
+def _true_or_false(value: str) -> bool:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise argparse.ArgumentTypeError(f"true or false, got {value!r}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="so101 serve", description=__doc__)
     p.add_argument("--checkpoint", type=Path, help="ACT / Diffusion Policy run, checkpoint or pretrained_model dir")
@@ -69,8 +75,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", default="", help="ACT only: torch.compile mode, e.g. reduce-overhead")
     p.add_argument(
         "--cuda-graph",
-        action="store_true",
-        help="ACT on CUDA only: replay the forward pass from a CUDA graph per batch size (captured in the warm-up)",
+        nargs="?",
+        const=True,
+        default=False,
+        type=_true_or_false,
+        help="ACT on CUDA only: replay the forward pass from a CUDA graph per batch size (captured in the warm-up); "
+        "also --cuda-graph true|false (a launch argument's value)",
     )
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     p.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=PROTOCOLS, help="GR00T version of the wire")

@@ -4,6 +4,8 @@ it: test_evaluate.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nodegraph.launch.errors import LaunchArgumentError
 from nodegraph.launch.executables import EntryPointResolver
@@ -65,8 +67,36 @@ def test_the_catalog_variant_serves_a_checkpoint_with_the_eval_defaults() -> Non
     with pytest.raises(LaunchArgumentError, match="needs argument checkpoint:=VALUE"):
         resolve_launch(data)
     server, sim, policy = resolve_launch(data, ["checkpoint:=runs/act", "server_port:=6000"]).nodes
-    assert server.arguments == ("--checkpoint", "runs/act", "--device", "auto", "--port", "6000", "--token", "")
+    assert server.arguments == (
+        *("--checkpoint", "runs/act", "--device", "auto", "--precision", "fp32", "--cuda-graph", "false"),
+        *("--port", "6000", "--token", ""),
+    )
     defaults = EvalConfig()
     assert sim.parameters[0]["seed"] == defaults.seed and sim.parameters[0]["cameras"] == ["ego", "side", "top"]
     assert policy.parameters[0]["task"] == defaults.task and policy.parameters[0]["autostart"] is False
     assert policy.parameters[0]["server_timeout_ms"] == defaults.server_timeout_ms
+
+
+def test_the_servers_inference_options_reach_so101_serve(tmp_path: Path) -> None:
+    """``precision``/``cuda_graph``: launch arguments of the catalog variant and EvalConfig fields of ``so101 eval``,
+    both read by ``so101 serve``'s own parser; a bad value is refused where it is given."""
+    from so101_policy.bench_policy import synthetic_checkpoint
+    from so101_policy.errors import ConfigError
+    from so101_policy.evaluate import checkpoint_spec
+    from so101_policy.serve import parser
+
+    given = ["checkpoint:=runs/act", "precision:=bf16", "cuda_graph:=true"]
+    server = resolve_launch(evaluation_description(), given).nodes[0]
+    args = parser().parse_args(list(server.arguments))
+    assert (args.precision, args.cuda_graph, args.device) == ("bf16", True, "auto")
+    with pytest.raises(LaunchArgumentError, match="precision"):
+        resolve_launch(evaluation_description(), ["checkpoint:=runs/act", "precision:=int8"])
+    checkpoint = synthetic_checkpoint(tmp_path, 64, 48, cameras=("top",))
+    fp16_graph = EvalConfig(precision="fp16", cuda_graph=True)
+    for config, expected in ((EvalConfig(), ("fp32", False)), (fp16_graph, ("fp16", True))):
+        args = parser().parse_args(list(checkpoint_spec(checkpoint, "cpu", config.inference()).serve_args))
+        assert (args.precision, args.cuda_graph, args.device) == (*expected, "cpu")
+    with pytest.raises(ConfigError, match=r"eval\.precision: precision must be one of"):
+        EvalConfig(precision="int8")
+    with pytest.raises(ConfigError, match=r"eval\.cuda_graph: cuda_graph must be true or false"):
+        EvalConfig(cuda_graph="yes")  # type: ignore[arg-type]

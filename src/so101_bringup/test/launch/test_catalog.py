@@ -54,6 +54,12 @@ def test_policy_launch_runs_beside_sim_or_real() -> None:
     assert [n.name for n in served.nodes] == ["policy_server", "policy"]
     assert served.nodes[0].arguments[:2] == ("--checkpoint", "runs/act")
     assert served.nodes[1].parameters[0]["sim"] is True and served.nodes[1].parameters[0]["api_token"] == "t"
+    from so101_policy.serve import parser  # the server's arguments as so101 serve reads them
+
+    assert parser().parse_args(list(served.nodes[0].arguments)).cuda_graph is False
+    fast = resolve_launch(get_launch("policy"), ["serve:=true", "checkpoint:=x", "precision:=bf16", "cuda_graph:=true"])
+    args = parser().parse_args(list(fast.nodes[0].arguments))
+    assert (args.precision, args.cuda_graph) == ("bf16", True)
 
 
 def test_the_evaluation_launch_is_so101_evals_graph_serving_a_checkpoint() -> None:

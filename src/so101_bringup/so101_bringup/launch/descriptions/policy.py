@@ -3,6 +3,7 @@ started beside ``sim`` or ``real``: it reads ``joint_states`` and the cameras an
 Nothing moves before ``policy/start`` (std_srvs/Trigger) unless ``autostart:=true``."""
 
 from nodegraph.launch.description import LaunchArgument, LaunchDescriptionData, NodeEntry
+from so101_policy.inference_options import PRECISIONS
 
 from so101_bringup.launch.descriptions import node
 
@@ -19,6 +20,10 @@ DESCRIPTION = LaunchDescriptionData(
         LaunchArgument("cameras", "[ego, side, top]", "cameras the policy sees (YAML list)"),
         LaunchArgument("autostart", "false", "start the control loop at once", choices=("true", "false")),
         LaunchArgument("device", "auto", "serve: torch device"),
+        LaunchArgument("precision", "fp32", "serve: inference precision (bf16/fp16: CUDA)", PRECISIONS),
+        LaunchArgument(
+            "cuda_graph", "false", "serve, ACT on CUDA: the forward pass from CUDA graphs", ("true", "false")
+        ),
         LaunchArgument("namespace", "", "namespace pushed onto every node"),
     ),
     nodes=(
@@ -37,6 +42,10 @@ DESCRIPTION = LaunchDescriptionData(
                 "$(arg token)",
                 "--device",
                 "$(arg device)",
+                "--precision",
+                "$(arg precision)",
+                "--cuda-graph",
+                "$(arg cuda_graph)",
             ),
             condition="serve",
         ),
