@@ -252,10 +252,11 @@ class EvalConfig:
         _positive(self, "eval", ("episodes", "episode_s", "horizon", "real_time_factor", "camera_rate_hz", "graphs"))
         _positive(self, "eval", ("video_fps", "server_timeout_ms"))
         _chunk_merging(self.blend_alpha, self.temporal_ensemble_coeff, "eval")
-        try:
-            self.inference()
-        except CheckpointError as exc:
-            raise _invalid("eval.precision" if "precision" in str(exc) else "eval.cuda_graph", str(exc)) from None
+        for name in ("precision", "cuda_graph"):
+            try:  # InferenceOptions checks each value; the error names the eval field
+                InferenceOptions(**{name: getattr(self, name)})
+            except CheckpointError as exc:
+                raise _invalid(f"eval.{name}", str(exc)) from None
         if self.videos < 0 or self.width < 0 or self.height < 0 or self.replan_steps < 0:
             raise ConfigError("eval", "videos, width, height, replan_steps must be >= 0")
         _cameras(self.cameras, "eval")
