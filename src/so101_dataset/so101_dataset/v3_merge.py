@@ -38,7 +38,8 @@ _QUANTILES = {"q01": 0.01, "q10": 0.10, "q50": 0.50, "q90": 0.90, "q99": 0.99}
 
 @dataclass
 class _Shard:
-    """One source dataset's small files, read once."""
+    """One source dataset's files but its videos, read once (in a reading thread); the plan re-indexes ``data``
+    in place."""
 
     root: Path
     info: Any  # lerobot DatasetInfo
@@ -46,8 +47,8 @@ class _Shard:
     stats: dict[str, dict[str, np.ndarray]] | None
     episodes: list[pd.DataFrame]  # its meta/episodes files, in (chunk, file) order
     episodes_mb: list[float]
-    data_files: list[ChunkFile]
     video_files: dict[str, list[ChunkFile]]
+    data: dict[ChunkFile, pd.DataFrame] = field(default_factory=dict)  # its data files' frames, in (chunk, file) order
     data_mb: dict[ChunkFile, float] = field(default_factory=dict)
     video_mb: dict[tuple[str, ChunkFile], float] = field(default_factory=dict)
     video_s: dict[tuple[str, ChunkFile], float] = field(default_factory=dict)
@@ -60,8 +61,8 @@ def _pairs(df: pd.DataFrame, prefix: str) -> list[ChunkFile]:
 
 
 def _read_shard(root: Path) -> _Shard:
-    """The small files of the v3.0 dataset at ``root``; sizes (MB) and durations (s) of its data and videos
-    (:class:`ExportError` naming the shard when one is missing or unreadable)."""
+    """The v3.0 dataset at ``root`` but its videos' frames: metadata and data tables, sizes (MB) of its data and
+    videos, the videos' durations (s) (:class:`ExportError` naming the shard when a file is missing or unreadable)."""
     try:
         return _read_shard_files(root)
     except ExportError:
@@ -95,11 +96,11 @@ def _read_shard_files(root: Path) -> _Shard:
         stats=load_stats(root),
         episodes=episodes,
         episodes_mb=[get_parquet_file_size_in_mb(p) for p in episode_files],
-        data_files=_pairs(everything, "data"),
         video_files={k: _pairs(everything, f"videos/{k}") for k in video_keys},
     )
-    for c, f in shard.data_files:
+    for c, f in _pairs(everything, "data"):
         path = root / DEFAULT_DATA_PATH.format(chunk_index=c, file_index=f)
+        shard.data[(c, f)] = pd.read_parquet(path)
         shard.data_mb[(c, f)] = get_parquet_file_size_in_mb(path)
     for key, files in shard.video_files.items():
         for c, f in files:
@@ -229,21 +230,20 @@ def merge_shards(
     shutil.rmtree(tmp, ignore_errors=True)
     features = merge_video_feature_info_for_aggregate([SimpleNamespace(features=s.info.features) for s in read])
     video_keys = [k for k, f in features.items() if f["dtype"] == "video"]
-    dst = LeRobotDatasetMetadata.create(
-        repo_id=cfg.repo_id,
-        fps=read[0].info.fps,
-        robot_type=read[0].info.robot_type,
-        features=features,
-        root=tmp,
-        use_videos=bool(video_keys),
-        chunks_size=DEFAULT_CHUNK_SIZE,
-        data_files_size_in_mb=data_mb,
-        video_files_size_in_mb=video_mb,
-    )
     unique = pd.concat([s.tasks for s in read]).index.unique()
     tasks = pd.DataFrame({"task_index": range(len(unique))}, index=pd.Index(unique, name="task"))
-
     try:
+        dst = LeRobotDatasetMetadata.create(
+            repo_id=cfg.repo_id,
+            fps=read[0].info.fps,
+            robot_type=read[0].info.robot_type,
+            features=features,
+            root=tmp,
+            use_videos=bool(video_keys),
+            chunks_size=DEFAULT_CHUNK_SIZE,
+            data_files_size_in_mb=data_mb,
+            video_files_size_in_mb=video_mb,
+        )
         plans = _plan(read, tasks, video_keys, data_mb, video_mb)
         _write(plans, tmp, workers)
         write_tasks(tasks, tmp)
@@ -277,7 +277,6 @@ def _plan(
     from lerobot.datasets.utils import (
         DEFAULT_CHUNK_SIZE,
         DEFAULT_DATA_FILE_SIZE_IN_MB,
-        DEFAULT_DATA_PATH,
         DEFAULT_VIDEO_PATH,
     )
 
@@ -289,8 +288,7 @@ def _plan(
     episodes_before = frames_before = 0
     for s in read:
         data_dst: dict[ChunkFile, ChunkFile] = {}
-        for cf in s.data_files:
-            df = pd.read_parquet(s.root / DEFAULT_DATA_PATH.format(chunk_index=cf[0], file_index=cf[1]))
+        for cf, df in s.data.items():
             df["episode_index"] += episodes_before
             df["index"] += frames_before
             names = s.tasks.index.take(df["task_index"].to_numpy())
