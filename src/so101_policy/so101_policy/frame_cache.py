@@ -7,10 +7,16 @@ parallel threads), keeps the frames as uint8 tensors on the device and builds ba
 drawn on the device: the same items LeRobot returns with ``delta_timestamps={"action": [0, 1/fps, ...]}`` (an
 action chunk padded with the episode's last action, ``action_is_pad`` marking the padding) and images as float32
 (C, H, W) in [0, 1].
+
+Where the frames are held (:func:`cache_home`): on the training device when they fit there beside training's own
+memory; else, training on a GPU, in host memory (``host_frames``): each batch's frames are gathered on the host
+into pinned memory and copied over one batch ahead, in a thread, while the GPU trains on the batch before (the same
+batches in the same order: the order is drawn on the device either way).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +29,39 @@ from so101_core.lerobot_schema import ACTION, OBS_STATE
 from .errors import PolicyError
 
 AUX_POSE = "aux.pose"  # a batch's auxiliary pose labels (B, 5), normalised (training_data.aux_pose_labels)
+HOST = "cpu"
+HOST_SHARE = 0.8  # of the host's available memory a frame cache may take
+GPU_HEADROOM = 0.25  # of a GPU's free memory left to training itself (activations, optimizer: ~20 GB at batch 512)
+GPU_HEADROOM_MIN_GB = 8.0  # and at least this much
+
+
+def free_bytes(device: str) -> float:
+    """Free memory (bytes) of ``device``: the GPU's, or the host's available RAM (inf without psutil)."""
+    if device.startswith("cuda"):
+        import torch
+
+        return float(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        import psutil
+    except ImportError:
+        return math.inf
+    return float(psutil.virtual_memory().available)
+
+
+def cache_home(need: int, device: str, limit_bytes: float = math.inf) -> str | None:
+    """Where ``need`` bytes of decoded frames are held to train on ``device``, given a limit (``frame_cache_gb``):
+    ``device`` itself when they fit there (a GPU: its free memory less :data:`GPU_HEADROOM` of it, at least
+    :data:`GPU_HEADROOM_MIN_GB`; the host: :data:`HOST_SHARE` of its available memory); else, ``device`` being a GPU,
+    :data:`HOST` when they fit the host; else None (they fit nowhere)."""
+    if need > limit_bytes:
+        return None
+    free_host = HOST_SHARE * free_bytes(HOST)
+    if device == HOST:
+        return HOST if need <= free_host else None
+    free = free_bytes(device)
+    if need <= free - max(GPU_HEADROOM * free, GPU_HEADROOM_MIN_GB * 2**30):
+        return device
+    return HOST if need <= free_host else None
 
 
 def decoded_bytes(dataset: Any, image_keys: list[str]) -> int:
@@ -79,16 +118,19 @@ def _decode_rows(meta: Any, key: str, episode: Any, frame_index: Any, starts: An
 
 
 class DecodedDataset:
-    """Rows with their frames on ``device`` as uint8 (N, 3, H, W) views; action chunks of ``chunk`` steps.
-    :meth:`decode` reads a ``LeRobotDataset`` (PolicyError when a video lacks a frame for a parquet row)."""
+    """Rows with their frames as uint8 (N, 3, H, W) views, on ``device`` or (``host_frames``) on the host; action
+    chunks of ``chunk`` steps. :meth:`decode` reads a ``LeRobotDataset`` (PolicyError when a video lacks a frame for
+    a parquet row)."""
 
     def __init__(
         self, state: np.ndarray, action: np.ndarray, episode: np.ndarray, images: dict[str, Any], chunk: int,
-        device: str, extras: dict[str, np.ndarray] | None = None,
+        device: str, extras: dict[str, np.ndarray] | None = None, host_frames: bool = False,
     ) -> None:  # fmt: skip
         """From rows in episode order: ``state``/``action`` (N, 6) float32, ``episode`` (N,) int (each episode's
-        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}, numpy arrays or tensors (kept when on ``device``);
-        ``extras`` {key: (N, ...) float32}: more per-row values (e.g. :data:`AUX_POSE` labels), batched as rows."""
+        rows contiguous), ``images`` {key: (N, H, W, 3) uint8}, numpy arrays or tensors (kept when already where
+        they are held: on ``device``, or on the host with ``host_frames``); ``extras`` {key: (N, ...) float32}: more
+        per-row values (e.g. :data:`AUX_POSE` labels), batched as rows. ``host_frames``: the frames stay in host
+        memory and batches gather theirs there (training on a GPU that cannot hold them)."""
         import torch
 
         n = len(state)
@@ -100,7 +142,9 @@ class DecodedDataset:
         self.length = n
         self.chunk = chunk
         self.device = device
-        self.images = {k: torch.as_tensor(v, device=device).permute(0, 3, 1, 2) for k, v in images.items()}  # uint8
+        self.host_frames = host_frames
+        home = HOST if host_frames else device
+        self.images = {k: torch.as_tensor(v, device=home).permute(0, 3, 1, 2) for k, v in images.items()}  # uint8
         self.state = torch.from_numpy(np.asarray(state, dtype=np.float32)).to(device)
         self.action = torch.from_numpy(np.asarray(action, dtype=np.float32)).to(device)
         self.extras = {
@@ -113,9 +157,12 @@ class DecodedDataset:
         self._offsets = torch.arange(chunk, device=device)
 
     @classmethod
-    def decode(cls, dataset: Any, image_keys: list[str], chunk: int, device: str) -> DecodedDataset:
+    def decode(
+        cls, dataset: Any, image_keys: list[str], chunk: int, device: str, host_frames: bool = False
+    ) -> DecodedDataset:
         """Every row of ``dataset`` (a ``LeRobotDataset``; of its selected episodes only, LeRobot's ``episodes=``,
-        which filters ``hf_dataset``) with its frames of ``image_keys``, decoded."""
+        which filters ``hf_dataset``) with its frames of ``image_keys``, decoded (kept on the host with
+        ``host_frames``)."""
         meta = dataset.meta
         rows = dataset.hf_dataset.with_format("numpy")
         episode = np.asarray(rows["episode_index"], dtype=np.int64)
@@ -124,17 +171,19 @@ class DecodedDataset:
         starts, ends = np.insert(change, 0, 0), np.append(change, len(episode))
         images = {key: _decode_rows(meta, key, episode, frame_index, starts, ends) for key in image_keys}
         state, action = np.asarray(rows[OBS_STATE], np.float32), np.asarray(rows[ACTION], np.float32)
-        return cls(state, action, episode, images, chunk, device)
+        return cls(state, action, episode, images, chunk, device, host_frames=host_frames)
 
     def __len__(self) -> int:
         return self.length
 
     def batch(self, index: Any) -> dict[str, Any]:
         """Items ``index`` ((B,) int64): state (B, 6), action (B, chunk, 6), action_is_pad (B, chunk) bool,
-        each image key (B, 3, H, W) float32 in [0, 1], each extra key (B, ...) float32 (the items' rows)."""
+        each image key (B, 3, H, W) float32 in [0, 1], each extra key (B, ...) float32 (the items' rows); all on
+        ``device``."""
         import torch
 
-        index = torch.as_tensor(index, device=self.device)
+        images = self._host_images(index) if self.host_frames else None
+        index = torch.as_tensor(index).to(self.device, non_blocking=True)
         steps = index[:, None] + self._offsets[None, :]
         last = self._end[index][:, None] - 1
         out: dict[str, Any] = {
@@ -143,26 +192,57 @@ class DecodedDataset:
             "action_is_pad": steps > last,
         }
         for key, frames in self.images.items():
-            out[key] = frames[index].float().div_(255.0)
+            out[key] = (frames[index] if images is None else images[key]).float().div_(255.0)
         for key, values in self.extras.items():
             out[key] = values[index]
+        return out
+
+    def _host_images(self, index: Any) -> dict[str, Any]:
+        """Each camera's frames of items ``index``, gathered in host memory (pinned when ``device`` is a GPU) and
+        copied to ``device`` without waiting: {key: (B, 3, H, W) uint8}."""
+        import torch
+
+        index = torch.as_tensor(index).to(HOST)
+        pin = self.device.startswith("cuda")
+        out = {}
+        for key, frames in self.images.items():
+            rows = frames.permute(0, 2, 3, 1)  # the contiguous (N, H, W, 3) tensor: whole rows are copied
+            staged = torch.empty((len(index), *rows.shape[1:]), dtype=torch.uint8, pin_memory=pin)
+            torch.index_select(rows, 0, index, out=staged)
+            out[key] = staged.to(self.device, non_blocking=True).permute(0, 3, 1, 2)
         return out
 
     def batches(self, batch_size: int, seed: int, start: int = 0) -> Iterator[dict[str, Any]]:
         """Endless batches of ``batch_size`` items: epoch ``e`` visits every item once in the order of
         ``torch.randperm`` seeded with ``seed + e`` on the device (on the CPU: the DataLoader source's order);
-        the stream starts ``start`` items in. Indices never leave the device (no host sync, no copy per batch)."""
+        the stream starts ``start`` items in. Frames on the device: indices never leave it (no host sync, no copy
+        per batch). Frames on the host: each epoch's order is copied there once, and the next batch is gathered in
+        a thread while the caller trains on this one."""
+        order = self._order(batch_size, seed, start)
+        if not self.host_frames:
+            yield from map(self.batch, order)
+            return
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            ahead = pool.submit(self.batch, next(order))
+            while True:
+                current, ahead = ahead, pool.submit(self.batch, next(order))
+                yield current.result()
+
+    def _order(self, batch_size: int, seed: int, start: int) -> Iterator[Any]:
+        """Endless (B,) int64 index tensors (:meth:`batches`' order), on the device, or on the host with
+        ``host_frames``."""
         import torch
 
+        home = HOST if self.host_frames else self.device
         gen = torch.Generator(device=self.device)
         epoch, skip = divmod(start, self.length)
-        pending = torch.empty(0, dtype=torch.int64, device=self.device)
+        pending = torch.empty(0, dtype=torch.int64, device=home)
         while True:
             while pending.shape[0] < batch_size:
                 gen.manual_seed(seed + epoch)
                 perm = torch.randperm(self.length, generator=gen, device=self.device)
-                pending = torch.cat([pending, perm[skip:]])
+                pending = torch.cat([pending, perm[skip:].to(home)])
                 skip = 0
                 epoch += 1
-            yield self.batch(pending[:batch_size])
+            yield pending[:batch_size]
             pending = pending[batch_size:]

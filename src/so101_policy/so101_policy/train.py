@@ -30,10 +30,10 @@ from . import checkpoints as ckpt
 from .act_training import contiguous_state, match_layout
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
-from .frame_cache import AUX_POSE, DecodedDataset, decoded_bytes
+from .frame_cache import AUX_POSE, DecodedDataset, cache_home, decoded_bytes
 from .policy_types import Trainable, lerobot_class, lerobot_config, trainable
 from .schedule import lr_factor
-from .training_data import TrainingData, aux_pose_labels, decode_units, open_training_data
+from .training_data import TrainingData, aux_pose_labels, decode_units, open_training_data, units_bytes
 
 REPO_ID = "local/so101"
 
@@ -136,30 +136,39 @@ def batch_stream(
     data: TrainingData, images: list[str], cfg: TrainConfig, start_step: int, device: str,
     aux_labels: np.ndarray | None = None,
 ) -> tuple[str, Iterator[dict[str, Any]]]:  # fmt: skip
-    """(source name, an endless stream of shuffled batches). Rendered units: their frames in memory on
-    ``device`` ("rendered frames"). A LeRobot dataset: its frames decoded once into memory on ``device``
-    ("memory") when they fit in ``cfg.frame_cache_gb`` and in the device's free memory, else (with a warning:
-    much slower) one DataLoader, workers spawned once and kept ("dataloader"). One order for all (on the CPU the
-    same permutations). Only the rows of ``data``'s episodes (``train.max_episodes``). ``aux_labels`` (N, 5)
-    (:func:`.training_data.aux_pose_labels`, rendered units only): each batch carries its rows' under
-    :data:`.frame_cache.AUX_POSE`."""
+    """(source name, an endless stream of shuffled batches). Rendered units: their frames in memory
+    ("rendered frames"). A LeRobot dataset: its frames decoded once into memory ("memory") when they fit in
+    ``cfg.frame_cache_gb``, else (with a warning: much slower) one DataLoader, workers spawned once and kept
+    ("dataloader"). Memory is ``device``'s where the frames fit beside training, else the host's (a GPU
+    ``device``; the source's name then says "(host memory)"), :func:`.frame_cache.cache_home`. One order for all
+    (on the CPU the same permutations). Only the rows of ``data``'s episodes (``train.max_episodes``).
+    ``aux_labels`` (N, 5) (:func:`.training_data.aux_pose_labels`, rendered units only): each batch carries its
+    rows' under :data:`.frame_cache.AUX_POSE`."""
     import torch
 
     start = start_step * cfg.batch_size
     if data.kind == "units":
+        need = units_bytes(data, images)
+        home = cache_home(need, device)
+        if home is None:
+            raise ConfigError(
+                "dataset",
+                f"{data.path}: the rendered frames ({need / 2**30:.1f} GiB) fit neither {device} memory nor the "
+                "host's: train on fewer episodes (train.max_episodes) or cameras (train.cameras)",
+            )
         extras = None if aux_labels is None else {AUX_POSE: aux_labels}
-        units = decode_units(data, images, cfg.chunk_size, device, extras)
-        return "rendered frames", units.batches(cfg.batch_size, cfg.seed, start)
+        units = decode_units(data, images, cfg.chunk_size, device, extras, host_frames=home != device)
+        return _source("rendered frames", home, device, need), units.batches(cfg.batch_size, cfg.seed, start)
     dataset = open_dataset(data.path, cfg.chunk_size, data.lerobot_episodes)
     need = decoded_bytes(dataset, images)
-    budget = min(cfg.frame_cache_gb * 2**30, 0.6 * _free_bytes(device))
-    if 0 < need <= budget:
-        decoded = DecodedDataset.decode(dataset, images, cfg.chunk_size, device)
-        return "memory", decoded.batches(cfg.batch_size, cfg.seed, start)
+    home = cache_home(need, device, cfg.frame_cache_gb * 2**30) if need > 0 else None
+    if home is not None:
+        decoded = DecodedDataset.decode(dataset, images, cfg.chunk_size, device, host_frames=home != device)
+        return _source("memory", home, device, need), decoded.batches(cfg.batch_size, cfg.seed, start)
     if cfg.frame_cache_gb > 0:
         print(
             f"train: WARNING: the decoded frames ({need / 2**30:.1f} GiB) do not fit in frame_cache_gb "
-            f"({cfg.frame_cache_gb:g} GiB) or 60 % of the free {device} memory; streaming through LeRobot's "
+            f"({cfg.frame_cache_gb:g} GiB) or the free {device} or host memory; streaming through LeRobot's "
             f"DataLoader ({cfg.num_workers} workers: per-frame video decoding, much slower)",
             file=sys.stderr,
             flush=True,
@@ -177,17 +186,18 @@ def batch_stream(
     return "dataloader", iter(loader)
 
 
-def _free_bytes(device: str) -> float:
-    """Free memory (bytes) of ``device``: the GPU's, or the host's available RAM."""
-    if device.startswith("cuda"):
-        import torch
-
-        return float(torch.cuda.mem_get_info(torch.device(device))[0])
-    try:
-        import psutil
-    except ImportError:
-        return math.inf
-    return float(psutil.virtual_memory().available)
+def _source(name: str, home: str, device: str, need: int) -> str:
+    """A batch source's name: ``name``, with "(host memory)" when its frames are held there, not on ``device``
+    (said on stderr too: each batch is then gathered on the host and copied)."""
+    if home == device:
+        return name
+    print(
+        f"train: the frames ({need / 2**30:.1f} GiB) do not fit {device} memory beside training; held in host "
+        "memory, each batch gathered there and copied over one batch ahead",
+        file=sys.stderr,
+        flush=True,
+    )
+    return f"{name} (host memory)"
 
 
 def _system_metrics(device: str) -> dict[str, float]:

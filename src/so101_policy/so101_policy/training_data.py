@@ -39,7 +39,7 @@ from so101_core.lerobot_schema import ACTION, OBS_STATE, camera_of, image_key
 from so101_core.pixel_levels import level_moments
 
 from .errors import ConfigError
-from .frame_cache import DecodedDataset
+from .frame_cache import HOST, DecodedDataset
 
 JOINT_LABELS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos",
                 "gripper.pos"]  # fmt: skip
@@ -216,14 +216,22 @@ def _image_stats(units: list[Path], cameras: list[str], stride: int = 10) -> dic
     return stats
 
 
-def decode_units(
-    data: TrainingData, image_keys: list[str], chunk: int, device: str, extras: dict[str, np.ndarray] | None = None
-) -> DecodedDataset:
-    """The units' rows with their rendered frames of ``image_keys`` on ``device`` (and ``extras``, per-row arrays
-    (N, ...) batched under their key, e.g. :func:`aux_pose_labels`' under :data:`.frame_cache.AUX_POSE`).
+def units_bytes(data: TrainingData, image_keys: list[str]) -> int:
+    """Bytes the rendered uint8 frames of ``image_keys`` of ``data``'s units take (what :func:`decode_units`
+    holds)."""
+    return sum(data.frames * int(np.prod(data.features[key]["shape"])) for key in image_keys)
 
-    Each camera's frames (N, H, W, 3) uint8 are allocated once on ``device`` and every unit's are copied into their
-    rows as it is read (files read in parallel): no second whole-dataset copy on the host.
+
+def decode_units(
+    data: TrainingData, image_keys: list[str], chunk: int, device: str, extras: dict[str, np.ndarray] | None = None,
+    host_frames: bool = False,
+) -> DecodedDataset:  # fmt: skip
+    """The units' rows with their rendered frames of ``image_keys`` on ``device``, or on the host with
+    ``host_frames`` (:class:`.frame_cache.DecodedDataset`), and ``extras``, per-row arrays (N, ...) batched under
+    their key, e.g. :func:`aux_pose_labels`' under :data:`.frame_cache.AUX_POSE`.
+
+    Each camera's frames (N, H, W, 3) uint8 are allocated once where they are held and every unit's are copied into
+    their rows as it is read (files read in parallel): no second whole-dataset copy on the host.
     """
     import torch
 
@@ -235,7 +243,8 @@ def decode_units(
     ends = np.cumsum(rows)  # each unit's rows: starts[k]:ends[k]
     starts = ends - rows
     shape = tuple(data.features[image_keys[0]]["shape"]) if image_keys else ()
-    images = {cam: torch.empty((len(state), *shape), dtype=torch.uint8, device=device) for cam in cams}
+    home = HOST if host_frames else device
+    images = {cam: torch.empty((len(state), *shape), dtype=torch.uint8, device=home) for cam in cams}
 
     def load(k: int) -> None:
         unit = data.units[k]
@@ -252,4 +261,5 @@ def decode_units(
 
     with ThreadPoolExecutor(max_workers=_READERS) as pool:
         list(pool.map(load, range(len(data.units))))
-    return DecodedDataset(state, action, episode, {image_key(c): images[c] for c in cams}, chunk, device, extras)
+    keyed = {image_key(c): images[c] for c in cams}
+    return DecodedDataset(state, action, episode, keyed, chunk, device, extras, host_frames)

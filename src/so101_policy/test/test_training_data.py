@@ -141,3 +141,90 @@ def test_the_training_benchmark_measures_rendered_units(tmp_path: Path) -> None:
     (row,) = out["sources"].values()
     assert row["data_source"] == "rendered frames" and "data_speedup_memory_vs_dataloader" not in out
     assert row["open_s"] > 0 and row["cold_start_s"] > 0 and row["data_samples_per_s"] > 0
+
+
+def _batches_equal(a: dict, b: dict) -> None:  # type: ignore[type-arg]
+    import torch
+
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key].shape == b[key].shape and a[key].dtype == b[key].dtype, key
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_frames_held_on_the_host_give_the_same_batches_in_the_same_order(tmp_path: Path) -> None:
+    """host_frames (a GPU that cannot hold the frames): the stream gathers each batch on the host, one batch ahead
+    in a thread, and yields what the frames on the device yield: the same items, epoch after epoch, from any start;
+    the frames stay on the host."""
+    from so101_policy.frame_cache import AUX_POSE
+
+    rng = np.random.default_rng(6)
+    for k, frames in enumerate((13, 6, 21)):
+        _write_unit(tmp_path, k, frames, rng)
+    data = open_training_data(tmp_path)
+    keys = ["observation.images.top", "observation.images.ego"]
+    labels = rng.normal(size=(data.frames, 5)).astype(np.float32)
+    device = decode_units(data, keys, chunk=4, device="cpu", extras={AUX_POSE: labels})
+    host = decode_units(data, keys, chunk=4, device="cpu", extras={AUX_POSE: labels}, host_frames=True)
+    assert host.host_frames and not device.host_frames
+    for start in (0, 29, 40):  # 40 rows: the second epoch's start and a start inside it
+        want, got = device.batches(16, seed=3, start=start), host.batches(16, seed=3, start=start)
+        for _ in range(7):  # 112 items: nearly three epochs
+            _batches_equal(next(got), next(want))
+        got.close()  # its thread ends with it
+    index = [0, 12, 13, 39]
+    _batches_equal(host.batch(index), device.batch(index))
+
+
+def test_a_failure_while_gathering_ahead_reaches_the_trainer(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    _write_unit(tmp_path, 0, 9, rng)
+    host = decode_units(open_training_data(tmp_path), ["observation.images.top"], chunk=4, device="cpu", host_frames=True)
+    host.images["observation.images.top"] = host.images["observation.images.top"][:4]  # rows gone
+    with pytest.raises(IndexError):
+        next(host.batches(8, seed=0))
+
+
+def test_the_frame_cache_goes_where_it_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU beside training's headroom (a quarter of the free memory, at least 8 GiB), else in host memory
+    (80 % of what is available), else nowhere; a limit (frame_cache_gb) caps both; training on the CPU: the host."""
+    from so101_policy import frame_cache
+
+    gib = 2**30
+    free = {"cuda": 80 * gib, "cpu": 120 * gib}
+    monkeypatch.setattr(frame_cache, "free_bytes", lambda device: float(free[device.split(":")[0]]))
+    home = frame_cache.cache_home
+    assert home(52 * gib, "cuda") == "cuda"  # 1,200 demos at 3 x 160x120 on an 80 GB H100
+    assert home(87 * gib, "cuda") == "cpu"  # 1,800 demos: the host holds them
+    assert home(60 * gib + 1, "cuda") == "cpu"  # past 80 - 20 GiB
+    assert home(97 * gib, "cuda") is None  # past 80 % of the host's 120 GiB
+    assert home(52 * gib, "cuda", limit_bytes=50 * gib) is None
+    assert home(90 * gib, "cpu") == "cpu" and home(97 * gib, "cpu") is None
+    free["cuda"] = 24 * gib  # a 24 GB card: 8 GiB stay for training
+    assert home(16 * gib, "cuda:0") == "cuda:0" and home(16 * gib + 1, "cuda:0") == "cpu"
+
+
+def test_training_reads_rendered_frames_from_the_host_when_the_device_cannot_hold_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """batch_stream follows cache_home: frames held on the host are named so (the run's data_source) and said on
+    stderr, and give the device's batches; frames that fit nowhere are a ConfigError naming their size."""
+    from so101_policy import train
+
+    rng = np.random.default_rng(8)
+    for k, frames in enumerate((10, 7)):
+        _write_unit(tmp_path, k, frames, rng)
+    data = open_training_data(tmp_path)
+    cfg = TrainConfig(batch_size=8, chunk_size=4)
+    images = ["observation.images.top"]
+    source, want = train.batch_stream(data, images, cfg, 1, "cpu")
+    assert source == "rendered frames"
+    monkeypatch.setattr(train, "cache_home", lambda need, device, limit=0: "elsewhere")  # not the device
+    source, got = train.batch_stream(data, images, cfg, 1, "cpu")
+    assert source == "rendered frames (host memory)"
+    assert "held in host memory" in capsys.readouterr().err
+    for _ in range(3):
+        _batches_equal(next(got), next(want))
+    monkeypatch.setattr(train, "cache_home", lambda need, device, limit=0: None)
+    with pytest.raises(ConfigError, match=r"rendered frames \(0\.0 GiB\) fit neither cpu memory nor the host's"):
+        train.batch_stream(data, images, cfg, 0, "cpu")
