@@ -179,7 +179,8 @@ def test_frames_held_on_the_host_give_the_same_batches_in_the_same_order(tmp_pat
 def test_a_failure_while_gathering_ahead_reaches_the_trainer(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
     _write_unit(tmp_path, 0, 9, rng)
-    host = decode_units(open_training_data(tmp_path), ["observation.images.top"], chunk=4, device="cpu", host_frames=True)
+    data = open_training_data(tmp_path)
+    host = decode_units(data, ["observation.images.top"], chunk=4, device="cpu", host_frames=True)
     host.images["observation.images.top"] = host.images["observation.images.top"][:4]  # rows gone
     with pytest.raises(IndexError):
         next(host.batches(8, seed=0))
