@@ -56,8 +56,9 @@ class TrainConfig:
     sees ([] = every ``observation.images.*`` feature); ``save_freq`` / ``log_freq`` in steps;
     ``tracking_uri`` "" = ``sqlite:///<out>/mlflow.db``; ``system_metrics``: MLflow CPU/GPU/memory sampling;
     ``time_limit_s``: stop (with a checkpoint) after this much training time in this invocation (0 = none);
-    ``frame_cache_gb``: decode the whole dataset once into memory on the training device when its frames fit in
-    this many GiB (much faster than per-frame video decoding), else stream through LeRobot's DataLoader (0 = always);
+    ``frame_cache_gb``: decode the whole dataset once into memory (the training GPU's where the frames fit beside
+    training, else the host's: :func:`.frame_cache.cache_home`) when its frames fit in this many GiB (much faster
+    than per-frame video decoding), else stream through LeRobot's DataLoader (0 = always);
     ``use_amp``: the forward pass under bfloat16 autocast (no loss scaling needed); ``lr_schedule``
     (:mod:`.schedule`): ``constant`` or ``cosine`` to 0 at ``steps``, each after ``warmup_steps`` of linear
     warm-up; ``backbone_norm`` (ACT, :mod:`.act_training`): ``frozen`` (LeRobot's FrozenBatchNorm2d, the identity with
