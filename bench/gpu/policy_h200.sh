@@ -58,6 +58,9 @@ keep() {  # every call, however it ends: the run's small records back under $OUT
 }
 trap keep EXIT
 need() { [ "$(left)" -ge "$1" ] || { echo "policy_h200: slice ends ($(left) s left, $2 needs $1): run again"; exit 0; }; }
+counted() {  # RESULTS N: the results file exists and counts N episodes (one cut by its --time-limit does not)
+  [ -f "$1" ] && "$PY" -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['episodes'] < int(sys.argv[2]))" "$1" "$2"
+}
 
 if [ ! -f "$RUN/.seeds" ]; then
   need 90 seeds; stamp seeds
@@ -112,11 +115,13 @@ CKPT=$RUN/sweep/$BEST
 IFS=";" read -r -a VARIANT_LIST <<<"${VARIANTS-16 0.2 8;16 1.0 8;16 0.5 4;32 0.5 8}"  # "": the sweep's scoring alone
 for variant in "${VARIANT_LIST[@]}"; do
   read -r H A R T <<<"$variant"; T=${T:-0}; dir=$RUN/fast/h${H}_a${A}_r${R}$([ "$T" = 0 ] || echo "_te$T")
-  [ -f "$dir/fast_results.json" ] && continue
+  counted "$dir/fast_results.json" "$EPISODES" && continue
   need 100 "fast variant $variant"; stamp "fast eval h=$H alpha=$A replan=$R temporal ensemble=$T"
   so101 eval --fast --checkpoint "$CKPT" -n "$EPISODES" --out "$dir" --envs "$WORKERS" --set dr_profile=wide \
+    --time-limit $(( $(left) - 20 )) \
     --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set temporal_ensemble_coeff="$T" \
     --set device="$DEVICE" --set episode_s="$EPISODE_S"
+  counted "$dir/fast_results.json" "$EPISODES" || { echo "policy_h200: slice ended in variant $variant: run again"; exit 0; }
 done
 CHOICE=$("$PY" - "$RUN/fast" <<'PYEOF'
 import json, pathlib, sys
@@ -131,21 +136,26 @@ else:  # no variants: eval.yaml's execution, as the sweep scored it
 PYEOF
 )
 read -r H A R T <<<"$CHOICE"
-if [ "${TRAIN_SCENES:-1}" != 0 ] && [ ! -f "$RUN/fast/train_scenes/fast_results.json" ]; then
+if [ "${TRAIN_SCENES:-1}" != 0 ] && ! counted "$RUN/fast/train_scenes/fast_results.json" "$EPISODES"; then
   need 100 "fast eval on the training scenes"; stamp "fast eval on the training scenes"
   SCENES=$("$PY" -c "import json,sys; from so101_core.seeds.format import load_seeds
 print(json.dumps([d.seed for d in load_seeds(sys.argv[1])][:int(sys.argv[2])]))" "$RUN/demos" "$EPISODES")
   so101 eval --fast --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/fast/train_scenes" --envs "$WORKERS" \
+    --time-limit $(( $(left) - 20 )) \
     --set dr_profile=wide --set "scene_seeds=$SCENES" --set horizon="$H" --set blend_alpha="$A" \
     --set replan_steps="$R" --set temporal_ensemble_coeff="$T" --set device="$DEVICE" --set episode_s="$EPISODE_S"
+  counted "$RUN/fast/train_scenes/fast_results.json" "$EPISODES" || { echo "policy_h200: slice ended: run again"; exit 0; }
 fi
 [ "${UNTIL:-}" = train_scenes ] && { echo "policy_h200: stopped after the training-scene check (UNTIL)"; exit 0; }
 RTF=2; [ "$R" -lt 4 ] && RTF=1  # a query every step or two: real time, so the server's answers keep pace
-if [ ! -f "$RUN/graph/results.json" ]; then
+if ! counted "$RUN/graph/results.json" "$EPISODES"; then
   need 240 "graph evaluation"; stamp "graph evaluation h=$H alpha=$A replan=$R"
+  # the episodes run stay in $RUN/graph: the next call goes on from them
   so101 eval --checkpoint "$CKPT" -n "$EPISODES" --out "$RUN/graph" --set graphs="$GRAPHS" --set real_time_factor=$RTF \
+    --time-limit $(( $(left) - 60 )) \
     --set dr_profile=wide --set horizon="$H" --set blend_alpha="$A" --set replan_steps="$R" --set device="$DEVICE" \
     --set temporal_ensemble_coeff="$T" --set videos=2 --set episode_s="$EPISODE_S"
+  counted "$RUN/graph/results.json" "$EPISODES" || { echo "policy_h200: graph evaluation goes on next call"; exit 0; }
 fi
 [ "${UNTIL:-}" = graph ] && { echo "policy_h200: stopped after the graph evaluation (UNTIL)"; exit 0; }
 need 120 "bench policy"; stamp "bench policy"

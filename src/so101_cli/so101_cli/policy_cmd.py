@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,15 +135,21 @@ def evaluate(
     fast: bool = typer.Option(False, "--fast", help="vectorized twin environments, batched policy (development)"),
     sets: list[str] = typer.Option([], "--set", help="eval.yaml field=value (YAML value), e.g. --set graphs=4"),
     envs: int = typer.Option(0, "--envs", min=0, help="--fast: environments at a time (0 = one per CPU core)"),
+    time_limit_s: float | None = typer.Option(
+        None, "--time-limit", min=0, help="s: no episode starts after it; the report counts the episodes run"
+    ),
 ) -> None:
     """Evaluate in the twin through the real graph: success (ours + workshop rule, Wilson 95 %), FRAME metrics,
     tracking plots, videos, HTML report, MLflow. ``--fast``: the same episodes and success rules in vectorized
-    environments with batched inference (fast_results.json; the graph evaluation is the figure of record)."""
+    environments with batched inference (fast_results.json; the graph evaluation is the figure of record).
+    ``--time-limit``: a job's slice; episodes already started finish (the graph evaluation resumes the rest when
+    called again with the same ``--out``)."""
     from so101_policy.config import load_eval_config
     from so101_policy.errors import PolicyError
     from so101_policy.evaluate import checkpoint_spec, run_evaluation
 
     console = Console(stderr=True)
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     try:
         cfg = load_eval_config(config)
         overrides: dict[str, Any] = {"episodes": episodes, "seed": seed, "device": device}
@@ -154,7 +161,7 @@ def evaluate(
     except (PolicyError, ValueError) as exc:
         _fail(console, exc)
     if fast:
-        _evaluate_fast(console, checkpoint, out, cfg, envs)
+        _evaluate_fast(console, checkpoint, out, cfg, envs, deadline)
         return
     columns = (
         TextColumn("[bold]eval[/bold]"),
@@ -173,7 +180,7 @@ def evaluate(
             bar.update(task, completed=done, ok=f"{count['ok']}/{done} succeeded")
 
         try:
-            result = run_evaluation(spec, out, cfg, progress=on_episode, real=real)
+            result = run_evaluation(spec, out, cfg, progress=on_episode, deadline=deadline, real=real)
         except (PolicyError, ValueError, OSError) as exc:
             _fail(console, exc)
     console.print(
@@ -182,12 +189,12 @@ def evaluate(
     )
 
 
-def _evaluate_fast(console: Console, checkpoint: Path, out: Path, cfg: Any, envs: int) -> None:
+def _evaluate_fast(console: Console, checkpoint: Path, out: Path, cfg: Any, envs: int, deadline: float | None) -> None:
     from so101_policy.errors import PolicyError
     from so101_policy.fast_eval import evaluate_checkpoint_fast
 
     try:
-        result = evaluate_checkpoint_fast(checkpoint, out, cfg, envs=envs)
+        result = evaluate_checkpoint_fast(checkpoint, out, cfg, envs=envs, deadline=deadline)
     except (PolicyError, ValueError, OSError) as exc:
         _fail(console, exc)
     console.print(

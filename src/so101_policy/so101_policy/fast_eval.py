@@ -124,6 +124,7 @@ def evaluate_checkpoint_fast(
     *,
     envs: int = 0,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    deadline: float | None = None,
 ) -> FastResult:
     """The checkpoint (ACT or Diffusion Policy) at ``checkpoint_dir`` on ``config.device`` (with its ``precision`` and
     ``cuda_graph``), seeing its own
@@ -133,7 +134,9 @@ def evaluate_checkpoint_fast(
     policy = load_policy(checkpoint_dir, device=config.device, options=config.inference())
     w, h = policy.image_size()
     size = (config.width or w, config.height or h)
-    return run_fast_evaluation(policy, out_dir, config, policy.cameras, size, envs=envs, progress=progress)
+    return run_fast_evaluation(
+        policy, out_dir, config, policy.cameras, size, envs=envs, progress=progress, deadline=deadline
+    )
 
 
 def run_fast_evaluation(
@@ -145,11 +148,13 @@ def run_fast_evaluation(
     *,
     envs: int = 0,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    deadline: float | None = None,
 ) -> FastResult:
     """Run ``config.episodes`` episodes of ``backend`` (a policy-server backend: ``get_action`` / ``reset``,
     e.g. :class:`~.lerobot_policy.LeRobotPolicy`) seeing ``cameras`` at ``size`` (width, height) px, in ``envs``
     environments at a time (0 = one per CPU core); ``config.replan_steps`` steps between chunks (0 = horizon / 2,
-    as the policy node)."""
+    as the policy node). ``deadline`` (``time.monotonic()``): no episode starts after it (those running finish);
+    the results then count the episodes run (``episodes`` < ``episodes_planned``), the first ones of the seeds."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     n_env = max(1, min(envs or os.cpu_count() or 1, config.episodes))
@@ -173,7 +178,7 @@ def run_fast_evaluation(
         vec = make_vector_env(spec, n_env)
     try:
         ex = Execution(horizon, replan, config.blend_alpha, config.temporal_ensemble_coeff, limits)
-        rows = _run(vec, backend, spec, seeds, ex, progress, phases)
+        rows = _run(vec, backend, spec, seeds, ex, progress, phases, deadline)
     finally:
         with phases("close"):
             vec.close()
@@ -208,14 +213,22 @@ class _Episode:
 
 def _run(
     vec: Any, backend: Any, spec: EnvConfig, seeds: list[int], ex: Execution,
-    progress: Callable[[int, int, dict[str, Any]], None] | None, phases: Phases,
+    progress: Callable[[int, int, dict[str, Any]], None] | None, phases: Phases, deadline: float | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Every episode of ``seeds`` on ``vec``'s environments (see the module docstring); a row per episode, in
     episode order. Chunks enter each plan through :func:`~.admission.admit_chunk`, as in the policy node; where
     an environment has no planned action (every chunk so far refused) it holds the position measured when the hold
-    began. An environment without an episode (more environments than episodes left) holds still, unseen."""
+    began. An environment without an episode (more environments than episodes left) holds still, unseen. After
+    ``deadline`` (``time.monotonic()``) no episode starts."""
     n = vec.num_envs
     todo = list(range(len(seeds)))
+
+    def past_deadline() -> bool:
+        if deadline is not None and time.monotonic() > deadline:
+            todo.clear()
+        return not todo
+
+    past_deadline()
     running: list[_Episode | None] = [None] * n
     first = [todo.pop(0) if todo else -1 for _ in range(n)]
     with phases("reset"):
@@ -230,7 +243,7 @@ def _run(
         if step % ex.replan == 0 and idle:
             mask = np.zeros(n, dtype=bool)
             for i in idle:
-                if todo:
+                if not past_deadline():
                     e = todo.pop(0)
                     running[i], mask[i] = _Episode(e, seeds[e], step), True
             idle = []
@@ -326,6 +339,7 @@ def _summarize(
     summary = {
         "evaluator": "fast (vectorized twin environments, batched policy)",
         "episodes": n,
+        "episodes_planned": config.episodes,
         "successes": ok,
         "success_rate": ok / n if n else 0.0,
         "wilson_95": [iv.low, iv.high],

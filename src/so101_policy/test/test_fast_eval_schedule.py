@@ -59,3 +59,36 @@ def test_the_results_say_where_the_time_went(tmp_path: Path) -> None:
     assert summary["cold_start_s"] == phases["start"]["s"] > 0
     assert summary["episodes_per_min_warm"] == pytest.approx(60.0 * 2 / warm_s, rel=1e-3)
     assert summary["episodes_per_min_warm"] > summary["episodes_per_min"]
+
+
+def test_no_episode_starts_after_the_deadline_and_the_results_say_how_many_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadline passed while the first wave runs: those two episodes finish, none of the other three starts;
+    the results count the two (the first seeds) against the five planned. Without one, all five run."""
+    import time
+    import types
+
+    from so101_policy import fast_eval
+
+    clock = {"now": 0.0}
+
+    class LateAfterFirstChunk(RefuseFirstRow):
+        def get_action(self, obs: dict[str, Any], options: dict[str, Any] | None) -> tuple[dict[str, Any], dict]:
+            clock["now"] = 10.0  # the deadline (5.0) passes while the first episodes run
+            chunk, info = super().get_action(obs, options)
+            chunk["single_arm"][0] -= 90.0  # no refusals here
+            return chunk, info
+
+    fake_time = types.SimpleNamespace(perf_counter=time.perf_counter, monotonic=lambda: clock["now"])
+    monkeypatch.setattr(fast_eval, "time", fake_time)
+    config = EvalConfig(episodes=5, episode_s=SECONDS, horizon=HORIZON, replan_steps=REPLAN, device="cpu")
+    cut = run_fast_evaluation(LateAfterFirstChunk(), tmp_path / "cut", config, ("top",), (32, 24), envs=2, deadline=5.0)
+    summary = json.loads(cut.results_json.read_text())
+    rows = [json.loads(line) for line in (tmp_path / "cut" / "fast_episodes.jsonl").read_text().splitlines()]
+    assert (cut.episodes, summary["episodes"], summary["episodes_planned"]) == (2, 2, 5)
+    assert [r["index"] for r in rows] == [0, 1] and all(r["steps"] == round(SECONDS * 30) for r in rows)
+    clock["now"] = 0.0
+    whole = run_fast_evaluation(LateAfterFirstChunk(), tmp_path / "whole", config, ("top",), (32, 24), envs=2)
+    assert whole.episodes == 5
+    assert json.loads(whole.results_json.read_text())["episodes_planned"] == 5
