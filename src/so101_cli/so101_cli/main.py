@@ -1,5 +1,5 @@
 """``so101``: the command line of the stack (launch, graph, node, topic, service, param, action, bag, bench, demo,
-sysid)."""
+sysid, train, serve, eval, compare)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ app.command()(calibrate_cmd.calibrate)
 app.command()(policy_cmd.train)
 app.command()(policy_cmd.serve)
 app.command("eval")(policy_cmd.evaluate)
+app.command()(policy_cmd.compare)
 app.add_typer(topic_cmd.app, name="topic")
 app.add_typer(action_cmd.app, name="action")
 app.add_typer(service_cmd.app, name="service")

@@ -189,6 +189,30 @@ def evaluate(
     )
 
 
+def compare(
+    a: Path = typer.Argument(..., help="an evaluation's output directory or episodes .jsonl"),
+    b: Path = typer.Argument(..., help="another, of the same scenes"),
+) -> None:
+    """Pair two evaluations by scene seed (``so101 eval`` or ``--fast`` outputs, a sweep run's ``fast_eval``): per
+    success rule, the successes of each on the common scenes, the scenes only one solved and the exact McNemar p
+    (is the difference more than chance?). Prints JSON."""
+    from so101_policy.comparison import compare_evaluations
+    from so101_policy.errors import PolicyError
+
+    console = Console(stderr=True)
+    try:
+        result = compare_evaluations(a, b)
+    except (PolicyError, OSError) as exc:
+        _fail(console, exc)
+    for rule in ("success", "workshop_success"):
+        r = result[rule]
+        console.print(
+            f"{rule}: A {r['a_successes']}/{result['same_scenes']}, B {r['b_successes']}/{result['same_scenes']}; "
+            f"only A {r['only_a']}, only B {r['only_b']}; exact McNemar p = {r['exact_mcnemar_p']:.3g}"
+        )
+    print(json.dumps(result, indent=2))
+
+
 def _evaluate_fast(console: Console, checkpoint: Path, out: Path, cfg: Any, envs: int, deadline: float | None) -> None:
     from so101_policy.errors import PolicyError
     from so101_policy.fast_eval import evaluate_checkpoint_fast

@@ -50,6 +50,44 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> Int
     return Interval(low, high)
 
 
+def exact_mcnemar_p(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value of paired outcomes: ``only_a`` pairs where only A succeeded, ``only_b``
+    where only B did (a binomial test of ``min`` of them among their sum at 1/2); 1.0 without discordant pairs."""
+    n, k = only_a + only_b, min(only_a, only_b)
+    if only_a < 0 or only_b < 0:
+        raise ValueError(f"counts must be >= 0, got {only_a}, {only_b}")
+    if n == 0:
+        return 1.0
+    return min(1.0, 2.0 * sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n)
+
+
+def paired_comparison(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
+    """Two evaluations' episode rows (each with ``seed``, ``success``, ``workshop_success``) paired by scene seed:
+    ``same_scenes``; per rule (``success``, ``workshop_success``) the successes of A and of B on those scenes, the
+    scenes only A and only B solved, and the exact McNemar p. A seed repeated within one evaluation is a
+    ValueError (pairs would be ambiguous)."""
+    by_seed = []
+    for name, rows in (("A", a), ("B", b)):
+        seeds = [int(r["seed"]) for r in rows]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"evaluation {name} runs a scene seed more than once")
+        by_seed.append(dict(zip(seeds, rows, strict=True)))
+    common = sorted(set(by_seed[0]) & set(by_seed[1]))
+    out: dict[str, Any] = {"same_scenes": len(common)}
+    for rule in ("success", "workshop_success"):
+        pairs = [(bool(by_seed[0][s][rule]), bool(by_seed[1][s][rule])) for s in common]
+        only_a = sum(x and not y for x, y in pairs)
+        only_b = sum(y and not x for x, y in pairs)
+        out[rule] = {
+            "a_successes": sum(x for x, _ in pairs),
+            "b_successes": sum(y for _, y in pairs),
+            "only_a": only_a,
+            "only_b": only_b,
+            "exact_mcnemar_p": exact_mcnemar_p(only_a, only_b),
+        }
+    return out
+
+
 def success_by_target_slot(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per target slot (rows' ``target_slot``; -1 or absent: none, skipped): ``episodes``, ``successes``,
     ``success_rate`` and ``wilson_95``, keyed by the slot as text (JSON keys), in slot order. Which scenes fail:

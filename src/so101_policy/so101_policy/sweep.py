@@ -11,13 +11,15 @@ A sweep file names the runs as overrides of the training config and, optionally,
 
 Each run trains in its own process (``so101 train``, so a GPU is shared by K processes at once, and each
 resumes by itself after a crash) into ``<out>/<name>/``; ``at_once`` bounds how many train together (each holds
-its own frames on the device: two runs of 600 demos at 160x120 do not fit an 80 GB card), the next starting as one
-ends. Once all have finished their steps, each final checkpoint is scored with
+its own frames, on the device where they fit beside training, else in host memory, slower), the next starting as
+one ends. Once all have finished their steps, each final checkpoint is scored with
 :func:`~.fast_eval.evaluate_checkpoint_fast` into ``<out>/<name>/fast_eval/``. ``<out>/sweep.json`` ranks the runs
-by success rate (then the workshop rule's). With the runs' ``time_limit_s`` (a slice of a time-limited job) each
-run's own limit is what is left of the slice, and a run that waited for a place starts only with
-:data:`RUN_RESERVE_S` left; when a run stopped at its limit or did not start, or the slice has no time left to
-score the next run, ``sweep.json`` says ``complete: false``: the same command goes on from there.
+by success rate (then the workshop rule's); every other run's ``paired_with_best`` pairs its episodes with the
+best run's scene by scene (:func:`~.metrics.paired_comparison`: scenes only one solved, exact McNemar p). With
+the runs' ``time_limit_s`` (a slice of a time-limited job) each run's own limit is what is left of the slice, and a
+run that waited for a place starts only with :data:`RUN_RESERVE_S` left; when a run stopped at its limit or did
+not start, or the slice has no time left to score the next run, ``sweep.json`` says ``complete: false``: the same
+command goes on from there.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from nodegraph.launch.process import ManagedProcess
 
 from .config import EvalConfig, TrainConfig, parse_config
 from .errors import ConfigError, PolicyError
+from .metrics import paired_comparison
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,10 +155,19 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
             }
         )
     rows.sort(key=lambda r: (-r["success_rate"], -r["workshop_rate"]))
+    best = _episodes(out_dir / rows[0]["run"]) if rows else []
+    for row in rows[1:]:  # is the best run better than this one, scene by scene? (the runs share their seeds)
+        row["paired_with_best"] = paired_comparison(best, _episodes(out_dir / row["run"]))
     summary = {"complete": True, "dataset": str(dataset), "runs": rows, "train_wall_s": train_wall,
                "eval": _plain(sweep.eval)}  # fmt: skip
     (out_dir / "sweep.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return rows
+
+
+def _episodes(run_dir: Path) -> list[dict[str, Any]]:
+    """The episode rows of a run's fast evaluation."""
+    lines = (run_dir / "fast_eval" / "fast_episodes.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def _earlier_train_wall(out_dir: Path) -> float:

@@ -120,3 +120,33 @@ def test_blend_is_an_ema_over_the_overlap_and_drops_the_past() -> None:
     np.testing.assert_allclose(first.actions, 1.0)
     with pytest.raises(ValueError):
         blend(None, chunk, 0, 0, 8, alpha=0.0)
+
+
+def test_exact_mcnemar_p_is_the_two_sided_binomial_test_of_the_discordant_pairs() -> None:
+    from so101_policy.metrics import exact_mcnemar_p
+
+    assert exact_mcnemar_p(0, 5) == exact_mcnemar_p(5, 0) == pytest.approx(2 / 32)
+    assert exact_mcnemar_p(45, 45) == exact_mcnemar_p(0, 0) == 1.0
+    assert exact_mcnemar_p(69, 33) == pytest.approx(0.000469, abs=1e-6)  # 1,200 against 600 demos (session 15)
+    assert exact_mcnemar_p(3, 1) == 0.625  # 2 * (1 + 4) / 16
+    with pytest.raises(ValueError):
+        exact_mcnemar_p(-1, 2)
+
+
+def test_two_evaluations_are_paired_by_scene_seed() -> None:
+    """Scenes both ran are paired whatever their order; a scene only one ran is left out; both rules counted."""
+    from so101_policy.metrics import paired_comparison
+
+    def row(seed: int, ok: bool, shop: bool) -> dict:  # type: ignore[type-arg]
+        return {"seed": seed, "success": ok, "workshop_success": shop}
+
+    a = [row(1, True, True), row(2, False, True), row(3, True, True), row(9, True, True)]
+    b = [row(3, False, True), row(2, True, True), row(1, True, False), row(7, False, False)]
+    got = paired_comparison(a, b)
+    assert got["same_scenes"] == 3
+    assert got["success"] == {"a_successes": 2, "b_successes": 2, "only_a": 1, "only_b": 1, "exact_mcnemar_p": 1.0}
+    assert got["workshop_success"] == {
+        "a_successes": 3, "b_successes": 2, "only_a": 1, "only_b": 0, "exact_mcnemar_p": 1.0,
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="evaluation B runs a scene seed more than once"):
+        paired_comparison(a, [*b, row(2, False, False)])

@@ -68,6 +68,8 @@ def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
         assert json.loads(config.read_text())["type"] == row["run"]
         assert (tmp_path / "out" / row["run"] / "fast_eval" / "fast_results.json").is_file()
     assert json.loads((tmp_path / "out" / "sweep.json").read_text())["runs"] == rows
+    assert "paired_with_best" not in rows[0]  # the others are paired with the best, on their common scene
+    assert rows[1]["paired_with_best"]["same_scenes"] == 1
     changes = {r["run"]: r["changes"] for r in rows}
     assert changes["act"] == {"backbone_norm": "batch", "lr": 0.001, "dim_model": 16, "dim_feedforward": 32,
                               "n_heads": 2, "n_encoder_layers": 1, "latent_dim": 4}  # fmt: skip
