@@ -102,15 +102,9 @@ def test_lerobot_eval_scores_the_replayed_demo_as_the_fast_evaluator_does(demo: 
 
 @pytest.mark.slow
 def test_lerobot_eval_runs_a_trained_act_checkpoint(tmp_path: Path) -> None:
-    from so101_policy.config import TrainConfig
-    from so101_policy.testing.dataset import make_dataset
-    from so101_policy.train import train_policy
+    from so101_policy.testing.checkpoint import tiny_act_checkpoint
 
-    tiny = {"batch_size": 2, "num_workers": 0, "chunk_size": 8, "dim_model": 32, "dim_feedforward": 64, "n_heads": 2}
-    tiny |= {"n_encoder_layers": 1, "latent_dim": 8, "device": "cpu", "cameras": ("top",)}
-    tiny |= {"system_metrics": False, "log_checkpoints": False}
-    dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
-    checkpoint = train_policy(dataset, tmp_path / "run", TrainConfig(steps=2, save_freq=2, **tiny)).checkpoint_dir
+    checkpoint = tiny_act_checkpoint(tmp_path)
     run = start_lerobot_eval(
         f"--policy.path={checkpoint / 'pretrained_model'}",
         "--env.cameras=[top]",

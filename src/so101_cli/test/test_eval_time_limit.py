@@ -11,16 +11,10 @@ import pytest
 @pytest.mark.slow
 def test_eval_fast_starts_no_episode_after_its_time_limit(tmp_path: Path) -> None:
     from so101_cli.main import app
-    from so101_policy.config import TrainConfig
-    from so101_policy.testing.dataset import make_dataset
-    from so101_policy.train import train_policy
+    from so101_policy.testing.checkpoint import tiny_act_checkpoint
     from typer.testing import CliRunner
 
-    tiny = {"batch_size": 2, "num_workers": 0, "chunk_size": 8, "dim_model": 32, "dim_feedforward": 64, "n_heads": 2}
-    tiny |= {"n_encoder_layers": 1, "latent_dim": 8, "device": "cpu", "cameras": ("top",)}
-    tiny |= {"system_metrics": False, "log_checkpoints": False}
-    dataset = make_dataset(tmp_path / "ds", episodes=1, frames=12)
-    checkpoint = train_policy(dataset, tmp_path / "run", TrainConfig(steps=2, save_freq=2, **tiny)).checkpoint_dir
+    checkpoint = tiny_act_checkpoint(tmp_path)
     args = ["eval", "--fast", "--checkpoint", str(checkpoint), "-n", "3", "--envs", "1", "--device", "cpu"]
     args += ["--set", "episode_s=0.2"]
     for limit, ran in (("0", 0), ("600", 3)):  # 0: the limit has passed once the policy is loaded
