@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -174,3 +176,44 @@ def test_writing_a_shard_logs_no_decoder_probe(tmp_path: Path, caplog: pytest.Lo
     with caplog.at_level(logging.WARNING, logger="lerobot"):
         _shard(tmp_path / "s", "exact", _frames(4))
     assert not [r for r in caplog.records if "torchcodec" in r.getMessage()]
+
+
+def test_a_shard_skipping_the_needless_embedding_is_the_stock_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ShardWriter skips lerobot's per-row embed map where no feature needs it: the parquet files hold the table and
+    features the stock writer (its embed map run) writes (the map's ``datasets`` cache fingerprint alone is not
+    stored), and the map does run for an episode with an image stored in the parquet (an ``Image`` feature)."""
+    import datasets
+    import pyarrow.parquet as pq
+    from lerobot.datasets import dataset_writer
+
+    from so101_dataset import lerobot_v3
+
+    frames = _frames(30, seed=5)
+    fast = _shard(tmp_path / "fast", "exact", frames)
+    monkeypatch.setattr(lerobot_v3, "embedding_only_where_needed", contextlib.nullcontext)  # lerobot's own path
+    stock = _shard(tmp_path / "stock", "exact", frames)
+    monkeypatch.undo()
+
+    def parquet(root: Path) -> dict[str, Any]:
+        tables = {p.relative_to(root).as_posix(): pq.read_table(p) for p in sorted(root.glob("data/**/*.parquet"))}
+        hf = {k: json.loads(t.schema.metadata[b"huggingface"]) for k, t in tables.items()}
+        return {k: (t.replace_schema_metadata(None), hf[k]["info"]) for k, t in tables.items()}
+
+    got, want = parquet(fast), parquet(stock)
+    assert got.keys() == want.keys() and len(got) == 1
+    for key, (table, info) in got.items():
+        assert table.equals(want[key][0]) and info == want[key][1]
+    assert "fingerprint" in json.loads(pq.read_schema(next(stock.glob("data/**/*.parquet"))).metadata[b"huggingface"])
+    stock_embed = dataset_writer.embed_images
+    calls = []
+    monkeypatch.setattr(dataset_writer, "embed_images", lambda ds: calls.append(ds) or stock_embed(ds))
+    numbers = datasets.Dataset.from_dict({"x": [1.0, 2.0]})
+    image = np.zeros((2, 2, 3), np.uint8)
+    images = datasets.Dataset.from_dict({"im": [image]}, features=datasets.Features({"im": datasets.Image()}))
+    before = dataset_writer.embed_images
+    with lerobot_v3.embedding_only_where_needed():
+        assert dataset_writer.embed_images(numbers) is numbers and not calls
+        assert dataset_writer.embed_images(images)["im"][0].size == (2, 2) and calls == [images]
+    assert dataset_writer.embed_images is before  # restored
