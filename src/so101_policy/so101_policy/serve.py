@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from nodegraph.launch.description import parse_bool
+from nodegraph.launch.errors import LaunchArgumentError
 from nodegraph.transport.shutdown import install_signal_handlers
 
 from .backend import PolicyBackend, warmup_observation
@@ -53,10 +55,12 @@ def inference_options(args: argparse.Namespace) -> InferenceOptions:
     return InferenceOptions(args.precision, args.compile, args.cuda_graph)
 
 
-def _true_or_false(value: str) -> bool:
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise argparse.ArgumentTypeError(f"true or false, got {value!r}")
+def _launch_bool(value: str) -> bool:
+    """A launch argument's boolean (nodegraph's rule: true/false/1/0) as an argparse type."""
+    try:
+        return parse_bool(value, "--cuda-graph")
+    except LaunchArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="?",
         const=True,
         default=False,
-        type=_true_or_false,
+        type=_launch_bool,
         help="ACT on CUDA only: replay the forward pass from a CUDA graph per batch size (captured in the warm-up); "
         "also --cuda-graph true|false (a launch argument's value)",
     )

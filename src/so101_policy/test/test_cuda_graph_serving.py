@@ -152,7 +152,7 @@ def test_cuda_graph_refusals_and_wiring(tmp_path: Path) -> None:
         InferenceOptions(cuda_graph="yes")  # type: ignore[arg-type]
     args = parser().parse_args(["--checkpoint", str(checkpoint), "--device", "cpu", "--cuda-graph"])
     assert args.cuda_graph is True and parser().parse_args(["--replay", "x.npy"]).cuda_graph is False
-    for value, expected in (("true", True), ("false", False)):  # a launch argument's value
+    for value, expected in (("true", True), ("false", False), ("1", True), ("False", False)):  # a launch argument
         assert parser().parse_args(["--replay", "x.npy", "--cuda-graph", value]).cuda_graph is expected
     with pytest.raises(CheckpointError, match="cuda_graph needs CUDA"):  # the flag reaches the backend
         build_backend(args)
