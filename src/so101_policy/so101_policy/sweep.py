@@ -96,8 +96,9 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
     A run whose ``train_result.json`` already has its steps is not started again, and a scored run is not
     scored again; a run trained in an earlier call is scored before the others train on (a slice that ends while
     they train still leaves its score). With the runs' ``time_limit_s`` (the call's slice) a run is scored only
-    while the slice has time for it (the longest scoring so far, or :data:`SCORE_RESERVE_S` before the first);
-    otherwise ``sweep.json`` says ``complete: false`` and the same command goes on from there."""
+    while the slice has time for it (the longest scoring so far, or :data:`SCORE_RESERVE_S` before the first), and
+    starts no episode after the slice's end (a scoring cut short counts as not done); otherwise ``sweep.json`` says
+    ``complete: false`` and the same command goes on from there."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -116,8 +117,12 @@ def run_sweep(sweep: Sweep, dataset: Path, out_dir: Path, *, envs: int = 0) -> l
         from .fast_eval import evaluate_checkpoint_fast
 
         t_score = time.perf_counter()
-        evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs)
+        until = time.monotonic() + (deadline - t_score) if deadline < float("inf") else None
+        result = evaluate_checkpoint_fast(run_dir, run_dir / "fast_eval", sweep.eval, envs=envs, deadline=until)
         longest = max(longest, time.perf_counter() - t_score)
+        if result.episodes < sweep.eval.episodes:  # the slice ended first: scored whole in a later call
+            result.results_json.unlink()
+            return False
         return True
 
     pending = {name: cfg for name, cfg in sweep.runs.items() if _trained_steps(out_dir / name) < cfg.steps}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,16 @@ def test_runs_train_side_by_side_and_are_ranked_by_the_fast_evaluator(
     assert partial["steps"] == {"act": 4, "diffusion": 4} and partial["train_wall_s"] > 0
     assert not (tmp_path / "out" / "act" / "fast_eval").exists()
     logs = {name: (tmp_path / "out" / name / "train.log").stat().st_size for name in ("act", "diffusion")}
+    # a call whose slice ends once scoring has begun (the evaluator's clock past the deadline): no episode starts,
+    # nothing counts as scored
+    monkeypatch.undo()
+    from so101_policy import fast_eval
+
+    late = types.SimpleNamespace(perf_counter=time.perf_counter, monotonic=lambda: time.monotonic() + 1e6)
+    monkeypatch.setattr(fast_eval, "time", late)
+    assert run_sweep(sweep, dataset, tmp_path / "out", envs=1) == []
+    assert json.loads((tmp_path / "out" / "sweep.json").read_text())["stage"] == "scoring"
+    assert not list((tmp_path / "out").glob("*/fast_eval/fast_results.json"))
     # the next call scores without training again
     monkeypatch.undo()
     rows = run_sweep(sweep, dataset, tmp_path / "out", envs=1)
