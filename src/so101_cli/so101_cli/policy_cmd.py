@@ -31,6 +31,15 @@ def with_settings(cfg: Any, sets: list[str], root: str) -> Any:
     return parse_config(type(cfg), values, root)
 
 
+def _columns(verb: str, fields: str) -> tuple[Any, ...]:
+    """A progress bar's columns: ``verb``, the bar, done/total, ``fields`` (a rich format of the task's fields),
+    elapsed and remaining time."""
+    return (
+        TextColumn(f"[bold]{verb}[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn(fields),
+        TimeElapsedColumn(), TimeRemainingColumn(),
+    )  # fmt: skip
+
+
 def _fail(console: Console, exc: Exception) -> None:
     console.print(f"[red]error:[/red] {exc}")
     raise typer.Exit(2) from None
@@ -72,14 +81,7 @@ def train(
     if sweep is not None:
         _sweep(console, sweep, cfg, dataset, out, envs)
         return
-    columns = (
-        TextColumn("[bold]train[/bold]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[rate]:.0f} samples/s"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
+    columns = _columns("train", "loss {task.fields[loss]:.4f}  {task.fields[rate]:.0f} samples/s")
     with Progress(*columns, console=console) as bar:
         task = bar.add_task("train", total=cfg.steps, loss=float("nan"), rate=0.0)
 
@@ -163,15 +165,7 @@ def evaluate(
     if fast:
         _evaluate_fast(console, checkpoint, out, cfg, envs, deadline)
         return
-    columns = (
-        TextColumn("[bold]eval[/bold]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[ok]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console) as bar:
+    with Progress(*_columns("eval", "{task.fields[ok]}"), console=console) as bar:
         task = bar.add_task("eval", total=cfg.episodes, ok="")
         count = {"ok": 0}
 
