@@ -64,14 +64,11 @@ def cache_home(need: int, device: str, limit_bytes: float = math.inf) -> str | N
     return HOST if need <= free_host else None
 
 
-def decoded_bytes(dataset: Any, image_keys: list[str]) -> int:
-    """Bytes the decoded uint8 frames of ``image_keys`` of ``dataset``'s rows take (a ``LeRobotDataset``, its
-    selected episodes' rows only: what :meth:`DecodedDataset.decode` would hold)."""
-    total = 0
-    for key in image_keys:
-        h, w, c = dataset.meta.features[key]["shape"]
-        total += len(dataset) * int(h) * int(w) * int(c)
-    return total
+def frame_bytes(rows: int, features: dict[str, Any], image_keys: list[str]) -> int:
+    """Bytes the uint8 frames of ``image_keys`` take for ``rows`` rows, each key's shape from ``features`` (LeRobot's
+    feature form): what a :class:`DecodedDataset` holds, e.g. of a ``LeRobotDataset`` (its selected rows,
+    ``len(dataset)``, and ``dataset.meta.features``) or of rendered units."""
+    return sum(rows * int(np.prod(features[key]["shape"])) for key in image_keys)
 
 
 def _decode_file(path: Path) -> tuple[np.ndarray, np.ndarray]:

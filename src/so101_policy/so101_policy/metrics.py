@@ -53,9 +53,9 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> Int
 def exact_mcnemar_p(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p-value of paired outcomes: ``only_a`` pairs where only A succeeded, ``only_b``
     where only B did (a binomial test of ``min`` of them among their sum at 1/2); 1.0 without discordant pairs."""
-    n, k = only_a + only_b, min(only_a, only_b)
     if only_a < 0 or only_b < 0:
         raise ValueError(f"counts must be >= 0, got {only_a}, {only_b}")
+    n, k = only_a + only_b, min(only_a, only_b)
     if n == 0:
         return 1.0
     return min(1.0, 2.0 * sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n)

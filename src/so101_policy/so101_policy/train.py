@@ -30,10 +30,10 @@ from . import checkpoints as ckpt
 from .act_training import contiguous_state, match_layout
 from .config import TrainConfig
 from .errors import CheckpointError, ConfigError, PolicyError
-from .frame_cache import AUX_POSE, DecodedDataset, cache_home, decoded_bytes
+from .frame_cache import AUX_POSE, DecodedDataset, cache_home, frame_bytes
 from .policy_types import Trainable, lerobot_class, lerobot_config, trainable
 from .schedule import lr_factor
-from .training_data import TrainingData, aux_pose_labels, decode_units, open_training_data, units_bytes
+from .training_data import TrainingData, aux_pose_labels, decode_units, open_training_data
 
 REPO_ID = "local/so101"
 
@@ -148,7 +148,7 @@ def batch_stream(
 
     start = start_step * cfg.batch_size
     if data.kind == "units":
-        need = units_bytes(data, images)
+        need = frame_bytes(data.frames, data.features, images)
         home = cache_home(need, device)
         if home is None:
             raise ConfigError(
@@ -160,7 +160,7 @@ def batch_stream(
         units = decode_units(data, images, cfg.chunk_size, device, extras, host_frames=home != device)
         return _source("rendered frames", home, device, need), units.batches(cfg.batch_size, cfg.seed, start)
     dataset = open_dataset(data.path, cfg.chunk_size, data.lerobot_episodes)
-    need = decoded_bytes(dataset, images)
+    need = frame_bytes(len(dataset), dataset.meta.features, images)
     home = cache_home(need, device, cfg.frame_cache_gb * 2**30) if need > 0 else None
     if home is not None:
         decoded = DecodedDataset.decode(dataset, images, cfg.chunk_size, device, host_frames=home != device)

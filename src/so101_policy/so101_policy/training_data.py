@@ -216,12 +216,6 @@ def _image_stats(units: list[Path], cameras: list[str], stride: int = 10) -> dic
     return stats
 
 
-def units_bytes(data: TrainingData, image_keys: list[str]) -> int:
-    """Bytes the rendered uint8 frames of ``image_keys`` of ``data``'s units take (what :func:`decode_units`
-    holds)."""
-    return sum(data.frames * int(np.prod(data.features[key]["shape"])) for key in image_keys)
-
-
 def decode_units(
     data: TrainingData, image_keys: list[str], chunk: int, device: str, extras: dict[str, np.ndarray] | None = None,
     host_frames: bool = False,
